@@ -1,0 +1,3 @@
+module github.com/evalsched/evalsched
+
+go 1.26
