@@ -1,0 +1,39 @@
+# evalsched — the front door. `make run` shows the scheduler against the old
+# world in the simulator; `make test` is what CI runs.
+
+GO       ?= go
+PKGS     := ./...
+SCENARIO ?= scenarios/seed-hot-lanes.json
+REPORT   ?= out/report.html
+
+.PHONY: run test lint bench fuzz build clean
+
+run: ## simulate seed-hot-lanes under all three policies, print the table, write the report
+	@mkdir -p $(dir $(REPORT))
+	$(GO) run ./cmd/evalsched sim --scenario $(SCENARIO) --policy all --report $(REPORT)
+
+test: ## unit, adapter and simulator tests
+	$(GO) test -count=1 $(PKGS)
+
+lint: ## gofmt, go vet, go.mod tidy
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	@cp go.mod /tmp/evalsched.go.mod.bak; [ -f go.sum ] && cp go.sum /tmp/evalsched.go.sum.bak || true
+	@$(GO) mod tidy
+	@git diff --exit-code -- go.mod $$( [ -f go.sum ] && echo go.sum ) || { echo "go.mod/go.sum not tidy (run go mod tidy)"; exit 1; }
+
+bench: ## benchmarks (numbers go to BENCHMARKS.md)
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+fuzz: ## each fuzz target for FUZZTIME
+	@for t in $$(grep -rl --include='*_test.go' '^func Fuzz' internal cmd | xargs -n1 dirname | sort -u); do \
+	  for f in $$(grep -h '^func Fuzz' $$t/*_test.go | sed 's/func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
+	    echo "== $$t $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $${FUZZTIME:-30s} ./$$t || exit 1; \
+	  done; \
+	done
+
+build: ## the operator CLI into bin/
+	$(GO) build -o bin/evalsched ./cmd/evalsched
+
+clean:
+	rm -rf bin out

@@ -1,0 +1,35 @@
+// Package limits decides a model's next job limit: how many of its jobs may hold
+// a container (starting or running) at once.
+//
+// It is step 2 of a scheduler pass (snapshot → priority → breaker → limits →
+// capacity → admission → claim and launch). The input is the gateway queue depth
+// of the model as CloudWatch last saw it, compared with a target depth: a queue a
+// little above zero means the provider is saturated (full use of its quota)
+// while containers wait only briefly at the gateway.
+//
+// The loop is hard to control: a job launched now adds to the depth only once
+// its container runs (30–120 s on Fargate) and the datapoint has aged (~20 s), so
+// the dead time is one to two minutes against a 10-s pass; lowering the limit
+// evicts nothing; below saturation the depth reads 0 and says nothing of how far
+// below we are; at a thousand running jobs the depth jitters by ±20 on its own.
+// The controller therefore has four regimes, checked in order:
+//
+//  1. pinned: an operator's limit_pin wins, clamped to [min, max].
+//  2. blind: no datapoint, or one older than MaxAge → hold.
+//  3. over: depth > target·(1+Band) → lower to load − LowerGain·(depth − target),
+//     never above the current limit. Each queued call is a job the provider
+//     cannot serve now, so the excess depth counts jobs too many; anchoring on the
+//     load (running + starting), not on the limit, keeps repeated passes over
+//     the same stale overshoot from compounding.
+//  4. under: depth < target·(1−Band) → raise ×f with
+//     f = 1 + (FastFactor−1)·gap², gap = (target − depth)/target, only when
+//     work waits, the limit binds (load ≥ BindingShare·limit: no windup while
+//     demand sits below the limit), the depth has stayed under the band for
+//     ConfirmBelow (one low reading in the jitter is not evidence), and at least
+//     RaiseSettled of the previous raise's launches are running (the dead time).
+//     At depth 0 the factor is FastFactor, so a cold model grows geometrically,
+//     one step per container start, and reaches ~1,000 from 10 within minutes.
+//
+// Otherwise it holds. The result is clamped to [min, max]. Every decision carries
+// a reason an operator can read in the pass log.
+package limits

@@ -1,0 +1,11 @@
+// Package memstore is an in-memory scheduler.Store with the semantics the
+// DynamoDB store has: a waiting job is claimed by exactly one pass, claimed
+// jobs leave the waiting counts at once, and the running and starting counters
+// move in the same step as the job state they count.
+//
+// It backs the pass tests, the simulator and the local mode. It also takes the
+// writes the other functions make in production: Submit (the intake function),
+// TaskStarted and TaskStopped (the task-events function), PutModel and PutPin
+// (an operator's console edits). Check recounts every counter, so tests and
+// the simulator can assert the invariants after every step.
+package memstore

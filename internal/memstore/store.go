@@ -1,0 +1,484 @@
+package memstore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/evalsched/evalsched/internal/breaker"
+	"github.com/evalsched/evalsched/internal/priority"
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+// State is a job's place in its lifecycle:
+// WAITING → CLAIMED → LAUNCHED → RUNNING → SUCCEEDED | FAILED.
+type State string
+
+// The job states.
+const (
+	Waiting   State = "WAITING"
+	Claimed   State = "CLAIMED"
+	Launched  State = "LAUNCHED"
+	Running   State = "RUNNING"
+	Succeeded State = "SUCCEEDED"
+	Failed    State = "FAILED"
+	Cancelled State = "CANCELLED"
+)
+
+// ErrUnknownJob is returned for a job id the store has never seen.
+var ErrUnknownJob = errors.New("unknown job")
+
+// BatchSpec is one batch as the intake function hands it over.
+type BatchSpec struct {
+	Account, Project, Batch string
+	Model                   string // jobs without a model of their own run this one
+	Tier                    int    // < 0: none given
+	MaxAttempts             int    // 0: 3
+	TaskDefinition          string
+	TimeoutSeconds          int
+	Jobs                    []JobSpec
+}
+
+// JobSpec is one job of a batch.
+type JobSpec struct {
+	Key   string
+	Model string // "": the batch's model
+	Env   map[string]string
+}
+
+// Exit is how a task stopped.
+type Exit struct {
+	Code           int
+	ProviderError  bool // the job failed on provider errors (429/5xx): the breaker counts it
+	Infrastructure bool // the task never ran the job to an end (capacity, spot, image pull)
+	Reason         string
+}
+
+// Job is a copy of one job's record.
+type Job struct {
+	scheduler.Job
+	State      State
+	Seq        int64 // position in its queue: submission order
+	SubmitAt   time.Time
+	LaunchedAt time.Time
+	StartedAt  time.Time
+	EndedAt    time.Time
+	TaskARN    string
+	Exit       Exit
+	Reason     string // why it failed, when it did
+}
+
+// Counts is the number of jobs per state.
+type Counts struct {
+	Waiting, Claimed, Launched, Running, Succeeded, Failed, Cancelled int
+}
+
+// Store is the in-memory store. It is safe for concurrent use.
+type Store struct {
+	mu       sync.Mutex
+	defaults scheduler.ModelConfig
+	models   map[string]*model
+	queues   map[scheduler.QueueKey]*queue
+	jobs     map[string]*Job
+	pins     map[string]priority.Pin
+	seq      int64
+}
+
+type model struct {
+	cfg      scheduler.ModelConfig
+	explicit bool // an operator item exists; otherwise defaults apply
+	state    scheduler.ModelState
+	running  int
+	starting map[string]*Job // claimed or launched, not yet running
+	outcomes breaker.Outcomes
+}
+
+// queue is one batch's jobs of one model in job order; next indexes the first
+// job never claimed, back holds jobs returned to waiting (all older than next).
+type queue struct {
+	key     scheduler.QueueKey
+	tier    int
+	seq     int64
+	jobs    []*Job
+	next    int
+	back    []*Job // sorted by Seq
+	waiting int
+}
+
+// New returns an empty store; models without an item of their own take the
+// defaults (with their Name set).
+func New(defaults scheduler.ModelConfig) *Store {
+	return &Store{
+		defaults: defaults,
+		models:   map[string]*model{},
+		queues:   map[scheduler.QueueKey]*queue{},
+		jobs:     map[string]*Job{},
+		pins:     map[string]priority.Pin{},
+	}
+}
+
+// PutModel writes a model's operator item.
+func (s *Store) PutModel(cfg scheduler.ModelConfig) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.model(cfg.Name)
+	m.cfg, m.explicit = cfg, true
+}
+
+// PutPin writes a pin item, replacing the one of the same scope.
+func (s *Store) PutPin(p priority.Pin) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pins[p.Scope] = p
+}
+
+// DeletePin removes a pin item.
+func (s *Store) DeletePin(scope string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.pins, scope)
+}
+
+func (s *Store) model(name string) *model {
+	m, ok := s.models[name]
+	if !ok {
+		cfg := s.defaults
+		cfg.Name = name
+		m = &model{cfg: cfg, starting: map[string]*Job{}}
+		s.models[name] = m
+	}
+	return m
+}
+
+// Submit adds a batch's jobs as waiting. It is idempotent: a job that exists
+// with the same content is skipped; one with other content is a conflict,
+// left unchanged and reported in the error (the other jobs are still added).
+func (s *Store) Submit(b BatchSpec, now time.Time) (created int, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var conflicts []string
+	for _, js := range b.Jobs {
+		mdl := cmp.Or(js.Model, b.Model)
+		id := scheduler.JobID(b.Account, b.Project, b.Batch, js.Key)
+		if old, ok := s.jobs[id]; ok {
+			if old.Model != mdl || !maps.Equal(old.Env, js.Env) {
+				conflicts = append(conflicts, js.Key)
+			}
+			continue
+		}
+		key := scheduler.QueueKey{Account: b.Account, Project: b.Project, Batch: b.Batch, Model: mdl}
+		q, ok := s.queues[key]
+		if !ok {
+			s.seq++
+			q = &queue{key: key, tier: b.Tier, seq: s.seq}
+			s.queues[key] = q
+		}
+		s.seq++
+		j := &Job{
+			Job: scheduler.Job{
+				ID: id, Account: b.Account, Project: b.Project, Batch: b.Batch, Key: js.Key, Model: mdl,
+				Attempt: 1, MaxAttempts: cmp.Or(b.MaxAttempts, 3), TaskDefinition: b.TaskDefinition,
+				TimeoutSeconds: b.TimeoutSeconds, Env: maps.Clone(js.Env),
+			},
+			State: Waiting, Seq: s.seq, SubmitAt: now,
+		}
+		s.jobs[id] = j
+		q.jobs = append(q.jobs, j)
+		q.waiting++
+		s.model(mdl)
+		created++
+	}
+	if len(conflicts) > 0 {
+		return created, fmt.Errorf("batch %s/%s/%s: %d jobs conflict with existing jobs of the same key (first: %q)",
+			b.Account, b.Project, b.Batch, len(conflicts), conflicts[0])
+	}
+	return created, nil
+}
+
+// Snapshot implements scheduler.Store.
+func (s *Store) Snapshot(_ context.Context, _ time.Time) (scheduler.Snapshot, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var snap scheduler.Snapshot
+	for _, name := range slices.Sorted(maps.Keys(s.models)) {
+		m := s.models[name]
+		pending := 0
+		for _, j := range m.starting {
+			if !j.LaunchedAt.After(m.state.Limit.RaisedAt) {
+				pending++
+			}
+		}
+		snap.Models = append(snap.Models, scheduler.Model{
+			Config: m.cfg, State: m.state, Running: m.running, Starting: len(m.starting),
+			PendingRaise: pending, Outcomes: m.outcomes,
+		})
+	}
+	keys := slices.SortedFunc(maps.Keys(s.queues), func(a, b scheduler.QueueKey) int {
+		return cmp.Compare(s.queues[a].seq, s.queues[b].seq)
+	})
+	for _, k := range keys {
+		q := s.queues[k]
+		if q.waiting == 0 {
+			continue
+		}
+		snap.Queues = append(snap.Queues, scheduler.Queue{
+			Account: k.Account, Project: k.Project, Batch: k.Batch, Model: k.Model,
+			SubmittedTier: q.tier, Seq: q.seq, Waiting: q.waiting,
+		})
+	}
+	for _, scope := range slices.Sorted(maps.Keys(s.pins)) {
+		snap.Pins = append(snap.Pins, s.pins[scope])
+	}
+	return snap, nil
+}
+
+// Commit implements scheduler.Store: state persisted, outcomes acknowledged
+// and jobs claimed in one step, as the DynamoDB store does in transactions.
+func (s *Store) Commit(_ context.Context, plan scheduler.Plan) ([]scheduler.Job, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var claimed []scheduler.Job
+	for _, mp := range plan.Models {
+		m := s.model(mp.Model)
+		m.state = mp.State
+		m.outcomes.OK -= mp.Ack.OK
+		m.outcomes.ProviderFailed -= mp.Ack.ProviderFailed
+		for _, g := range mp.Grants {
+			q := s.queues[g.Queue]
+			if q == nil {
+				continue
+			}
+			for range g.Count {
+				j := q.take()
+				if j == nil {
+					break
+				}
+				j.State, j.LaunchedAt, j.Tier = Claimed, plan.At, g.Tier
+				m.starting[j.ID] = j
+				claimed = append(claimed, j.Job)
+			}
+		}
+	}
+	return claimed, nil
+}
+
+// take claims the queue's oldest waiting job.
+func (q *queue) take() *Job {
+	var j *Job
+	switch {
+	case len(q.back) > 0:
+		j, q.back = q.back[0], q.back[1:]
+	case q.next < len(q.jobs):
+		j = q.jobs[q.next]
+		q.next++
+	default:
+		return nil
+	}
+	q.waiting--
+	return j
+}
+
+// putBack returns a job to waiting, in its place by age.
+func (q *queue) putBack(j *Job) {
+	i, _ := slices.BinarySearchFunc(q.back, j.Seq, func(b *Job, seq int64) int { return cmp.Compare(b.Seq, seq) })
+	q.back = slices.Insert(q.back, i, j)
+	q.waiting++
+}
+
+// RecordLaunches implements scheduler.Store.
+func (s *Store) RecordLaunches(_ context.Context, now time.Time, results []scheduler.LaunchResult) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for _, r := range results {
+		j, ok := s.jobs[r.JobID]
+		if !ok {
+			errs = append(errs, fmt.Errorf("record launch of %s: %w", r.JobID, ErrUnknownJob))
+			continue
+		}
+		if j.Attempt != r.Attempt || j.State != Claimed {
+			continue // a stale or repeated result: the job has moved on
+		}
+		switch r.Status {
+		case scheduler.Launched:
+			// LaunchedAt stays the claiming pass's time: PendingRaise compares
+			// it with the time of the pass that raised the limit.
+			j.State, j.TaskARN = Launched, r.TaskARN
+		case scheduler.Retry:
+			s.retry(j, r.Reason, now)
+		default:
+			s.end(j, Failed, r.Reason, now)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// retry returns a job that did not get to run to waiting, or fails it when
+// its attempts are spent.
+func (s *Store) retry(j *Job, reason string, now time.Time) {
+	if j.Attempt >= j.MaxAttempts {
+		s.end(j, Failed, fmt.Sprintf("%s (attempt %d of %d)", reason, j.Attempt, j.MaxAttempts), now)
+		return
+	}
+	s.release(j)
+	j.Attempt++
+	j.State, j.TaskARN, j.LaunchedAt, j.Reason = Waiting, "", time.Time{}, reason
+	s.queues[s.queueKey(j)].putBack(j)
+}
+
+// release frees the slot a job held.
+func (s *Store) release(j *Job) {
+	m := s.models[j.Model]
+	switch j.State {
+	case Claimed, Launched:
+		delete(m.starting, j.ID)
+	case Running:
+		m.running--
+	}
+}
+
+func (s *Store) end(j *Job, st State, reason string, now time.Time) {
+	s.release(j)
+	j.State, j.Reason, j.EndedAt = st, reason, now
+}
+
+func (s *Store) queueKey(j *Job) scheduler.QueueKey {
+	return scheduler.QueueKey{Account: j.Account, Project: j.Project, Batch: j.Batch, Model: j.Model}
+}
+
+// TaskStarted marks a job's task running. A repeated or stale event (another
+// attempt, a job already past RUNNING) changes nothing.
+func (s *Store) TaskStarted(jobID string, attempt int, now time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.jobs[jobID]
+	if !ok {
+		return fmt.Errorf("task started for %s: %w", jobID, ErrUnknownJob)
+	}
+	if j.Attempt != attempt || (j.State != Claimed && j.State != Launched) {
+		return nil
+	}
+	s.release(j)
+	j.State, j.StartedAt = Running, now
+	s.models[j.Model].running++
+	return nil
+}
+
+// TaskStopped ends a job's attempt: exit 0 succeeds, an infrastructure stop
+// retries while attempts remain, any other exit fails. Outcomes feed the
+// model's breaker. Repeated or stale events change nothing.
+func (s *Store) TaskStopped(jobID string, attempt int, exit Exit, now time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.jobs[jobID]
+	if !ok {
+		return fmt.Errorf("task stopped for %s: %w", jobID, ErrUnknownJob)
+	}
+	if j.Attempt != attempt || (j.State != Claimed && j.State != Launched && j.State != Running) {
+		return nil
+	}
+	m := s.models[j.Model]
+	switch {
+	case exit.Infrastructure:
+		s.retry(j, exit.Reason, now)
+		return nil
+	case exit.Code == 0:
+		s.end(j, Succeeded, "", now)
+		m.outcomes.OK++
+	default:
+		s.end(j, Failed, cmp.Or(exit.Reason, fmt.Sprintf("exit code %d", exit.Code)), now)
+		if exit.ProviderError {
+			m.outcomes.ProviderFailed++
+		} else {
+			m.outcomes.OK++ // the provider answered; the job failed on its own
+		}
+	}
+	j.Exit = exit
+	return nil
+}
+
+// Job returns a copy of one job.
+func (s *Store) Job(id string) (Job, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.jobs[id]
+	if !ok {
+		return Job{}, false
+	}
+	c := *j
+	c.Env = maps.Clone(j.Env)
+	return c, true
+}
+
+// Counts returns the number of jobs in each state.
+func (s *Store) Counts() Counts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var c Counts
+	for _, j := range s.jobs {
+		switch j.State {
+		case Waiting:
+			c.Waiting++
+		case Claimed:
+			c.Claimed++
+		case Launched:
+			c.Launched++
+		case Running:
+			c.Running++
+		case Succeeded:
+			c.Succeeded++
+		case Failed:
+			c.Failed++
+		case Cancelled:
+			c.Cancelled++
+		}
+	}
+	return c
+}
+
+// Check recounts every counter from the jobs and reports each mismatch.
+func (s *Store) Check() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	running := map[string]int{}
+	starting := map[string]int{}
+	waiting := map[scheduler.QueueKey]int{}
+	var errs []error
+	for _, id := range slices.Sorted(maps.Keys(s.jobs)) {
+		j := s.jobs[id]
+		switch j.State {
+		case Running:
+			running[j.Model]++
+		case Claimed, Launched:
+			starting[j.Model]++
+			if s.models[j.Model].starting[j.ID] != j {
+				errs = append(errs, fmt.Errorf("job %s is %s but not in its model's starting set", j.ID, j.State))
+			}
+		case Waiting:
+			waiting[s.queueKey(j)]++
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.models)) {
+		m := s.models[name]
+		if m.running != running[name] {
+			errs = append(errs, fmt.Errorf("model %s: running counter %d, recount %d", name, m.running, running[name]))
+		}
+		if len(m.starting) != starting[name] {
+			errs = append(errs, fmt.Errorf("model %s: starting counter %d, recount %d", name, len(m.starting), starting[name]))
+		}
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(s.queues), func(a, b scheduler.QueueKey) int {
+		return cmp.Compare(s.queues[a].seq, s.queues[b].seq)
+	}) {
+		q := s.queues[k]
+		if q.waiting != waiting[q.key] {
+			errs = append(errs, fmt.Errorf("queue %s: waiting counter %d, recount %d", q.key, q.waiting, waiting[q.key]))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,248 @@
+package scheduler
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/evalsched/evalsched/internal/admission"
+	"github.com/evalsched/evalsched/internal/breaker"
+	"github.com/evalsched/evalsched/internal/capacity"
+	"github.com/evalsched/evalsched/internal/limits"
+	"github.com/evalsched/evalsched/internal/priority"
+)
+
+// Config is the account-wide configuration of the pass.
+type Config struct {
+	Tiers              int     // number of priority tiers (0 = most urgent)
+	TierWeight         float64 // share a tier takes of what is left to it
+	DefaultTier        int     // tier of a batch submitted without one
+	GlobalMaxRunning   int     // account-wide cap on tasks holding a slot
+	MaxLaunchesPerPass int     // launches one pass may issue (ECS's Fargate bucket)
+	Limits             limits.Config
+	Breaker            breaker.Config
+}
+
+// DefaultConfig is what a deployment starts with.
+func DefaultConfig() Config {
+	return Config{
+		Tiers:              3,
+		TierWeight:         0.8,
+		DefaultTier:        2,
+		GlobalMaxRunning:   6000,
+		MaxLaunchesPerPass: 200,
+		Limits:             limits.DefaultConfig(),
+		Breaker:            breaker.DefaultConfig(),
+	}
+}
+
+// Validate names the first field that breaks its rule.
+func (c Config) Validate() error {
+	switch {
+	case c.Tiers < 1 || c.Tiers > 10:
+		return fmt.Errorf("scheduler: tiers %d is outside 1..10", c.Tiers)
+	case c.TierWeight <= 0 || c.TierWeight > 1:
+		return fmt.Errorf("scheduler: tier_weight %g is outside (0, 1]", c.TierWeight)
+	case c.DefaultTier < 0 || c.DefaultTier >= c.Tiers:
+		return fmt.Errorf("scheduler: default_tier %d is outside 0..%d", c.DefaultTier, c.Tiers-1)
+	case c.GlobalMaxRunning < 0:
+		return fmt.Errorf("scheduler: global_max_running %d must not be negative", c.GlobalMaxRunning)
+	case c.MaxLaunchesPerPass < 1:
+		return fmt.Errorf("scheduler: max_launches_per_pass %d must be at least 1", c.MaxLaunchesPerPass)
+	}
+	if err := c.Limits.Validate(); err != nil {
+		return err
+	}
+	return c.Breaker.Validate()
+}
+
+// Plan is what a pass decided: the state to persist and the jobs to claim.
+type Plan struct {
+	At       time.Time
+	Models   []ModelPlan // sorted by model name
+	Warnings []string
+}
+
+// Grant asks the store to claim Count of a queue's oldest waiting jobs.
+type Grant struct {
+	Queue QueueKey
+	Tier  int
+	Count int
+}
+
+// ModelPlan is one model's part of the plan, with the reasons behind it.
+type ModelPlan struct {
+	Model    string
+	State    ModelState       // to persist
+	Ack      breaker.Outcomes // outcomes consumed by the breaker, to acknowledge
+	Depth    Depth            // zero At: no datapoint
+	Running  int
+	Starting int
+	Waiting  int
+	Limit    limits.Decision
+	Breaker  breaker.Decision
+	Capacity int     // slots the global cap leaves this model
+	Free     int     // slots handed to admission this pass
+	Grants   []Grant // in admission order
+	Admitted int
+	ByTier   []int
+	Why      string // why the rest of the waiting jobs wait; "" when none wait
+}
+
+// Total returns the admitted jobs of the whole plan.
+func (p Plan) Total() int {
+	n := 0
+	for _, m := range p.Models {
+		n += m.Admitted
+	}
+	return n
+}
+
+// Decide is the pure heart of a pass: from a snapshot and depths at time now,
+// the new limits, breaker states and grants. It reads no clock and does no I/O.
+func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) Plan {
+	plan := Plan{At: now, Warnings: slices.Clone(snap.Warnings)}
+
+	// 1. Priority: compile the pins once; a bad pin is a warning, never a failure.
+	pins, warns := priority.Compile(snap.Pins, cfg.Tiers, now)
+	for _, w := range warns {
+		plan.Warnings = append(plan.Warnings, w.String())
+	}
+
+	byModel := make(map[string][]Queue, len(snap.Models))
+	for _, q := range snap.Queues {
+		byModel[q.Model] = append(byModel[q.Model], q)
+	}
+	known := make(map[string]bool, len(snap.Models))
+	for _, m := range snap.Models {
+		known[m.Config.Name] = true
+	}
+	var orphans []string
+	for name := range byModel {
+		if !known[name] {
+			orphans = append(orphans, name)
+		}
+	}
+	slices.Sort(orphans)
+	for _, name := range orphans {
+		plan.Warnings = append(plan.Warnings, fmt.Sprintf("model %q has waiting jobs but no model item; they wait", name))
+	}
+
+	models := slices.Clone(snap.Models)
+	slices.SortFunc(models, func(a, b Model) int { return strings.Compare(a.Config.Name, b.Config.Name) })
+	plan.Models = make([]ModelPlan, len(models))
+
+	// 2. Breaker and 3. limits, per model.
+	for i, m := range models {
+		mp := &plan.Models[i]
+		mp.Model, mp.Running, mp.Starting = m.Config.Name, m.Running, m.Starting
+		mp.Depth = depths[m.Config.Name]
+		for _, q := range byModel[m.Config.Name] {
+			mp.Waiting += q.Waiting
+		}
+		if m.State.Limit.Limit == 0 {
+			// A model never steered starts at its initial limit, counted as a
+			// raise so the next one waits for these launches to run.
+			l := max(m.Config.InitialLimit, m.Config.MinLimit, 1)
+			m.State.Limit = limits.State{Limit: l, RaisedAt: now, RaisedBy: l}
+		}
+		mp.State = m.State
+		mp.Ack = m.Outcomes
+		mp.Breaker = breaker.Step(cfg.Breaker, m.State.Breaker, m.Outcomes, now)
+		mp.State.Breaker = mp.Breaker.State
+
+		lm := limits.Model{Target: m.Config.TargetDepth, Min: m.Config.MinLimit, Max: m.Config.MaxLimit, Pin: m.Config.LimitPin}
+		if mp.Breaker.Allow == 0 && m.Config.LimitPin == 0 {
+			// An empty queue in front of a failing provider is not spare capacity.
+			mp.Limit = limits.Decision{State: m.State.Limit, Action: limits.Held, Reason: "hold: breaker " + string(mp.Breaker.State.Phase)}
+		} else {
+			mp.Limit = limits.Next(cfg.Limits, lm, m.State.Limit, limits.Input{
+				Now: now, Depth: mp.Depth.Value, DepthAt: mp.Depth.At,
+				Running: m.Running, Starting: m.Starting, Waiting: mp.Waiting,
+				PendingRaise: m.PendingRaise,
+			})
+		}
+		mp.State.Limit = mp.Limit.State
+	}
+
+	// 4. Capacity: the global cap water-filled by demand, then the launch
+	// budget water-filled by free slots.
+	demand := make([]int, len(models))
+	for i, mp := range plan.Models {
+		held := mp.Running + mp.Starting
+		demand[i] = max(held, min(mp.State.Limit.Limit, held+mp.Waiting))
+	}
+	caps := capacity.Split(cfg.GlobalMaxRunning, demand)
+	free := make([]int, len(models))
+	for i := range plan.Models {
+		mp := &plan.Models[i]
+		mp.Capacity = caps[i]
+		f := min(mp.State.Limit.Limit, mp.Capacity) - mp.Running - mp.Starting
+		if mp.Breaker.Allow >= 0 {
+			f = min(f, mp.Breaker.Allow)
+		}
+		if !models[i].Config.Enabled {
+			f = 0
+		}
+		free[i] = max(0, min(f, mp.Waiting))
+	}
+	budget := capacity.Split(cfg.MaxLaunchesPerPass, free)
+
+	// 5. Admission: per model, tiers → projects in turn → oldest first.
+	acfg := admission.Config{Tiers: cfg.Tiers, Weight: cfg.TierWeight}
+	for i, m := range models {
+		mp := &plan.Models[i]
+		mp.Free = budget[i]
+		queues := byModel[m.Config.Name]
+		batches := make([]admission.Batch, len(queues))
+		index := make(map[string]int, len(queues))
+		for j, q := range queues {
+			tier, _ := pins.Tier(q.Account, q.Project, q.Batch, q.SubmittedTier, cfg.DefaultTier)
+			id := q.Account + "/" + q.Project + "/" + q.Batch
+			if _, dup := index[id]; dup { // names may contain "/": keep ids unique
+				id = fmt.Sprintf("%s#%d", id, j)
+			}
+			index[id] = j
+			batches[j] = admission.Batch{ID: id, Project: q.Account + "/" + q.Project, Tier: tier, Seq: q.Seq, Waiting: q.Waiting}
+		}
+		res, st := admission.Plan(acfg, mp.Free, batches, m.State.Admission)
+		mp.State.Admission = st
+		mp.State.Breaker = mp.State.Breaker.Admitted(res.Admitted)
+		mp.Admitted, mp.ByTier = res.Admitted, res.ByTier
+		for _, g := range res.Grants {
+			j := index[g.BatchID]
+			mp.Grants = append(mp.Grants, Grant{Queue: queues[j].Key(), Tier: batches[j].Tier, Count: g.Count})
+		}
+		mp.Why = why(mp, m.Config.Enabled, free[i])
+	}
+	return plan
+}
+
+// why names the tightest constraint that keeps a model's jobs waiting.
+func why(mp *ModelPlan, enabled bool, free int) string {
+	rest := mp.Waiting - mp.Admitted
+	if rest <= 0 {
+		return ""
+	}
+	held := mp.Running + mp.Starting
+	limit := mp.State.Limit.Limit
+	var cause string
+	switch {
+	case !enabled:
+		cause = "model disabled"
+	case mp.Breaker.Allow == 0:
+		cause = "breaker " + strings.ToLower(string(mp.Breaker.State.Phase))
+	case mp.Breaker.Allow > 0 && mp.Admitted >= mp.Breaker.Allow:
+		cause = fmt.Sprintf("breaker half-open, %d probes", mp.Breaker.Allow)
+	case held+mp.Admitted >= limit && limit <= mp.Capacity:
+		cause = fmt.Sprintf("limit %d reached", limit)
+	case held+mp.Admitted >= mp.Capacity:
+		cause = fmt.Sprintf("global cap leaves %d slots", mp.Capacity)
+	case mp.Admitted >= mp.Free && mp.Free < free:
+		cause = fmt.Sprintf("launch budget leaves %d launches this pass", mp.Free)
+	default:
+		cause = "admitted all it could"
+	}
+	return fmt.Sprintf("%d wait: %s (%d running, %d starting)", rest, cause, mp.Running, mp.Starting)
+}

@@ -1,0 +1,19 @@
+// Package scheduler runs one scheduler pass: it reads a snapshot from the
+// store, decides new limits and which waiting jobs start, claims those jobs and
+// launches them.
+//
+// The decisions are pure (Decide) and live in the packages priority, breaker,
+// limits, capacity and admission; this package wires them in numbered phases
+// and talks to the outside world only through the small interfaces it declares
+// here: Store, DepthReader, Launcher and Clock. The same Pass runs in the
+// scheduler Lambda (DynamoDB, CloudWatch, ECS), in the local mode and in the
+// simulator (in-memory adapters).
+//
+//	1. snapshot   Store.Snapshot: models, queues with waiting counts, pins
+//	2. depth      DepthReader.Depths: the newest gateway depth per busy model
+//	3. decide     Decide: priority → breaker → limits → capacity → admission
+//	4. claim      Store.Commit: new state persisted, granted jobs claimed once
+//	5. launch     Launcher.Launch: one task per claimed job
+//	6. record     Store.RecordLaunches: launched, back to waiting, or failed
+//	7. report     the Report returned to the caller, logged as one line
+package scheduler

@@ -1,0 +1,228 @@
+package scheduler_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/priority"
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+type clock struct{ now time.Time }
+
+func (c *clock) Now() time.Time { return c.now }
+
+// depths serves a fixed depth per model, measured 20 s ago.
+type depths map[string]float64
+
+func (d depths) Depths(_ context.Context, models []string, now time.Time) (map[string]scheduler.Depth, error) {
+	out := map[string]scheduler.Depth{}
+	for _, m := range models {
+		if v, ok := d[m]; ok {
+			out[m] = scheduler.Depth{Value: v, At: now.Add(-20 * time.Second)}
+		}
+	}
+	return out, nil
+}
+
+// launcher records launches; jobs whose key is in fail come back as Retry.
+type launcher struct {
+	mu       sync.Mutex
+	launched []scheduler.Job
+	retry    map[string]bool
+}
+
+func (l *launcher) Launch(_ context.Context, jobs []scheduler.Job) []scheduler.LaunchResult {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []scheduler.LaunchResult
+	for _, j := range jobs {
+		if l.retry[j.Key] {
+			out = append(out, scheduler.LaunchResult{JobID: j.ID, Attempt: j.Attempt, Status: scheduler.Retry, Reason: "capacity"})
+			continue
+		}
+		l.launched = append(l.launched, j)
+		out = append(out, scheduler.LaunchResult{JobID: j.ID, Attempt: j.Attempt, Status: scheduler.Launched, TaskARN: "arn:task/" + j.ID})
+	}
+	return out
+}
+
+func batch(account, project, name, model string, tier, n int) memstore.BatchSpec {
+	b := memstore.BatchSpec{Account: account, Project: project, Batch: name, Model: model, Tier: tier}
+	for i := range n {
+		b.Jobs = append(b.Jobs, memstore.JobSpec{Key: fmt.Sprintf("%s-%04d", name, i)})
+	}
+	return b
+}
+
+func newScheduler(st *memstore.Store, d depths, l *launcher, c *clock) *scheduler.Scheduler {
+	cfg := scheduler.DefaultConfig()
+	return &scheduler.Scheduler{Store: st, Depths: d, Launcher: l, Clock: c, Config: cfg}
+}
+
+func model(name string, initial int) scheduler.ModelConfig {
+	return scheduler.ModelConfig{Name: name, Enabled: true, MinLimit: 1, MaxLimit: 10000, TargetDepth: 40, InitialLimit: initial}
+}
+
+// TestPassFollowsJobsFromWaitingToLaunched runs passes over the in-memory
+// store: jobs are claimed oldest first within the limit, launched once, and
+// the counters follow them to running and done.
+func TestPassFollowsJobsFromWaitingToLaunched(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(model("", 10))
+	st.PutModel(model("gpt", 10))
+	if _, err := st.Submit(batch("lab", "sweep", "b1", "gpt", -1, 50), t0); err != nil {
+		t.Fatal(err)
+	}
+	l := &launcher{}
+	c := &clock{now: t0}
+	s := newScheduler(st, depths{"gpt": 0}, l, c)
+
+	rep, err := s.Pass(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first pass launches the cold model's initial limit.
+	if rep.Launched != 10 {
+		t.Fatalf("got %d launched on the first pass, want the initial limit 10 (%s)", rep.Launched, rep.Plan.Models[0].Limit.Reason)
+	}
+	for i, j := range l.launched {
+		if want := fmt.Sprintf("b1-%04d", i); j.Key != want || j.Attempt != 1 {
+			t.Errorf("launch %d: got %s attempt %d, want %s attempt 1 (oldest first)", i, j.Key, j.Attempt, want)
+		}
+	}
+	if got := st.Counts(); got.Launched != 10 || got.Waiting != 40 {
+		t.Fatalf("got %+v, want 10 launched and 40 waiting", got)
+	}
+
+	// A second pass with nothing running yet launches nothing more: the limit
+	// is full of starting jobs and the raise must wait for them.
+	c.now = c.now.Add(10 * time.Second)
+	if rep, err = s.Pass(ctx); err != nil || rep.Launched != 0 {
+		t.Fatalf("got %d launched, err %v; want 0 while the first 10 start", rep.Launched, err)
+	}
+
+	// Once they run, the cold model doubles and launches 10 more.
+	for _, j := range l.launched {
+		if err := st.TaskStarted(j.ID, j.Attempt, c.now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.now = c.now.Add(10 * time.Second)
+	if rep, err = s.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m := rep.Plan.Models[0]; m.State.Limit.Limit != 20 || rep.Launched != 10 {
+		t.Fatalf("got limit %d and %d launched (%s), want 20 and 10", m.State.Limit.Limit, rep.Launched, m.Limit.Reason)
+	}
+	// Finish them all: exit 0 succeeds, the counters drop.
+	for _, j := range l.launched[:10] {
+		if err := st.TaskStopped(j.ID, j.Attempt, memstore.Exit{Code: 0}, c.now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := st.Counts(); got.Succeeded != 10 || got.Running != 0 || got.Launched != 10 {
+		t.Fatalf("got %+v, want 10 succeeded, 0 running, 10 launched", got)
+	}
+	if err := st.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPassNeverClaimsAJobTwice(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(model("", 1000))
+	if _, err := st.Submit(batch("lab", "sweep", "b1", "gpt", -1, 300), t0); err != nil {
+		t.Fatal(err)
+	}
+	l := &launcher{}
+	c := &clock{now: t0}
+	s := newScheduler(st, depths{"gpt": 0}, l, c)
+	for range 5 {
+		if _, err := s.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		c.now = c.now.Add(10 * time.Second)
+	}
+	seen := map[string]bool{}
+	for _, j := range l.launched {
+		if seen[j.ID] {
+			t.Fatalf("job %s launched twice", j.Key)
+		}
+		seen[j.ID] = true
+	}
+	if len(seen) != 300 {
+		t.Fatalf("got %d launched, want all 300 (the launch budget is 200 a pass)", len(seen))
+	}
+}
+
+func TestPassRetriesFailedLaunches(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(model("", 100))
+	b := batch("lab", "sweep", "b1", "gpt", -1, 3)
+	b.MaxAttempts = 2
+	if _, err := st.Submit(b, t0); err != nil {
+		t.Fatal(err)
+	}
+	l := &launcher{retry: map[string]bool{"b1-0001": true}}
+	c := &clock{now: t0}
+	s := newScheduler(st, depths{"gpt": 0}, l, c)
+	rep, err := s.Pass(ctx)
+	if err != nil || rep.Launched != 2 || rep.Retried != 1 {
+		t.Fatalf("got launched %d retried %d err %v, want 2, 1, nil", rep.Launched, rep.Retried, err)
+	}
+	id := scheduler.JobID("lab", "sweep", "b1", "b1-0001")
+	if j, _ := st.Job(id); j.State != memstore.Waiting || j.Attempt != 2 {
+		t.Fatalf("got %s attempt %d, want WAITING attempt 2", j.State, j.Attempt)
+	}
+	c.now = c.now.Add(10 * time.Second)
+	if _, err := s.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if j, _ := st.Job(id); j.State != memstore.Failed || !strings.Contains(j.Reason, "attempt 2 of 2") {
+		t.Fatalf("got %s (%q), want FAILED with the attempts in the reason", j.State, j.Reason)
+	}
+	if err := st.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPassPinsTakeEffectNextPass(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(model("", 10))
+	// Two batches of one model; the bulk one is older. A pin lifts the newer
+	// one to tier 0 and it gets 80 % of the slots.
+	if _, err := st.Submit(batch("lab", "bulk", "old", "gpt", 2, 100), t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Submit(batch("acme", "delivery", "new", "gpt", 2, 100), t0); err != nil {
+		t.Fatal(err)
+	}
+	st.PutPin(priority.Pin{Scope: "account#acme", Tier: "0"})
+	st.PutPin(priority.Pin{Scope: "account#typo", Tier: "urgent"})
+	l := &launcher{}
+	s := newScheduler(st, depths{"gpt": 0}, l, &clock{now: t0})
+	rep, err := s.Pass(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acme := 0
+	for _, j := range l.launched {
+		if j.Account == "acme" {
+			acme++
+		}
+	}
+	if acme != 8 {
+		t.Errorf("got %d of 10 launches for the pinned account, want 8", acme)
+	}
+	if len(rep.Plan.Warnings) != 1 || !strings.Contains(rep.Plan.Warnings[0], "urgent") {
+		t.Errorf("got warnings %q, want one naming the bad tier", rep.Plan.Warnings)
+	}
+}

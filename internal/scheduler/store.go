@@ -1,0 +1,146 @@
+package scheduler
+
+import (
+	"context"
+	"time"
+
+	"github.com/evalsched/evalsched/internal/admission"
+	"github.com/evalsched/evalsched/internal/breaker"
+	"github.com/evalsched/evalsched/internal/limits"
+	"github.com/evalsched/evalsched/internal/priority"
+)
+
+// Store is the scheduler's view of its persistent state. Implementations:
+// memstore (tests, simulator) and the DynamoDB store.
+type Store interface {
+	// Snapshot reads what one pass needs: O(models + active queues), never
+	// O(waiting jobs).
+	Snapshot(ctx context.Context, now time.Time) (Snapshot, error)
+	// Commit persists every model's new state, acknowledges the outcomes the
+	// plan consumed, and claims the granted jobs (WAITING → CLAIMED), oldest
+	// first within each queue. It returns exactly the jobs it claimed: a job is
+	// claimed at most once, even across overlapping or crashed passes. It may
+	// claim fewer than granted when jobs were cancelled meanwhile.
+	Commit(ctx context.Context, plan Plan) ([]Job, error)
+	// RecordLaunches moves claimed jobs to LAUNCHED, back to WAITING with
+	// attempt+1, or to FAILED past their attempts.
+	RecordLaunches(ctx context.Context, now time.Time, results []LaunchResult) error
+}
+
+// DepthReader reads the newest gateway queue depth of each model.
+type DepthReader interface {
+	// Depths returns a datapoint per model it has one for; a model without a
+	// datapoint is missing from the map (the limit then holds).
+	Depths(ctx context.Context, models []string, now time.Time) (map[string]Depth, error)
+}
+
+// Launcher starts one task per job.
+type Launcher interface {
+	// Launch returns one result per job, in any order.
+	Launch(ctx context.Context, jobs []Job) []LaunchResult
+}
+
+// Clock tells the time; the simulator's clock is simulated.
+type Clock interface{ Now() time.Time }
+
+// Depth is one gateway depth datapoint.
+type Depth struct {
+	Value float64
+	At    time.Time
+}
+
+// ModelConfig is the operator's item for one model, already validated by the
+// store (a malformed item is skipped with a warning in Snapshot.Warnings).
+type ModelConfig struct {
+	Name        string
+	Enabled     bool // false: admit nothing, keep the limit
+	MinLimit    int
+	MaxLimit    int
+	TargetDepth float64
+	LimitPin    int // > 0: the operator fixed the limit
+	// InitialLimit is the limit of a model the scheduler has never steered.
+	InitialLimit int
+}
+
+// ModelState is what a pass carries to the next one for a model.
+type ModelState struct {
+	Limit     limits.State
+	Breaker   breaker.State
+	Admission admission.State
+}
+
+// Model is one model as the pass sees it.
+type Model struct {
+	Config ModelConfig
+	State  ModelState
+	// Running counts tasks running; Starting counts jobs claimed or launched
+	// and not yet running. Both hold a slot and count toward the caps.
+	Running  int
+	Starting int
+	// PendingRaise counts the Starting jobs launched at or before
+	// State.Limit.RaisedAt.
+	PendingRaise int
+	// Outcomes are the jobs that ended since they were last acknowledged.
+	Outcomes breaker.Outcomes
+}
+
+// Queue is the waiting jobs of one batch for one model.
+type Queue struct {
+	Account, Project, Batch, Model string
+	SubmittedTier                  int   // < 0: none given
+	Seq                            int64 // submission order, lower is older
+	Waiting                        int
+}
+
+// Key names the queue in plans and logs.
+func (q Queue) Key() QueueKey {
+	return QueueKey{Account: q.Account, Project: q.Project, Batch: q.Batch, Model: q.Model}
+}
+
+// QueueKey identifies a queue.
+type QueueKey struct{ Account, Project, Batch, Model string }
+
+func (k QueueKey) String() string { return k.Account + "/" + k.Project + "/" + k.Batch + " @" + k.Model }
+
+// Snapshot is everything one pass reads.
+type Snapshot struct {
+	Models   []Model // sorted by name
+	Queues   []Queue // queues with waiting jobs
+	Pins     []priority.Pin
+	Warnings []string // malformed console edits the store skipped
+}
+
+// Job is one claimed job, ready to launch.
+type Job struct {
+	ID             string
+	Account        string
+	Project        string
+	Batch          string
+	Key            string
+	Model          string
+	Tier           int
+	Attempt        int // 1 on the first launch
+	MaxAttempts    int
+	TaskDefinition string
+	TimeoutSeconds int
+	Env            map[string]string
+}
+
+// LaunchStatus says what became of a launch.
+type LaunchStatus string
+
+// The launch statuses.
+const (
+	Launched LaunchStatus = "LAUNCHED" // a task exists for this job and attempt
+	Retry    LaunchStatus = "RETRY"    // no task; try again later (capacity, throttling)
+	Failed   LaunchStatus = "FAILED"   // no task and no point retrying (configuration)
+)
+
+// LaunchResult is the outcome of launching one job.
+type LaunchResult struct {
+	JobID   string
+	Attempt int
+	Status  LaunchStatus
+	TaskARN string
+	Reason  string
+}
