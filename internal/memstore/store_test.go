@@ -1,0 +1,179 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+func spec(name, model string, n int) BatchSpec {
+	b := BatchSpec{Account: "lab", Project: "sweep", Batch: name, Model: model, Tier: -1}
+	for i := range n {
+		b.Jobs = append(b.Jobs, JobSpec{Key: fmt.Sprintf("k%03d", i), Env: map[string]string{"I": fmt.Sprint(i)}})
+	}
+	return b
+}
+
+// claim commits a plan granting n jobs of one queue.
+func claim(t *testing.T, s *Store, model, batch string, n int) []scheduler.Job {
+	t.Helper()
+	plan := scheduler.Plan{At: t0, Models: []scheduler.ModelPlan{{Model: model, Grants: []scheduler.Grant{{
+		Queue: scheduler.QueueKey{Account: "lab", Project: "sweep", Batch: batch, Model: model}, Count: n,
+	}}}}}
+	jobs, err := s.Commit(context.Background(), plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jobs
+}
+
+func keys(jobs []scheduler.Job) string {
+	var ks []string
+	for _, j := range jobs {
+		ks = append(ks, j.Key)
+	}
+	return strings.Join(ks, ",")
+}
+
+func TestSubmitIsIdempotent(t *testing.T) {
+	s := New(scheduler.ModelConfig{})
+	if n, err := s.Submit(spec("b", "gpt", 5), t0); n != 5 || err != nil {
+		t.Fatalf("got %d, %v; want 5 created", n, err)
+	}
+	if n, err := s.Submit(spec("b", "gpt", 5), t0); n != 0 || err != nil {
+		t.Fatalf("redelivery: got %d, %v; want nothing new", n, err)
+	}
+	changed := spec("b", "gpt", 6)
+	changed.Jobs[2].Env["I"] = "other"
+	n, err := s.Submit(changed, t0)
+	if n != 1 || err == nil || !strings.Contains(err.Error(), `"k002"`) {
+		t.Fatalf("got %d, %v; want the new job created and the changed one reported", n, err)
+	}
+	if j, _ := s.Job(scheduler.JobID("lab", "sweep", "b", "k002")); j.Env["I"] != "2" {
+		t.Errorf("a conflicting submit changed the job: env %v", j.Env)
+	}
+}
+
+func TestClaimsOldestFirstAndRetriesInPlace(t *testing.T) {
+	s := New(scheduler.ModelConfig{})
+	if _, err := s.Submit(spec("b", "gpt", 6), t0); err != nil {
+		t.Fatal(err)
+	}
+	first := claim(t, s, "gpt", "b", 3)
+	if got := keys(first); got != "k000,k001,k002" {
+		t.Fatalf("got %s, want the three oldest", got)
+	}
+	// k001's launch fails for capacity: it goes back and is claimed next.
+	err := s.RecordLaunches(context.Background(), t0, []scheduler.LaunchResult{
+		{JobID: first[0].ID, Attempt: 1, Status: scheduler.Launched},
+		{JobID: first[1].ID, Attempt: 1, Status: scheduler.Retry, Reason: "capacity"},
+		{JobID: first[2].ID, Attempt: 1, Status: scheduler.Launched},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := claim(t, s, "gpt", "b", 2)
+	if got := keys(again); got != "k001,k003" {
+		t.Fatalf("got %s, want the retried job before newer ones", got)
+	}
+	if again[0].Attempt != 2 {
+		t.Errorf("got attempt %d, want 2", again[0].Attempt)
+	}
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTaskEventsAreIdempotentAndIgnoreStaleAttempts(t *testing.T) {
+	s := New(scheduler.ModelConfig{})
+	if _, err := s.Submit(spec("b", "gpt", 1), t0); err != nil {
+		t.Fatal(err)
+	}
+	j := claim(t, s, "gpt", "b", 1)[0]
+	for range 2 { // a duplicated RUNNING event counts once
+		if err := s.TaskStarted(j.ID, 1, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := s.Counts(); c.Running != 1 {
+		t.Fatalf("got %+v, want 1 running", c)
+	}
+	// A spot interruption returns it to waiting as attempt 2 ...
+	if err := s.TaskStopped(j.ID, 1, Exit{Infrastructure: true, Reason: "SpotInterruption"}, t0); err != nil {
+		t.Fatal(err)
+	}
+	// ... and a late STOPPED of attempt 1 changes nothing.
+	if err := s.TaskStopped(j.ID, 1, Exit{Code: 0}, t0); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.Job(j.ID)
+	if got.State != Waiting || got.Attempt != 2 {
+		t.Fatalf("got %s attempt %d, want WAITING attempt 2", got.State, got.Attempt)
+	}
+	j2 := claim(t, s, "gpt", "b", 1)[0]
+	if err := s.TaskStopped(j2.ID, 2, Exit{Code: 1, ProviderError: true}, t0); err != nil {
+		t.Fatal(err)
+	}
+	snap, _ := s.Snapshot(context.Background(), t0)
+	if o := snap.Models[0].Outcomes; o.ProviderFailed != 1 || o.OK != 0 {
+		t.Errorf("got outcomes %+v, want one provider failure", o)
+	}
+	if err := s.TaskStarted("nope", 1, t0); err == nil {
+		t.Error("an unknown job id gave no error")
+	}
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCommitAcknowledgesOutcomesOnce(t *testing.T) {
+	s := New(scheduler.ModelConfig{})
+	if _, err := s.Submit(spec("b", "gpt", 2), t0); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range claim(t, s, "gpt", "b", 2) {
+		if err := s.TaskStopped(j.ID, 1, Exit{Code: 0}, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap, _ := s.Snapshot(context.Background(), t0)
+	seen := snap.Models[0].Outcomes
+	if seen.OK != 2 {
+		t.Fatalf("got %+v, want 2 OK", seen)
+	}
+	plan := scheduler.Plan{At: t0, Models: []scheduler.ModelPlan{{Model: "gpt", Ack: seen}}}
+	if _, err := s.Commit(context.Background(), plan); err != nil {
+		t.Fatal(err)
+	}
+	snap, _ = s.Snapshot(context.Background(), t0)
+	if o := snap.Models[0].Outcomes; o.OK != 0 {
+		t.Errorf("got %+v after the acknowledgement, want none", o)
+	}
+}
+
+func TestPendingRaiseCountsLaunchesUpToTheRaise(t *testing.T) {
+	s := New(scheduler.ModelConfig{})
+	if _, err := s.Submit(spec("b", "gpt", 4), t0); err != nil {
+		t.Fatal(err)
+	}
+	claim(t, s, "gpt", "b", 2) // claimed at t0
+	snap, _ := s.Snapshot(context.Background(), t0)
+	st := snap.Models[0].State
+	st.Limit.RaisedAt = t0
+	later := scheduler.Plan{At: t0.Add(10 * time.Second), Models: []scheduler.ModelPlan{{Model: "gpt", State: st, Grants: []scheduler.Grant{{
+		Queue: scheduler.QueueKey{Account: "lab", Project: "sweep", Batch: "b", Model: "gpt"}, Count: 2,
+	}}}}}
+	if _, err := s.Commit(context.Background(), later); err != nil {
+		t.Fatal(err)
+	}
+	snap, _ = s.Snapshot(context.Background(), t0)
+	if m := snap.Models[0]; m.Starting != 4 || m.PendingRaise != 2 {
+		t.Errorf("got starting %d pending %d, want 4 and 2", m.Starting, m.PendingRaise)
+	}
+}
