@@ -9,11 +9,11 @@
 // scheduler Lambda (DynamoDB, CloudWatch, ECS), in the local mode and in the
 // simulator (in-memory adapters).
 //
-//	1. snapshot   Store.Snapshot: models, queues with waiting counts, pins
-//	2. depth      DepthReader.Depths: the newest gateway depth per busy model
-//	3. decide     Decide: priority → breaker → limits → capacity → admission
-//	4. claim      Store.Commit: new state persisted, granted jobs claimed once
-//	5. launch     Launcher.Launch: one task per claimed job
-//	6. record     Store.RecordLaunches: launched, back to waiting, or failed
-//	7. report     the Report returned to the caller, logged as one line
+//  1. snapshot   Store.Snapshot: models, queues with waiting counts, pins
+//  2. depth      DepthReader.Depths: the newest gateway depth per busy model
+//  3. decide     Decide: priority → breaker → limits → capacity → admission
+//  4. claim      Store.Commit: new state persisted, granted jobs claimed once
+//  5. launch     Launcher.Launch: one task per claimed job
+//  6. record     Store.RecordLaunches: launched, back to waiting, or failed
+//  7. report     the Report returned to the caller, logged as one line
 package scheduler

@@ -100,7 +100,9 @@ func (q Queue) Key() QueueKey {
 // QueueKey identifies a queue.
 type QueueKey struct{ Account, Project, Batch, Model string }
 
-func (k QueueKey) String() string { return k.Account + "/" + k.Project + "/" + k.Batch + " @" + k.Model }
+func (k QueueKey) String() string {
+	return k.Account + "/" + k.Project + "/" + k.Batch + " @" + k.Model
+}
 
 // Snapshot is everything one pass reads.
 type Snapshot struct {
