@@ -61,7 +61,7 @@ type tierQueue struct {
 	last   int // project served last this pass; -1 if none
 }
 
-// Plan hands up to free slots to the waiting batches. It never admits more than free, nor more than a batch's Waiting. Deterministic: same inputs, same outputs; never depends on map iteration order. It must not mutate its inputs (copy the State slices).
+// Plan hands up to free slots to the waiting batches. It never admits more than free, nor more than a batch's Waiting. Deterministic: same inputs, same outputs; never depends on map iteration order. It does not mutate its inputs: the returned State is a fresh copy.
 //
 // Batches with Waiting <= 0 are ignored; a Tier outside 0..Tiers-1 is clamped
 // into range; a State whose slices do not have Tiers entries (first pass, or
@@ -98,7 +98,14 @@ func Plan(cfg Config, free int, batches []Batch, st State) (Result, State) {
 	})
 
 	// 2. Build each tier's rotation, starting after the project served last.
-	var projects []project
+	nProjects := min(len(order), 1)
+	for k := 1; k < len(order); k++ {
+		a, b := &batches[order[k-1]], &batches[order[k]]
+		if a.Project != b.Project || clampTier(a.Tier, tiers) != clampTier(b.Tier, tiers) {
+			nProjects++
+		}
+	}
+	projects := make([]project, 0, nProjects)
 	tierStart := make([]int, tiers+1) // projects[tierStart[t]:tierStart[t+1]] are tier t's
 	for k := 0; k < len(order); {
 		b := &batches[order[k]]
@@ -150,6 +157,9 @@ func Plan(cfg Config, free int, batches []Batch, st State) (Result, State) {
 
 	// 3. Hand out slots one at a time: smooth weighted round robin over tiers,
 	//    then the next project's turn, then that project's oldest batch.
+	if n := min(free, len(order)); n > 0 {
+		res.Grants = make([]Grant, 0, n) // no growth in the slot loop; stays nil when nothing is admitted
+	}
 	shares := make([]float64, tiers)
 	sharesInto(cfg.Weight, demand, shares)
 	for res.Admitted < free && live > 0 {
