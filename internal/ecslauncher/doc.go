@@ -1,0 +1,24 @@
+// Package ecslauncher launches claimed jobs as ECS Fargate tasks: step 5 of a
+// scheduler pass (snapshot → depth → decide → claim → launch → record).
+//
+// One RunTask with count 1 per job:
+//
+//   - startedBy is the job id (ECS task events carry no tags, but they carry
+//     startedBy, so the task-events function finds the job from it);
+//   - group is "model:<model>", so the console groups tasks by model;
+//   - clientToken is derived from job id and attempt: a call retried after a
+//     timeout returns the task the first call started instead of a second one,
+//     and a ConflictException (the token already used) yields the existing task;
+//   - the container override carries the job's env plus EVALSCHED_JOB_ID,
+//     EVALSCHED_BATCH, EVALSCHED_MODEL and EVALSCHED_ATTEMPT, built only from
+//     validated names and values: nothing from a message reaches a command line.
+//
+// A token bucket (golang.org/x/time/rate) keeps launches under ECS's Fargate
+// RunTask bucket (default 20/s, burst 100); the launches of one pass run
+// concurrently within it. Every failures[] entry is read: capacity and
+// throttling return the job to waiting with attempt+1 (scheduler.Retry); a
+// configuration error (no such task definition, bad subnet) is logged loudly
+// and fails the job, not the pass (scheduler.Failed). With the SPOT_FALLBACK
+// strategy a job that finds no Spot capacity is tried once more on on-demand
+// Fargate in the same pass.
+package ecslauncher

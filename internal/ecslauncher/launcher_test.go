@@ -1,0 +1,181 @@
+package ecslauncher
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ecs"
+
+	"github.com/evalsched/evalsched/internal/awsfake"
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+func client(url string) *ecs.Client {
+	return ecs.New(ecs.Options{
+		Region:           "us-east-1",
+		Credentials:      credentials.NewStaticCredentialsProvider("test", "test", ""),
+		BaseEndpoint:     aws.String(url),
+		RetryMaxAttempts: 1, // the launcher does its own retrying
+	})
+}
+
+func config() Config {
+	return Config{Cluster: "sandbox", Subnets: []string{"subnet-1"}, SecurityGroups: []string{"sg-1"},
+		ContainerName: "sandbox", DefaultTaskDefinition: "eval-sandbox:1", Rate: 1000, Burst: 1000, Backoff: time.Millisecond}
+}
+
+func jobs(n int) []scheduler.Job {
+	var out []scheduler.Job
+	for i := range n {
+		out = append(out, scheduler.Job{
+			ID: scheduler.JobID("acme", "search", "b1", fmt.Sprint(i)), Account: "acme", Project: "search", Batch: "b1",
+			Key: fmt.Sprint(i), Model: "gpt-5.5", Attempt: 1, MaxAttempts: 3, Env: map[string]string{"TASK_ID": fmt.Sprint(i)},
+		})
+	}
+	return out
+}
+
+func TestLaunchStartsOneTaskPerJob(t *testing.T) {
+	fake := awsfake.NewECS()
+	defer fake.Close()
+	l := New(client(fake.URL()), config(), nil)
+	js := jobs(30)
+	res := l.Launch(context.Background(), js)
+	for i, r := range res {
+		if r.Status != scheduler.Launched || r.JobID != js[i].ID || r.TaskARN == "" {
+			t.Fatalf("result %d: got %+v, want launched for %s", i, r, js[i].ID)
+		}
+	}
+	tasks := fake.Tasks()
+	if len(tasks) != 30 {
+		t.Fatalf("got %d tasks, want 30", len(tasks))
+	}
+	task := tasks[0]
+	for _, tk := range tasks {
+		if tk.StartedBy == js[0].ID {
+			task = tk
+		}
+	}
+	want := map[string]string{"TASK_ID": "0", "EVALSCHED_JOB_ID": js[0].ID, "EVALSCHED_BATCH": "acme/search/b1",
+		"EVALSCHED_MODEL": "gpt-5.5", "EVALSCHED_ATTEMPT": "1"}
+	for k, v := range want {
+		if task.Env[k] != v {
+			t.Errorf("env %s: got %q, want %q", k, task.Env[k], v)
+		}
+	}
+	if task.Group != "model:gpt-5.5" || task.TaskDefinition != "eval-sandbox:1" || task.Capacity != "FARGATE" {
+		t.Errorf("got group %q task definition %q capacity %q", task.Group, task.TaskDefinition, task.Capacity)
+	}
+}
+
+func TestRetriedLaunchNeverStartsASecondTask(t *testing.T) {
+	for _, conflict := range []bool{false, true} {
+		t.Run(fmt.Sprintf("conflict=%v", conflict), func(t *testing.T) {
+			fake := awsfake.NewECS()
+			defer fake.Close()
+			l := New(client(fake.URL()), config(), nil)
+			js := jobs(3)
+			first := l.Launch(context.Background(), js)
+			fake.ConflictTokens = conflict
+			// The same attempt again, as after a timeout: the same tasks come back.
+			again := l.Launch(context.Background(), js)
+			for i := range js {
+				if again[i].Status != scheduler.Launched || again[i].TaskARN != first[i].TaskARN {
+					t.Errorf("job %d: got %+v, want the first task %s", i, again[i], first[i].TaskARN)
+				}
+			}
+			if n := len(fake.Tasks()); n != 3 {
+				t.Errorf("got %d tasks, want 3", n)
+			}
+		})
+	}
+}
+
+func TestThrottlingBacksOffAndRetries(t *testing.T) {
+	fake := awsfake.NewECS()
+	defer fake.Close()
+	fake.Throttle = 2
+	l := New(client(fake.URL()), config(), nil)
+	res := l.Launch(context.Background(), jobs(1))
+	if res[0].Status != scheduler.Launched {
+		t.Fatalf("got %+v, want launched after two throttles", res[0])
+	}
+	if fake.Calls["RunTask"] != 3 {
+		t.Errorf("got %d RunTask calls, want 3", fake.Calls["RunTask"])
+	}
+	fake.Throttle = 100
+	res = l.Launch(context.Background(), jobs(1)[:1])
+	if res[0].Status != scheduler.Retry || !strings.Contains(res[0].Reason, "Throttling") {
+		t.Errorf("got %+v, want a retry naming the throttling", res[0])
+	}
+}
+
+func TestCapacityFailuresRetryAndSpotFallsBack(t *testing.T) {
+	fake := awsfake.NewECS()
+	defer fake.Close()
+	fake.CapacityFail = map[string]bool{FargateSpot: true}
+	cfg := config()
+	cfg.Capacity = FargateSpot
+	res := New(client(fake.URL()), cfg, nil).Launch(context.Background(), jobs(1))
+	if res[0].Status != scheduler.Retry || !strings.Contains(res[0].Reason, "capacity") {
+		t.Fatalf("spot only: got %+v, want a capacity retry", res[0])
+	}
+	cfg.Capacity = SpotFallback
+	res = New(client(fake.URL()), cfg, nil).Launch(context.Background(), jobs(1))
+	if res[0].Status != scheduler.Launched {
+		t.Fatalf("spot with fallback: got %+v, want launched on demand", res[0])
+	}
+	if tasks := fake.Tasks(); len(tasks) != 1 || tasks[0].Capacity != Fargate {
+		t.Errorf("got tasks %+v, want one on FARGATE", tasks)
+	}
+}
+
+func TestConfigurationErrorsFailTheJobNotThePass(t *testing.T) {
+	fake := awsfake.NewECS()
+	defer fake.Close()
+	fake.MissingTaskDefinitions = map[string]bool{"gone:1": true}
+	js := jobs(2)
+	js[0].TaskDefinition = "gone:1"
+	res := New(client(fake.URL()), config(), nil).Launch(context.Background(), js)
+	if res[0].Status != scheduler.Failed || !strings.Contains(res[0].Reason, "TaskDefinition not found") {
+		t.Errorf("got %+v, want failed with the reason kept", res[0])
+	}
+	if res[1].Status != scheduler.Launched {
+		t.Errorf("got %+v, want the other job launched", res[1])
+	}
+}
+
+func TestClientTokenFitsECS(t *testing.T) {
+	j := jobs(1)[0]
+	j.Attempt = 10
+	if tok := ClientToken(j, Fargate); len(tok) > 64 {
+		t.Errorf("token %q is %d characters, ECS allows 64", tok, len(tok))
+	}
+	if a, b := ClientToken(j, FargateSpot), ClientToken(j, Fargate); a == b {
+		t.Errorf("spot and on-demand tries share token %q", a)
+	}
+}
+
+// BenchmarkLaunchRate measures jobs launched per second against the fake
+// with the real token bucket at its default 20/s, burst 100: with work
+// waiting, the rate must come within 5 % of the bucket.
+func BenchmarkLaunchRate(b *testing.B) {
+	fake := awsfake.NewECS()
+	defer fake.Close()
+	cfg := config()
+	cfg.Rate, cfg.Burst = 20, 100
+	l := New(client(fake.URL()), cfg, nil)
+	l.Launch(context.Background(), jobs(100)) // drain the burst
+	b.ResetTimer()
+	start := time.Now()
+	n := 0
+	for b.Loop() {
+		n += len(l.Launch(context.Background(), jobs(40)))
+	}
+	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "launches/s")
+}
