@@ -1,0 +1,17 @@
+// Package gatewaydepth reads each model's gateway queue depth from CloudWatch:
+// step 2 of a scheduler pass (snapshot → depth → decide → claim → launch).
+//
+// The LLM gateway publishes one metric per model: the number of calls queued
+// and not yet in service, with the model as a dimension, ideally at high
+// resolution (StorageResolution 1). For example, with the defaults:
+//
+//	aws cloudwatch put-metric-data --namespace LLMGateway \
+//	  --metric-name QueueDepth --dimensions Model=gpt-5.5 \
+//	  --storage-resolution 1 --value 37
+//
+// One pass makes one GetMetricData call for up to 500 models (more models,
+// more calls), asking for the Maximum over Period of the last Lookback, newest
+// first. The newest datapoint and its time go to the limits package, which
+// holds on a missing or stale one. A datapoint's time is the end of its
+// period: the depth was at most Value at some moment up to then.
+package gatewaydepth
