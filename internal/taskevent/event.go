@@ -1,0 +1,194 @@
+package taskevent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Kind is what an event means for its job.
+type Kind string
+
+// The kinds.
+const (
+	Ignored        Kind = "ignored"         // a state that changes nothing (PROVISIONING, PENDING, …)
+	Started        Kind = "started"         // the container runs
+	Succeeded      Kind = "succeeded"       // exit 0
+	Failed         Kind = "failed"          // non-zero exit: the job's own failure
+	ProviderFailed Kind = "provider_failed" // the provider-error exit code
+	Infrastructure Kind = "infrastructure"  // the task never ran the job to an end
+)
+
+// Event is one decoded task state change.
+type Event struct {
+	Kind     Kind
+	JobID    string
+	Attempt  int
+	TaskARN  string
+	Version  int64
+	ExitCode *int
+	Reason   string // stop code and reason, for the job's record
+	At       time.Time
+}
+
+// ErrNotOurs marks an event of a task evalsched did not start (no startedBy
+// or no EVALSCHED_ATTEMPT): it is skipped, not retried.
+var ErrNotOurs = errors.New("not an evalsched task")
+
+// Config tells the decoder the sandbox conventions.
+type Config struct {
+	ProviderErrorCodes []int  // default [75]
+	Container          string // the sandbox container; "" = the first with an exit code
+}
+
+type envelope struct {
+	DetailType string          `json:"detail-type"`
+	Source     string          `json:"source"`
+	Time       time.Time       `json:"time"`
+	Detail     json.RawMessage `json:"detail"`
+}
+
+type detail struct {
+	TaskARN       string      `json:"taskArn"`
+	StartedBy     string      `json:"startedBy"`
+	LastStatus    string      `json:"lastStatus"`
+	StopCode      string      `json:"stopCode"`
+	StoppedReason string      `json:"stoppedReason"`
+	Version       int64       `json:"version"`
+	StartedAt     *time.Time  `json:"startedAt"`
+	StoppedAt     *time.Time  `json:"stoppedAt"`
+	Containers    []container `json:"containers"`
+	Overrides     struct {
+		ContainerOverrides []struct {
+			Name        string `json:"name"`
+			Environment []struct {
+				Name  string `json:"name"`
+				Value string `json:"value"`
+			} `json:"environment"`
+		} `json:"containerOverrides"`
+	} `json:"overrides"`
+}
+
+type container struct {
+	Name     string `json:"name"`
+	ExitCode *int   `json:"exitCode"`
+	Reason   string `json:"reason"`
+}
+
+// Decode reads one EventBridge event. An event that is not an ECS task state
+// change, or malformed, is an error naming the field; a task of someone else
+// is ErrNotOurs.
+func Decode(raw []byte, cfg Config) (Event, error) {
+	var env envelope
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return Event{}, fmt.Errorf("event: %w", err)
+	}
+	if env.Source != "aws.ecs" || env.DetailType != "ECS Task State Change" {
+		return Event{}, fmt.Errorf("event: source %q / detail-type %q is not an ECS task state change", env.Source, env.DetailType)
+	}
+	var d detail
+	if err := json.Unmarshal(env.Detail, &d); err != nil {
+		return Event{}, fmt.Errorf("event detail: %w", err)
+	}
+	if d.TaskARN == "" {
+		return Event{}, errors.New("event detail.taskArn: required")
+	}
+	ev := Event{JobID: d.StartedBy, TaskARN: d.TaskARN, Version: d.Version, At: env.Time}
+	attempt := ""
+	for _, o := range d.Overrides.ContainerOverrides {
+		for _, kv := range o.Environment {
+			if kv.Name == "EVALSCHED_ATTEMPT" {
+				attempt = kv.Value
+			}
+		}
+	}
+	if ev.JobID == "" || attempt == "" {
+		return ev, ErrNotOurs
+	}
+	n, err := strconv.Atoi(attempt)
+	if err != nil || n < 1 {
+		return ev, fmt.Errorf("event detail.overrides: EVALSCHED_ATTEMPT %q is not a positive integer", attempt)
+	}
+	ev.Attempt = n
+
+	switch d.LastStatus {
+	case "RUNNING":
+		ev.Kind = Started
+		if d.StartedAt != nil {
+			ev.At = *d.StartedAt
+		}
+	case "STOPPED":
+		if d.StoppedAt != nil {
+			ev.At = *d.StoppedAt
+		}
+		ev.Kind, ev.ExitCode, ev.Reason = stopped(d, cfg)
+	default:
+		ev.Kind = Ignored
+	}
+	return ev, nil
+}
+
+// infraMarkers are stopped reasons that mean the platform, not the job, failed.
+var infraMarkers = []string{
+	"CannotPullContainerError", "ResourceInitializationError", "CannotStartContainerError",
+	"ContainerRuntimeError", "ContainerRuntimeTimeoutError", "Timeout waiting for network interface",
+	"InternalError", "Host EC2", "capacity",
+}
+
+func stopped(d detail, cfg Config) (Kind, *int, string) {
+	reason := strings.TrimSpace(d.StopCode + ": " + d.StoppedReason)
+	switch d.StopCode {
+	case "TaskFailedToStart", "SpotInterruption", "TerminationNotice":
+		return Infrastructure, nil, reason
+	}
+	c, ok := pick(d.Containers, cfg.Container)
+	if !ok || c.ExitCode == nil {
+		// The container never exited on its own: it never ran, or the
+		// platform took it away.
+		for _, m := range infraMarkers {
+			if strings.Contains(d.StoppedReason, m) || strings.Contains(c.Reason, m) {
+				return Infrastructure, nil, reason
+			}
+		}
+		if d.StopCode == "UserInitiated" || d.StopCode == "ServiceSchedulerInitiated" {
+			return Failed, nil, reason // stopped by an operator or the timeout
+		}
+		return Infrastructure, nil, reason
+	}
+	code := *c.ExitCode
+	codes := cfg.ProviderErrorCodes
+	if codes == nil {
+		codes = []int{75}
+	}
+	switch {
+	case code == 0:
+		return Succeeded, c.ExitCode, ""
+	case slices.Contains(codes, code):
+		return ProviderFailed, c.ExitCode, fmt.Sprintf("exit code %d: provider error", code)
+	default:
+		return Failed, c.ExitCode, fmt.Sprintf("exit code %d", code)
+	}
+}
+
+// pick chooses the sandbox container: the named one, else the first with an
+// exit code, else the first.
+func pick(cs []container, name string) (container, bool) {
+	for _, c := range cs {
+		if name != "" && c.Name == name {
+			return c, true
+		}
+	}
+	for _, c := range cs {
+		if name == "" && c.ExitCode != nil {
+			return c, true
+		}
+	}
+	if len(cs) > 0 && name == "" {
+		return cs[0], true
+	}
+	return container{}, false
+}

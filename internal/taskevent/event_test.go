@@ -1,0 +1,106 @@
+package taskevent
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func fixture(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "events", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestDecodeFixtures(t *testing.T) {
+	cases := []struct {
+		file   string
+		kind   Kind
+		exit   int // -1: none
+		reason string
+	}{
+		{"ecs-provisioning.json", Ignored, -1, ""},
+		{"ecs-running.json", Started, -1, ""},
+		{"ecs-stopped-exit0.json", Succeeded, 0, ""},
+		{"ecs-stopped-exit1.json", Failed, 1, "exit code 1"},
+		{"ecs-stopped-provider-error.json", ProviderFailed, 75, "provider error"},
+		{"ecs-spot-interruption.json", Infrastructure, -1, "SpotInterruption"},
+		{"ecs-failed-to-start.json", Infrastructure, -1, "CannotPullContainerError"},
+	}
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			ev, err := Decode(fixture(t, c.file), Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.Kind != c.kind || ev.JobID != "5b0e8a9c1d2f3a4b5c6d7e8f9a0b1c2d" || ev.Attempt != 1 {
+				t.Errorf("got %s job %s attempt %d, want %s of the fixture's job, attempt 1", ev.Kind, ev.JobID, ev.Attempt, c.kind)
+			}
+			if got := -1; ev.ExitCode != nil {
+				got = *ev.ExitCode
+				if got != c.exit {
+					t.Errorf("got exit %d, want %d", got, c.exit)
+				}
+			} else if c.exit != -1 {
+				t.Errorf("got no exit code, want %d", c.exit)
+			}
+			if !strings.Contains(ev.Reason, c.reason) {
+				t.Errorf("got reason %q, want it to contain %q", ev.Reason, c.reason)
+			}
+			if ev.At.IsZero() || ev.Version == 0 {
+				t.Errorf("got time %v version %d, want both set", ev.At, ev.Version)
+			}
+		})
+	}
+}
+
+func TestDecodeSkipsOtherTasks(t *testing.T) {
+	if _, err := Decode(fixture(t, "ecs-not-evalsched.json"), Config{}); !errors.Is(err, ErrNotOurs) {
+		t.Errorf("got %v, want ErrNotOurs", err)
+	}
+}
+
+func TestDecodeRejectsOtherEvents(t *testing.T) {
+	for name, raw := range map[string]string{
+		"not json":        `{`,
+		"other source":    `{"source":"aws.ec2","detail-type":"EC2 Instance State-change Notification","detail":{}}`,
+		"no task arn":     `{"source":"aws.ecs","detail-type":"ECS Task State Change","detail":{}}`,
+		"bad attempt":     `{"source":"aws.ecs","detail-type":"ECS Task State Change","detail":{"taskArn":"a","startedBy":"j","overrides":{"containerOverrides":[{"environment":[{"name":"EVALSCHED_ATTEMPT","value":"x"}]}]}}}`,
+		"detail is array": `{"source":"aws.ecs","detail-type":"ECS Task State Change","detail":[]}`,
+	} {
+		if _, err := Decode([]byte(raw), Config{}); err == nil || errors.Is(err, ErrNotOurs) {
+			t.Errorf("%s: got %v, want a decoding error", name, err)
+		}
+	}
+}
+
+func TestProviderErrorCodesAreConfigurable(t *testing.T) {
+	ev, err := Decode(fixture(t, "ecs-stopped-exit1.json"), Config{ProviderErrorCodes: []int{1}})
+	if err != nil || ev.Kind != ProviderFailed {
+		t.Errorf("got %s, %v; want exit 1 counted as a provider failure", ev.Kind, err)
+	}
+}
+
+// FuzzDecode: no panic, and every accepted event names a job and an attempt.
+func FuzzDecode(f *testing.F) {
+	for _, n := range []string{"ecs-running.json", "ecs-stopped-exit0.json", "ecs-spot-interruption.json", "ecs-not-evalsched.json"} {
+		f.Add(fixture(f, n))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		ev, err := Decode(raw, Config{})
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("an error without a message")
+			}
+			return
+		}
+		if ev.JobID == "" || ev.Attempt < 1 || ev.TaskARN == "" || ev.Kind == "" {
+			t.Fatalf("accepted an event without job, attempt, task or kind: %+v", ev)
+		}
+	})
+}
