@@ -1,0 +1,90 @@
+package emf
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+
+	"github.com/evalsched/evalsched/internal/breaker"
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+type metric struct {
+	Name string `json:"Name"`
+	Unit string `json:"Unit"`
+}
+
+type directive struct {
+	Namespace  string     `json:"Namespace"`
+	Dimensions [][]string `json:"Dimensions"`
+	Metrics    []metric   `json:"Metrics"`
+}
+
+type meta struct {
+	Timestamp         int64       `json:"Timestamp"`
+	CloudWatchMetrics []directive `json:"CloudWatchMetrics"`
+}
+
+// Write emits one EMF document for the pass and one per model with work.
+func Write(w io.Writer, namespace string, rep scheduler.Report) error {
+	ts := rep.At.UnixMilli()
+	enc := json.NewEncoder(w)
+	pass := map[string]any{
+		"PassDuration":  float64(rep.Duration.Milliseconds()),
+		"Claimed":       rep.Claimed,
+		"Launched":      rep.Launched,
+		"LaunchRetried": rep.Retried,
+		"LaunchFailed":  rep.Failed,
+		"Warnings":      len(rep.Plan.Warnings),
+	}
+	if err := enc.Encode(doc(namespace, ts, nil, pass, map[string]string{"PassDuration": "Milliseconds"})); err != nil {
+		return fmt.Errorf("write pass metrics: %w", err)
+	}
+	for _, m := range rep.Plan.Models {
+		if m.Running+m.Starting+m.Waiting == 0 {
+			continue
+		}
+		open := 0
+		if p := m.State.Breaker.Phase; p != "" && p != breaker.Closed {
+			open = 1
+		}
+		vals := map[string]any{
+			"JobLimit": m.State.Limit.Limit, "Running": m.Running, "Starting": m.Starting,
+			"Waiting": m.Waiting, "Admitted": m.Admitted, "BreakerOpen": open,
+		}
+		if !m.Depth.At.IsZero() {
+			vals["GatewayDepth"] = m.Depth.Value
+		}
+		for tier, n := range m.ByTier {
+			vals[fmt.Sprintf("AdmittedTier%d", tier)] = n
+		}
+		d := doc(namespace, ts, []string{"Model"}, vals, nil)
+		d["Model"] = m.Model
+		d["LimitReason"] = m.Limit.Reason // a property, not a metric: searchable in Logs Insights
+		if err := enc.Encode(d); err != nil {
+			return fmt.Errorf("write metrics of %s: %w", m.Model, err)
+		}
+	}
+	return nil
+}
+
+func doc(namespace string, ts int64, dims []string, vals map[string]any, units map[string]string) map[string]any {
+	d := map[string]any{}
+	var ms []metric
+	for _, name := range slices.Sorted(maps.Keys(vals)) {
+		unit := units[name]
+		if unit == "" {
+			unit = "Count"
+		}
+		ms = append(ms, metric{Name: name, Unit: unit})
+		d[name] = vals[name]
+	}
+	dimSets := [][]string{{}}
+	if dims != nil {
+		dimSets = [][]string{dims}
+	}
+	d["_aws"] = meta{Timestamp: ts, CloudWatchMetrics: []directive{{Namespace: namespace, Dimensions: dimSets, Metrics: ms}}}
+	return d
+}
