@@ -1,0 +1,250 @@
+package batchmsg
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/evalsched/evalsched/internal/memstore"
+)
+
+// The contract's limits (BATCH_FORMAT.md, version 1).
+const (
+	Version          = 1       // the only version this package reads
+	MaxMessageBytes  = 1 << 20 // SQS's limit on a message body: 1 MiB
+	MaxNameLen       = 128     // account, project, batch, model, key
+	MaxJobs          = 10_000  // per message
+	MaxParts         = 10_000  // parts of one batch
+	MaxAttempts      = 10
+	MinTimeout       = 60     // seconds
+	MaxTimeout       = 86_400 // seconds: one day
+	MaxOverrideChars = 8_192  // ECS's limit on a task's container overrides
+	maxFamilyLen     = 255    // ECS task definition family
+)
+
+// Config carries the deployment's settings the contract refers to. A zero
+// Tiers or DefaultMaxAttempts takes its default; DefaultTier 0 is tier 0.
+type Config struct {
+	Tiers                 int    // tier must be 0..Tiers-1 (default 3)
+	DefaultTier           int    // the tier of a batch that names none (2 in DefaultConfig)
+	DefaultTaskDefinition string // used when a message names none
+	DefaultMaxAttempts    int    // used when a message has no max_attempts (default 3)
+}
+
+// DefaultConfig returns the settings of a deployment that changed nothing.
+func DefaultConfig() Config {
+	return Config{Tiers: 3, DefaultTier: 2, DefaultMaxAttempts: 3}
+}
+
+func (c Config) withDefaults() Config {
+	c.Tiers = cmp.Or(c.Tiers, 3)
+	c.DefaultMaxAttempts = cmp.Or(c.DefaultMaxAttempts, 3)
+	return c
+}
+
+// Validate reports the settings that break the contract's own rules; Parse
+// refuses to judge messages against such a configuration.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var errs []error
+	if c.Tiers < 1 {
+		errs = append(errs, fmt.Errorf("tiers: %d is less than 1", c.Tiers))
+	} else if c.DefaultTier < 0 || c.DefaultTier >= c.Tiers {
+		errs = append(errs, fmt.Errorf("default tier: %d is outside 0..%d", c.DefaultTier, c.Tiers-1))
+	}
+	if c.DefaultMaxAttempts < 1 || c.DefaultMaxAttempts > MaxAttempts {
+		errs = append(errs, fmt.Errorf("default max attempts: %d is outside 1..%d", c.DefaultMaxAttempts, MaxAttempts))
+	}
+	if c.DefaultTaskDefinition != "" && !validTaskDefinition(c.DefaultTaskDefinition) {
+		errs = append(errs, fmt.Errorf("default task definition: %q %s", c.DefaultTaskDefinition, taskDefinitionRule))
+	}
+	return errors.Join(errs...)
+}
+
+// Message is one batch message as Parse accepted it. TaskDefinition and
+// MaxAttempts hold the Config's defaults when the message gave none, so the
+// stored batch runs as judged even if the configuration changes later. Tier
+// stays nil when absent: the scheduler resolves a batch's tier on every pass
+// (pins, then the submitted tier, then the default).
+//
+// The json tags write the message back in the contract's form (Parse of
+// json.Marshal(m) gives m again).
+type Message struct {
+	Version        int    `json:"version"`
+	Account        string `json:"account"`
+	Project        string `json:"project"`
+	Batch          string `json:"batch"`
+	Model          string `json:"model,omitempty"` // "": every job names its own
+	Tier           *int   `json:"tier,omitempty"`
+	TaskDefinition string `json:"task_definition,omitempty"`
+	TimeoutSeconds int    `json:"timeout_seconds,omitempty"` // 0: none
+	MaxAttempts    int    `json:"max_attempts,omitempty"`
+	Part           int    `json:"part,omitempty"` // 0 with Parts 0: the batch is this one message
+	Parts          int    `json:"parts,omitempty"`
+	Jobs           []Job  `json:"jobs"`
+}
+
+// Job is one job of a message.
+type Job struct {
+	Key   string            `json:"key"`
+	Model string            `json:"model,omitempty"` // "": the message's model
+	Env   map[string]string `json:"env,omitempty"`   // nil when absent or empty
+}
+
+// ID returns the batch's identity, account/project/batch.
+func (m Message) ID() string { return m.Account + "/" + m.Project + "/" + m.Batch }
+
+// Spec returns the batch as the store takes it: Tier -1 when the message
+// names none, MaxAttempts 3 when a hand-built Message has none.
+func (m Message) Spec() memstore.BatchSpec {
+	tier := -1
+	if m.Tier != nil {
+		tier = *m.Tier
+	}
+	jobs := make([]memstore.JobSpec, len(m.Jobs))
+	for i, j := range m.Jobs {
+		jobs[i] = memstore.JobSpec{Key: j.Key, Model: j.Model, Env: j.Env}
+	}
+	return memstore.BatchSpec{
+		Account: m.Account, Project: m.Project, Batch: m.Batch, Model: m.Model,
+		Tier: tier, MaxAttempts: cmp.Or(m.MaxAttempts, 3), TaskDefinition: m.TaskDefinition,
+		TimeoutSeconds: m.TimeoutSeconds, Jobs: jobs,
+	}
+}
+
+// summaryModels is how many models Summary names before "+N more".
+const summaryModels = 5
+
+// Summary describes the message in one line:
+//
+//	acme/search-evals/2026-11-29-sweep-17: 2 jobs, models gpt-5.5 (1), claude-opus-4.8 (1), tier 2, part 1 of 4
+//
+// Models are listed by job count, most first, ties in order of first
+// appearance; a message without a tier says "default tier".
+func (m Message) Summary() string {
+	type count struct {
+		model string
+		n     int
+	}
+	var counts []count
+	index := map[string]int{}
+	for _, j := range m.Jobs {
+		mdl := cmp.Or(j.Model, m.Model)
+		i, ok := index[mdl]
+		if !ok {
+			i = len(counts)
+			index[mdl] = i
+			counts = append(counts, count{model: mdl})
+		}
+		counts[i].n++
+	}
+	// A stable sort keeps first appearance among equal counts.
+	slices.SortStableFunc(counts, func(a, b count) int { return cmp.Compare(b.n, a.n) })
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d job%s", m.ID(), len(m.Jobs), plural(len(m.Jobs)))
+	for i, c := range counts {
+		switch {
+		case i == summaryModels:
+			fmt.Fprintf(&b, ", +%d more", len(counts)-i)
+		case i > summaryModels:
+		case i == 0:
+			fmt.Fprintf(&b, ", model%s %s (%d)", plural(len(counts)), c.model, c.n)
+		default:
+			fmt.Fprintf(&b, ", %s (%d)", c.model, c.n)
+		}
+	}
+	if m.Tier != nil {
+		fmt.Fprintf(&b, ", tier %d", *m.Tier)
+	} else {
+		b.WriteString(", default tier")
+	}
+	if m.Parts > 0 {
+		fmt.Fprintf(&b, ", part %d of %d", m.Part, m.Parts)
+	}
+	return b.String()
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// jobIDLen is the length of scheduler.JobID's ids.
+const jobIDLen = 32
+
+// attemptLen is the length of the longest EVALSCHED_ATTEMPT value, "10".
+const attemptLen = 2
+
+// OverrideSize returns the size, in characters, of the environment list the
+// launcher sends for job j in RunTask's containerOverrides, written as JSON:
+//
+//	[{"name":"N1","value":"V1"},{"name":"N2","value":"V2"},…]
+//
+//	size = 2 + (n−1) + Σ (22 + esc(name) + esc(value))   over the n entries
+//
+// 2 for the brackets, n−1 commas, and per entry the 22 characters of
+// {"name":"","value":""}. The entries are the job's env plus the four the
+// launcher adds: EVALSCHED_JOB_ID (32 characters), EVALSCHED_BATCH
+// (account/project/batch), EVALSCHED_MODEL (the job's model, else the
+// message's) and EVALSCHED_ATTEMPT (counted as "10", its longest).
+//
+// esc(s) is the length of s between the quotes as encoding/json writes it:
+// one per byte of printable ASCII and of UTF-8 (bytes, not characters, so
+// multi-byte text is over-counted); 2 for \" \\ \b \f \n \r \t; 6 for other
+// control characters, for < > & U+2028 U+2029 (HTML-safe escaping) and for
+// each invalid byte (\ufffd). Counting the longer escapes and bytes keeps the
+// check on the safe side of the 8,192 characters ECS allows: a message the
+// intake accepts is never refused by RunTask for its overrides. The rest of
+// the override (container name, the JSON around the list) is the launcher's
+// own and not counted here.
+func OverrideSize(m Message, j Job) int {
+	const entry = len(`{"name":"","value":""}`) // 22
+	n := len(j.Env) + 4
+	size := 2 + (n - 1) + n*entry
+	for name, value := range j.Env {
+		size += escLen(name) + escLen(value)
+	}
+	size += len("EVALSCHED_JOB_ID") + jobIDLen
+	size += len("EVALSCHED_BATCH") + escLen(m.Account) + 1 + escLen(m.Project) + 1 + escLen(m.Batch)
+	size += len("EVALSCHED_MODEL") + escLen(cmp.Or(j.Model, m.Model))
+	size += len("EVALSCHED_ATTEMPT") + attemptLen
+	return size
+}
+
+// escLen is the length of s inside a JSON string as encoding/json's Marshal
+// writes it (with HTML escaping).
+func escLen(s string) int {
+	n := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
+				n += 2
+			case c < 0x20 || c == '<' || c == '>' || c == '&':
+				n += 6
+			default:
+				n++
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			n += 6 // \ufffd
+		case r == '\u2028' || r == '\u2029':
+			n += 6
+		default:
+			n += size
+		}
+		i += size
+	}
+	return n
+}
