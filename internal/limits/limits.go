@@ -3,19 +3,25 @@ package limits
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
 // Config tunes the controller; it is shared by every model. A zero MaxAge,
-// FastFactor, LowerGain or BindingShare takes the default of DefaultConfig.
+// FastFactor, StepGain, LowerGain, BindingShare or Smoothing takes the
+// default of DefaultConfig.
 type Config struct {
 	MaxAge       time.Duration // a datapoint older than this is stale: hold
-	Band         float64       // hold while depth is within target·(1±Band)
-	FastFactor   float64       // raise factor at depth 0
+	Band         float64       // hold while the smoothed depth is within target·(1±Band)
+	Smoothing    float64       // weight of a new datapoint in the smoothed depth, (0, 1]
+	FarBelow     float64       // readings all ≤ FarBelow·target since the last raise settled: far below
+	FastFactor   float64       // raise factor when far below
+	FastUpTo     float64       // ... up to this share of the load at which the provider saturated before
+	StepGain     float64       // near target: raise ×(1 + StepGain·gap)
 	LowerGain    float64       // jobs removed per queued call above target
 	BindingShare float64       // the limit binds when running+starting ≥ BindingShare·limit
-	ConfirmBelow time.Duration // depth must stay under the band this long before a raise
 	RaiseSettled float64       // share of the previous raise's launches that must be running
+	DrainShare   float64       // a lowering takes at most this share of the slots freed by ended jobs
 }
 
 // DefaultConfig returns the tuning measured in the simulator (see BENCHMARKS.md).
@@ -23,11 +29,15 @@ func DefaultConfig() Config {
 	return Config{
 		MaxAge:       90 * time.Second,
 		Band:         0.5,
-		FastFactor:   2,
-		LowerGain:    1,
+		Smoothing:    0.7,
+		FarBelow:     0.25,
+		FastFactor:   4,
+		FastUpTo:     0.8,
+		StepGain:     0.05,
+		LowerGain:    0.5,
 		BindingShare: 0.9,
-		ConfirmBelow: 0,
-		RaiseSettled: 0.5,
+		RaiseSettled: 0.3,
+		DrainShare:   0.9,
 	}
 }
 
@@ -38,16 +48,24 @@ func (c Config) Validate() error {
 		return fmt.Errorf("limits: max_age %v must be positive", c.MaxAge)
 	case c.Band < 0 || c.Band >= 1:
 		return fmt.Errorf("limits: band %g is outside [0, 1)", c.Band)
+	case c.Smoothing <= 0 || c.Smoothing > 1:
+		return fmt.Errorf("limits: smoothing %g is outside (0, 1]", c.Smoothing)
+	case c.FarBelow < 0 || c.FarBelow >= 1:
+		return fmt.Errorf("limits: far_below %g is outside [0, 1)", c.FarBelow)
 	case c.FastFactor < 1:
 		return fmt.Errorf("limits: fast_factor %g must be at least 1", c.FastFactor)
+	case c.FastUpTo < 0 || c.FastUpTo > 1:
+		return fmt.Errorf("limits: fast_up_to %g is outside [0, 1]", c.FastUpTo)
+	case c.StepGain < 0:
+		return fmt.Errorf("limits: step_gain %g must not be negative", c.StepGain)
 	case c.LowerGain <= 0:
 		return fmt.Errorf("limits: lower_gain %g must be positive", c.LowerGain)
 	case c.BindingShare <= 0 || c.BindingShare > 1:
 		return fmt.Errorf("limits: binding_share %g is outside (0, 1]", c.BindingShare)
-	case c.ConfirmBelow < 0:
-		return fmt.Errorf("limits: confirm_below %v must not be negative", c.ConfirmBelow)
 	case c.RaiseSettled < 0 || c.RaiseSettled > 1:
 		return fmt.Errorf("limits: raise_settled %g is outside [0, 1]", c.RaiseSettled)
+	case c.DrainShare < 0 || c.DrainShare > 1:
+		return fmt.Errorf("limits: drain_share %g is outside [0, 1]", c.DrainShare)
 	}
 	return nil
 }
@@ -62,10 +80,40 @@ type Model struct {
 
 // State is what the controller carries between passes; the store persists it.
 type State struct {
-	Limit      int
-	RaisedAt   time.Time // the pass that last raised the limit
-	RaisedBy   int       // by how much it raised it
-	BelowSince time.Time // when the depth went under the band; zero while it is not
+	Limit     int
+	RaisedAt  time.Time // the pass that last raised the limit
+	RaisedBy  int       // by how much it raised it
+	FilledAt  time.Time // when the load first filled the raised limit; zero until then
+	SettledAt time.Time // when enough of that raise's launches ran; zero until then
+	Smoothed  float64   // exponentially smoothed depth
+	SeenAt    time.Time // measurement time of the newest datapoint folded in
+	PeakSince float64   // highest datapoint measured since SettledAt
+	// Ceiling is the load at which the depth last went past the target: a
+	// cold raise goes fast up to it and carefully beyond. 0 = not yet seen.
+	Ceiling int
+	// Recent holds the running count of the last passes, so a datapoint
+	// measured a while ago is compared with the load it measured.
+	Recent []Sample
+}
+
+// Sample is the running count at one pass.
+type Sample struct {
+	At      time.Time
+	Running int
+}
+
+// recentKeep bounds State.Recent: enough passes to cover MaxAge at 10 s.
+const recentKeep = 12
+
+// runningAt returns the running count of the newest pass at or before t,
+// or fallback when none is that old.
+func (s State) runningAt(t time.Time, fallback int) int {
+	for i := len(s.Recent) - 1; i >= 0; i-- {
+		if !s.Recent[i].At.After(t) {
+			return s.Recent[i].Running
+		}
+	}
+	return fallback
 }
 
 // Input is what the pass observed of the model.
@@ -76,10 +124,17 @@ type Input struct {
 	Running  int       // tasks running
 	Starting int       // claimed or launched, not yet running
 	Waiting  int       // jobs waiting for a slot
-	// PendingRaise counts the jobs launched at or before State.RaisedAt that
+	Ended    int       // jobs that ended since the previous pass
+	// PendingRaise counts the jobs claimed at or before State.Mark() that
 	// are not yet running: the previous raise's launches still in dead time.
 	PendingRaise int
 }
+
+// Mark is the time up to which claimed jobs count as the last raise's
+// launches: the pass at which the load filled the raised limit (a raise may
+// take several passes to launch within the launch budget). Zero while the
+// raise is still being launched.
+func (s State) Mark() time.Time { return s.FilledAt }
 
 // Action names what the controller did.
 type Action string
@@ -108,6 +163,7 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 	cur := clamp(st.Limit, m.Min, m.Max)
 	next := st
 	next.Limit = cur
+	next.Recent = append(slices.Clone(st.Recent[max(0, len(st.Recent)-recentKeep+1):]), Sample{At: in.Now, Running: in.Running})
 	hold := func(format string, a ...any) Decision {
 		return Decision{State: next, Action: Held, Reason: "hold: " + fmt.Sprintf(format, a...)}
 	}
@@ -115,56 +171,102 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 	// 1. Pinned: the operator knows best.
 	if m.Pin > 0 {
 		next.Limit = clamp(m.Pin, m.Min, m.Max)
-		next.BelowSince = time.Time{}
 		return Decision{State: next, Action: Pinned, Reason: fmt.Sprintf("pinned at %d", next.Limit)}
 	}
 
-	// 2. Blind: without a fresh datapoint there is nothing to steer by.
+	// 2. The dead time: a raise is launched once the load fills it, and
+	// settled once most of its launches run; only datapoints measured after
+	// that say anything about it.
+	load := in.Running + in.Starting
+	switch {
+	case st.RaisedBy == 0: // never raised: every datapoint counts
+	case next.FilledAt.IsZero():
+		if float64(load) >= cfg.BindingShare*float64(cur) {
+			next.FilledAt = in.Now
+		}
+	case next.SettledAt.IsZero() && float64(in.PendingRaise) <= (1-cfg.RaiseSettled)*float64(st.RaisedBy):
+		next.SettledAt, next.PeakSince = in.Now, 0
+	}
+	settled := st.RaisedBy == 0 || !next.SettledAt.IsZero()
+
+	// 3. Blind: without a fresh datapoint there is nothing to steer by.
 	if in.DepthAt.IsZero() {
 		return hold("no depth datapoint")
 	}
 	if age := in.Now.Sub(in.DepthAt); age > cfg.MaxAge {
 		return hold("depth datapoint %s old > %s", age.Round(time.Second), cfg.MaxAge)
 	}
+	fresh := in.DepthAt.After(st.SeenAt)
+	if fresh {
+		if st.SeenAt.IsZero() {
+			next.Smoothed = in.Depth
+		} else {
+			next.Smoothed = cfg.Smoothing*in.Depth + (1-cfg.Smoothing)*st.Smoothed
+		}
+		next.SeenAt = in.DepthAt
+		if settled && !in.DepthAt.Before(next.SettledAt) {
+			next.PeakSince = max(next.PeakSince, in.Depth)
+		}
+	}
+	depth := next.Smoothed
 
-	load := in.Running + in.Starting
 	low, high := m.Target*(1-cfg.Band), m.Target*(1+cfg.Band)
 	switch {
-	// 3. Over: lower in proportion to the overshoot, anchored on the load.
-	case in.Depth > high:
-		next.BelowSince = time.Time{}
-		excess := in.Depth - m.Target
-		want := clamp(load-int(math.Ceil(cfg.LowerGain*excess)), m.Min, m.Max)
+	// 4. Over: lower in proportion to the overshoot, anchored on the load.
+	case depth > high:
+		// The datapoint measured the jobs running then; jobs that ended
+		// since have already lowered the load.
+		excess := depth - m.Target
+		measured := st.runningAt(in.DepthAt, in.Running)
+		want := clamp(measured+in.Starting-int(math.Ceil(cfg.LowerGain*excess)), m.Min, m.Max)
+		next.Ceiling = want
+		// Lowering evicts nothing: running jobs drain as they end. Falling
+		// at most DrainShare of the slots they free keeps a trickle of
+		// admissions, so tiers and project turns still act during a drain.
+		trickle := load + in.Ended - int(math.Floor(cfg.DrainShare*float64(in.Ended)+1e-9))
+		if trickle > want {
+			want = trickle
+		}
 		if want >= cur {
-			return hold("depth %s > target %s but load %d already ≤ limit after draining", num(in.Depth), num(m.Target), load)
+			return hold("depth %s > target %s, draining: %d running+starting, limit %d", num(depth), num(m.Target), load, cur)
 		}
 		next.Limit = want
 		return Decision{State: next, Action: Lowered, Reason: fmt.Sprintf(
-			"lower to %d: depth %s > target %s, %d running+starting", want, num(in.Depth), num(m.Target), load)}
+			"lower to %d: depth %s > target %s, %d running+starting", want, num(depth), num(m.Target), load)}
 
-	// 4. Under: raise, once the evidence is worth acting on.
-	case in.Depth < low:
-		if next.BelowSince.IsZero() {
-			next.BelowSince = in.DepthAt
-		}
+	// 5. Under: raise once the evidence is worth acting on.
+	case depth < low:
 		if in.Waiting == 0 {
-			return hold("depth %s < target %s, nothing waiting", num(in.Depth), num(m.Target))
+			return hold("depth %s < target %s, nothing waiting", num(depth), num(m.Target))
 		}
 		if float64(load) < cfg.BindingShare*float64(cur) {
 			return hold("limit %d not binding (%d running+starting)", cur, load)
 		}
-		if below := in.DepthAt.Sub(next.BelowSince); below < cfg.ConfirmBelow {
-			return hold("depth under target for %s < %s", below.Round(time.Second), cfg.ConfirmBelow)
-		}
-		if st.RaisedBy > 0 && float64(in.PendingRaise) > (1-cfg.RaiseSettled)*float64(st.RaisedBy) {
+		// (A raise still being launched is not binding: handled above.)
+		switch {
+		case !settled:
 			return hold("%d of the last raise's %d launches still starting", in.PendingRaise, st.RaisedBy)
+		case in.DepthAt.Before(next.SettledAt):
+			return hold("no datapoint yet since the last raise's launches ran")
 		}
-		gap := (m.Target - in.Depth) / m.Target
-		if m.Target <= 0 {
-			gap = 1
+		gap := 1.0
+		if m.Target > 0 {
+			gap = (m.Target - depth) / m.Target
 		}
-		f := 1 + (cfg.FastFactor-1)*gap*gap
-		want := clamp(int(math.Ceil(float64(cur)*f)), m.Min, m.Max)
+		f := 1 + cfg.StepGain*gap
+		want := int(math.Ceil(float64(cur) * f))
+		fastTo := int(cfg.FastUpTo * float64(next.Ceiling))
+		if next.PeakSince <= cfg.FarBelow*m.Target && (next.Ceiling == 0 || cur < fastTo) {
+			// Every reading since the last raise settled was far below:
+			// fast, but not up to where the provider saturated before.
+			f = cfg.FastFactor
+			want = int(math.Ceil(float64(cur) * f))
+			if next.Ceiling > 0 && want > fastTo {
+				want = fastTo
+				f = float64(want) / float64(cur)
+			}
+		}
+		want = clamp(want, m.Min, m.Max)
 		if want == cur && cur < m.Max {
 			want = cur + 1
 		}
@@ -172,13 +274,12 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 			return hold("at max %d", m.Max)
 		}
 		next.Limit = want
-		next.RaisedAt = in.Now
-		next.RaisedBy = want - cur
+		next.RaisedAt, next.RaisedBy = in.Now, want-cur
+		next.FilledAt, next.SettledAt, next.PeakSince = time.Time{}, time.Time{}, 0
 		return Decision{State: next, Action: Raised, Reason: fmt.Sprintf(
-			"raise ×%.2g: depth %s < target %s, %d waiting", f, num(in.Depth), num(m.Target), in.Waiting)}
+			"raise ×%.3g: depth %s < target %s, %d waiting", f, num(depth), num(m.Target), in.Waiting)}
 	}
-	next.BelowSince = time.Time{}
-	return hold("depth %s within %s..%s of target %s", num(in.Depth), num(low), num(high), num(m.Target))
+	return hold("depth %s within %s..%s of target %s", num(depth), num(low), num(high), num(m.Target))
 }
 
 func (c Config) withDefaults() Config {
@@ -188,6 +289,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.FastFactor == 0 {
 		c.FastFactor = d.FastFactor
+	}
+	if c.StepGain == 0 {
+		c.StepGain = d.StepGain
+	}
+	if c.Smoothing == 0 {
+		c.Smoothing = d.Smoothing
 	}
 	if c.LowerGain == 0 {
 		c.LowerGain = d.LowerGain

@@ -13,76 +13,125 @@ func in(depth float64, running, starting, waiting int) Input {
 	return Input{Now: t0, Depth: depth, DepthAt: t0.Add(-20 * time.Second), Running: running, Starting: starting, Waiting: waiting}
 }
 
+// st builds a State; by default never raised (every datapoint counts).
+type stb struct{ State }
+
+func steady(limit int) *stb { return &stb{State{Limit: limit}} }
+
+// raised: the last raise added by jobs; filled and settled at the given
+// offsets from t0 (nil: not yet).
+func (s *stb) raised(by int, filled, settled *time.Duration) *stb {
+	s.RaisedAt, s.RaisedBy = t0.Add(-2*time.Minute), by
+	if filled != nil {
+		s.FilledAt = t0.Add(*filled)
+	}
+	if settled != nil {
+		s.SettledAt = t0.Add(*settled)
+	}
+	return s
+}
+func (s *stb) ceiling(n int) *stb { s.Ceiling = n; return s }
+func (s *stb) ranAt(ago time.Duration, running int) *stb {
+	s.Recent = append(s.Recent, Sample{At: t0.Add(-ago), Running: running})
+	return s
+}
+
+func d(s int) *time.Duration { v := time.Duration(s) * time.Second; return &v }
+
 func TestNext(t *testing.T) {
 	gpt := Model{Target: 40, Min: 1, Max: 10000}
 	cases := []struct {
 		name      string
 		model     Model
-		state     State
+		state     *stb
 		in        Input
 		want      int
 		action    Action
 		reasonHas string
 	}{
-		{"pin wins over depth", Model{Target: 40, Min: 1, Max: 500, Pin: 200}, State{Limit: 50}, in(0, 50, 0, 900), 200, Pinned, "pinned at 200"},
-		{"pin clamped to max", Model{Target: 40, Min: 1, Max: 100, Pin: 200}, State{Limit: 50}, in(0, 50, 0, 900), 100, Pinned, "pinned at 100"},
-		{"missing datapoint holds", gpt, State{Limit: 300}, Input{Now: t0, Running: 300, Waiting: 10}, 300, Held, "no depth datapoint"},
-		{"stale datapoint holds", gpt, State{Limit: 300}, Input{Now: t0, DepthAt: t0.Add(-5 * time.Minute), Running: 300, Waiting: 10}, 300, Held, "old >"},
-		{"cold model doubles at depth 0", gpt, State{Limit: 10}, in(0, 10, 0, 20000), 20, Raised, "raise ×2: depth 0 < target 40, 20000 waiting"},
-		{"near target raises a little", gpt, State{Limit: 1000}, in(15, 990, 10, 500), 1391, Raised, "raise ×1.4"},
-		{"inside the band holds", gpt, State{Limit: 1000}, in(35, 990, 10, 500), 1000, Held, "within 20..60"},
-		{"nothing waiting holds", gpt, State{Limit: 1000}, in(0, 990, 10, 0), 1000, Held, "nothing waiting"},
-		{"no windup below a non-binding limit", gpt, State{Limit: 1000}, in(0, 400, 10, 50), 1000, Held, "not binding"},
-		{"previous raise still starting holds", gpt, State{Limit: 400, RaisedAt: t0.Add(-30 * time.Second), RaisedBy: 200}, Input{Now: t0, DepthAt: t0.Add(-20 * time.Second), Running: 250, Starting: 150, Waiting: 900, PendingRaise: 150}, 400, Held, "150 of the last raise's 200 launches still starting"},
-		{"previous raise mostly running raises", gpt, State{Limit: 400, RaisedAt: t0.Add(-60 * time.Second), RaisedBy: 200}, Input{Now: t0, DepthAt: t0.Add(-20 * time.Second), Running: 380, Starting: 20, Waiting: 900, PendingRaise: 20}, 800, Raised, "raise ×2"},
-		{"overshoot lowers from the load", gpt, State{Limit: 2000}, in(440, 1800, 0, 900), 1400, Lowered, "lower to 1400: depth 440 > target 40, 1800 running+starting"},
-		{"lowering never raises", gpt, State{Limit: 1000}, in(100, 1040, 30, 900), 1000, Held, "already"},
-		{"lowering stops at min", Model{Target: 5, Min: 10, Max: 100}, State{Limit: 50}, in(200, 50, 0, 10), 10, Lowered, "lower to 10"},
-		{"raise stops at max", Model{Target: 40, Min: 1, Max: 1500}, State{Limit: 1000}, in(0, 1000, 0, 900), 1500, Raised, "raise"},
-		{"at max holds", Model{Target: 40, Min: 1, Max: 1000}, State{Limit: 1000}, in(0, 1000, 0, 900), 1000, Held, "at max 1000"},
-		{"a limit of 1 still grows", Model{Target: 5, Min: 1, Max: 100}, State{Limit: 1}, in(1, 1, 0, 10), 2, Raised, "raise"},
-		{"zero limit from state is clamped to min", Model{Target: 5, Min: 3, Max: 100}, State{}, in(5, 0, 0, 10), 3, Held, "within"},
+		{"pin wins over depth", Model{Target: 40, Min: 1, Max: 500, Pin: 200}, steady(50), in(0, 50, 0, 900), 200, Pinned, "pinned at 200"},
+		{"pin clamped to max", Model{Target: 40, Min: 1, Max: 100, Pin: 200}, steady(50), in(0, 50, 0, 900), 100, Pinned, "pinned at 100"},
+		{"missing datapoint holds", gpt, steady(300), Input{Now: t0, Running: 300, Waiting: 10}, 300, Held, "no depth datapoint"},
+		{"stale datapoint holds", gpt, steady(300), Input{Now: t0, DepthAt: t0.Add(-5 * time.Minute), Running: 300, Waiting: 10}, 300, Held, "old >"},
+		{"cold model at depth 0 raises fast", gpt, steady(10), in(0, 10, 0, 20000), 40, Raised, "raise ×4: depth 0 < target 40, 20000 waiting"},
+		{"fast raises stop short of the old ceiling", gpt, steady(500).ceiling(1000), in(0, 500, 0, 20000), 800, Raised, "raise ×1.6"},
+		{"near target raises a little", gpt, steady(1000), in(15, 990, 10, 500), 1032, Raised, "raise ×1.03"},
+		{"inside the band holds", gpt, steady(1000), in(35, 990, 10, 500), 1000, Held, "within 20..60"},
+		{"nothing waiting holds", gpt, steady(1000), in(0, 990, 10, 0), 1000, Held, "nothing waiting"},
+		{"no windup below a non-binding limit", gpt, steady(1000), in(0, 400, 10, 50), 1000, Held, "not binding"},
+		{"a raise still being launched does not bind", gpt, steady(400).raised(200, nil, nil), in(0, 300, 50, 900), 400, Held, "not binding"},
+		{"a raise still starting holds", gpt, steady(400).raised(200, d(-30), nil), Input{Now: t0, DepthAt: t0.Add(-20 * time.Second), Running: 250, Starting: 150, Waiting: 900, PendingRaise: 150}, 400, Held, "150 of the last raise's 200 launches still starting"},
+		{"a settled raise waits for a datapoint after it", gpt, steady(400).raised(200, d(-60), d(-10)), in(0, 390, 10, 900), 400, Held, "no datapoint yet"},
+		{"a settled, measured raise raises again", gpt, steady(400).raised(200, d(-60), d(-30)), in(0, 390, 10, 900), 1600, Raised, "raise ×4"},
+		{"overshoot lowers to the load, keeping no slot when nothing ended", gpt, steady(2000), in(440, 1800, 0, 900), 1800, Lowered, "lower to 1800: depth 440 > target 40, 1800 running+starting"},
+		{"overshoot lowers by the excess from the load it measured", gpt, steady(2000).ranAt(20*time.Second, 1900), in(140, 1700, 0, 900), 1850, Lowered, "lower to 1850"},
+		{"lowering never raises", gpt, steady(1000), in(100, 1040, 30, 900), 1000, Held, "draining"},
+		{"lowering stops at min", Model{Target: 5, Min: 55, Max: 100}, steady(80), in(200, 50, 0, 10), 55, Lowered, "lower to 55"},
+		{"raise stops at max", Model{Target: 40, Min: 1, Max: 1500}, steady(1000), in(0, 1000, 0, 900), 1500, Raised, "raise"},
+		{"at max holds", Model{Target: 40, Min: 1, Max: 1000}, steady(1000), in(0, 1000, 0, 900), 1000, Held, "at max 1000"},
+		{"a limit of 1 still grows", Model{Target: 5, Min: 1, Max: 100}, steady(1), in(2, 1, 0, 10), 2, Raised, "raise"},
+		{"zero limit from state is clamped to min", Model{Target: 5, Min: 3, Max: 100}, steady(0), in(5, 0, 0, 10), 3, Held, "within"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			d := Next(DefaultConfig(), c.model, c.state, c.in)
-			if d.State.Limit != c.want || d.Action != c.action {
-				t.Errorf("got limit %d (%s), want %d (%s); reason %q", d.State.Limit, d.Action, c.want, c.action, d.Reason)
+			dec := Next(DefaultConfig(), c.model, c.state.State, c.in)
+			if dec.State.Limit != c.want || dec.Action != c.action {
+				t.Errorf("got limit %d (%s), want %d (%s); reason %q", dec.State.Limit, dec.Action, c.want, c.action, dec.Reason)
 			}
-			if !strings.Contains(d.Reason, c.reasonHas) {
-				t.Errorf("got reason %q, want it to contain %q", d.Reason, c.reasonHas)
+			if !strings.Contains(dec.Reason, c.reasonHas) {
+				t.Errorf("got reason %q, want it to contain %q", dec.Reason, c.reasonHas)
 			}
 		})
 	}
 }
 
-func TestNextRecordsTheRaise(t *testing.T) {
-	d := Next(DefaultConfig(), Model{Target: 40, Min: 1, Max: 10000}, State{Limit: 100}, in(0, 100, 0, 500))
-	if d.State.RaisedAt != t0 || d.State.RaisedBy != 100 {
-		t.Errorf("got RaisedAt %v RaisedBy %d, want %v and 100", d.State.RaisedAt, d.State.RaisedBy, t0)
+func TestDrainKeepsATrickleOfAdmissions(t *testing.T) {
+	// 100 jobs ended since the last pass; the depth is far over target. The
+	// limit falls, but leaves 10 % of the freed slots to admit.
+	input := in(400, 1800, 0, 900)
+	input.Ended = 100
+	dec := Next(DefaultConfig(), Model{Target: 40, Min: 1, Max: 10000}, State{Limit: 2000}, input)
+	if dec.State.Limit != 1810 {
+		t.Errorf("got limit %d (%s), want 1810: 1800 running + 10 of the 100 freed slots", dec.State.Limit, dec.Reason)
+	}
+	if dec.State.Ceiling == 0 {
+		t.Error("a lowering did not record the ceiling")
 	}
 }
 
-func TestConfirmBelowWaitsForEvidence(t *testing.T) {
+func TestNextRecordsTheRaiseAndItsDeadTime(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.ConfirmBelow = 30 * time.Second
 	m := Model{Target: 40, Min: 1, Max: 10000}
-	st := State{Limit: 1000}
-	// A single low reading starts the clock and holds ...
-	d := Next(cfg, m, st, in(0, 1000, 0, 500))
-	if d.Action != Held || d.State.BelowSince.IsZero() {
-		t.Fatalf("got %s with BelowSince %v, want a hold that starts the clock", d.Action, d.State.BelowSince)
+	dec := Next(cfg, m, State{Limit: 100}, in(0, 100, 0, 500))
+	if dec.State.RaisedAt != t0 || dec.State.RaisedBy != 300 || !dec.State.FilledAt.IsZero() {
+		t.Fatalf("got %+v, want a raise by 300 at t0, not yet filled", dec.State)
 	}
-	// ... a reading back in the band resets it ...
-	back := Next(cfg, m, d.State, in(40, 1000, 0, 500))
-	if !back.State.BelowSince.IsZero() {
-		t.Fatalf("got BelowSince %v after a reading in the band, want zero", back.State.BelowSince)
+	// Next pass: the launches fill the limit.
+	next := Input{Now: t0.Add(10 * time.Second), Depth: 0, DepthAt: t0.Add(-10 * time.Second), Running: 100, Starting: 300, Waiting: 200, PendingRaise: 300}
+	dec = Next(cfg, m, dec.State, next)
+	if dec.State.FilledAt != next.Now || dec.Action != Held {
+		t.Fatalf("got %+v (%s), want filled at %v and a hold", dec.State, dec.Reason, next.Now)
 	}
-	// ... and low readings for 30 s raise.
-	later := in(0, 1000, 0, 500)
-	later.Now, later.DepthAt = t0.Add(30*time.Second), t0.Add(10*time.Second)
-	if d2 := Next(cfg, m, d.State, later); d2.Action != Raised {
-		t.Errorf("got %s (%s) after 30 s below, want a raise", d2.Action, d2.Reason)
+	// 30 s later, a third of them run: settled.
+	next = Input{Now: t0.Add(40 * time.Second), Depth: 0, DepthAt: t0.Add(20 * time.Second), Running: 200, Starting: 200, Waiting: 200, PendingRaise: 200}
+	dec = Next(cfg, m, dec.State, next)
+	if dec.State.SettledAt != next.Now {
+		t.Fatalf("got SettledAt %v, want %v", dec.State.SettledAt, next.Now)
+	}
+	if len(dec.State.Recent) != 3 {
+		t.Errorf("got %d samples, want 3", len(dec.State.Recent))
+	}
+}
+
+func TestRecentStaysBounded(t *testing.T) {
+	st := State{Limit: 100}
+	for i := range 50 {
+		input := in(40, 100, 0, 10)
+		input.Now = t0.Add(time.Duration(i) * 10 * time.Second)
+		st = Next(DefaultConfig(), Model{Target: 40, Min: 1, Max: 1000}, st, input).State
+	}
+	if len(st.Recent) > recentKeep {
+		t.Errorf("got %d samples, want at most %d", len(st.Recent), recentKeep)
 	}
 }
 
@@ -98,29 +147,33 @@ func TestConfigValidate(t *testing.T) {
 }
 
 // FuzzNext checks the invariants: min ≤ limit ≤ max, a raise only when work
-// waits, and a reason on every decision.
+// waits, a lowering never above the current limit, a reason on every decision.
 func FuzzNext(f *testing.F) {
-	f.Add(40.0, 0.0, 10, 1, 10000, 0, 10, 0, 5000, 0)
-	f.Add(5.0, 300.0, 50, 10, 100, 0, 50, 20, 10, 3)
-	f.Add(40.0, 20.0, 1000, 1, 10000, 700, 900, 100, 0, 0)
-	f.Fuzz(func(t *testing.T, target, depth float64, limit, lo, hi, pin, running, starting, waiting, pending int) {
-		if target < 0 || depth < 0 || lo < 0 || running < 0 || starting < 0 || waiting < 0 || pending < 0 {
+	f.Add(40.0, 0.0, 10, 1, 10000, 0, 10, 0, 5000, 0, 0)
+	f.Add(5.0, 300.0, 50, 10, 100, 0, 50, 20, 10, 3, 7)
+	f.Add(40.0, 20.0, 1000, 1, 10000, 700, 900, 100, 0, 0, 0)
+	f.Fuzz(func(t *testing.T, target, depth float64, limit, lo, hi, pin, running, starting, waiting, pending, ended int) {
+		if target < 0 || depth < 0 || lo < 0 || running < 0 || starting < 0 || waiting < 0 || pending < 0 || ended < 0 {
 			return
 		}
 		if hi < lo {
 			hi = lo
 		}
 		m := Model{Target: target, Min: lo, Max: hi, Pin: pin}
-		d := Next(DefaultConfig(), m, State{Limit: limit, RaisedBy: pending}, Input{
-			Now: t0, Depth: depth, DepthAt: t0, Running: running, Starting: starting, Waiting: waiting, PendingRaise: pending,
+		st := State{Limit: limit, RaisedBy: pending, FilledAt: t0.Add(-time.Minute)}
+		dec := Next(DefaultConfig(), m, st, Input{
+			Now: t0, Depth: depth, DepthAt: t0, Running: running, Starting: starting, Waiting: waiting, PendingRaise: pending, Ended: ended,
 		})
-		if d.State.Limit < lo || d.State.Limit > hi {
-			t.Fatalf("limit %d outside [%d, %d] (%s)", d.State.Limit, lo, hi, d.Reason)
+		if dec.State.Limit < lo || dec.State.Limit > hi {
+			t.Fatalf("limit %d outside [%d, %d] (%s)", dec.State.Limit, lo, hi, dec.Reason)
 		}
-		if d.Action == Raised && waiting == 0 {
-			t.Fatalf("raised with nothing waiting: %s", d.Reason)
+		if dec.Action == Raised && waiting == 0 {
+			t.Fatalf("raised with nothing waiting: %s", dec.Reason)
 		}
-		if d.Reason == "" {
+		if dec.Action == Lowered && dec.State.Limit > max(lo, min(limit, hi)) {
+			t.Fatalf("lowered from %d to %d", limit, dec.State.Limit)
+		}
+		if dec.Reason == "" {
 			t.Fatal("decision without a reason")
 		}
 	})

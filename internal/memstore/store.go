@@ -71,6 +71,8 @@ type Job struct {
 	TaskARN    string
 	Exit       Exit
 	Reason     string // why it failed, when it did
+
+	queue *queue
 }
 
 // Counts is the number of jobs per state.
@@ -85,6 +87,7 @@ type Store struct {
 	models   map[string]*model
 	queues   map[scheduler.QueueKey]*queue
 	jobs     map[string]*Job
+	all      []*Job // every job in submission order, for recounts
 	pins     map[string]priority.Pin
 	seq      int64
 }
@@ -185,9 +188,10 @@ func (s *Store) Submit(b BatchSpec, now time.Time) (created int, err error) {
 				Attempt: 1, MaxAttempts: cmp.Or(b.MaxAttempts, 3), TaskDefinition: b.TaskDefinition,
 				TimeoutSeconds: b.TimeoutSeconds, Env: maps.Clone(js.Env),
 			},
-			State: Waiting, Seq: s.seq, SubmitAt: now,
+			State: Waiting, Seq: s.seq, SubmitAt: now, queue: q,
 		}
 		s.jobs[id] = j
+		s.all = append(s.all, j)
 		q.jobs = append(q.jobs, j)
 		q.waiting++
 		s.model(mdl)
@@ -209,7 +213,7 @@ func (s *Store) Snapshot(_ context.Context, _ time.Time) (scheduler.Snapshot, er
 		m := s.models[name]
 		pending := 0
 		for _, j := range m.starting {
-			if !j.LaunchedAt.After(m.state.Limit.RaisedAt) {
+			if mark := m.state.Limit.Mark(); mark.IsZero() || !j.LaunchedAt.After(mark) {
 				pending++
 			}
 		}
@@ -328,7 +332,7 @@ func (s *Store) retry(j *Job, reason string, now time.Time) {
 	s.release(j)
 	j.Attempt++
 	j.State, j.TaskARN, j.LaunchedAt, j.Reason = Waiting, "", time.Time{}, reason
-	s.queues[s.queueKey(j)].putBack(j)
+	j.queue.putBack(j)
 }
 
 // release frees the slot a job held.
@@ -345,10 +349,6 @@ func (s *Store) release(j *Job) {
 func (s *Store) end(j *Job, st State, reason string, now time.Time) {
 	s.release(j)
 	j.State, j.Reason, j.EndedAt = st, reason, now
-}
-
-func (s *Store) queueKey(j *Job) scheduler.QueueKey {
-	return scheduler.QueueKey{Account: j.Account, Project: j.Project, Batch: j.Batch, Model: j.Model}
 }
 
 // TaskStarted marks a job's task running. A repeated or stale event (another
@@ -441,44 +441,45 @@ func (s *Store) Counts() Counts {
 	return c
 }
 
-// Check recounts every counter from the jobs and reports each mismatch.
+// Check recounts every counter from the jobs and reports each mismatch. It
+// is O(jobs) and allocation-light: the simulator calls it after every pass.
 func (s *Store) Check() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	running := map[string]int{}
-	starting := map[string]int{}
-	waiting := map[scheduler.QueueKey]int{}
+	running := make(map[*model]int, len(s.models))
+	starting := make(map[*model]int, len(s.models))
+	waiting := make(map[*queue]int, len(s.queues))
 	var errs []error
-	for _, id := range slices.Sorted(maps.Keys(s.jobs)) {
-		j := s.jobs[id]
+	for _, j := range s.all {
 		switch j.State {
 		case Running:
-			running[j.Model]++
+			running[s.models[j.Model]]++
 		case Claimed, Launched:
-			starting[j.Model]++
-			if s.models[j.Model].starting[j.ID] != j {
+			m := s.models[j.Model]
+			starting[m]++
+			if m.starting[j.ID] != j {
 				errs = append(errs, fmt.Errorf("job %s is %s but not in its model's starting set", j.ID, j.State))
 			}
 		case Waiting:
-			waiting[s.queueKey(j)]++
+			waiting[j.queue]++
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(s.models)) {
-		m := s.models[name]
-		if m.running != running[name] {
-			errs = append(errs, fmt.Errorf("model %s: running counter %d, recount %d", name, m.running, running[name]))
+	for name, m := range s.models {
+		if m.running != running[m] {
+			errs = append(errs, fmt.Errorf("model %s: running counter %d, recount %d", name, m.running, running[m]))
 		}
-		if len(m.starting) != starting[name] {
-			errs = append(errs, fmt.Errorf("model %s: starting counter %d, recount %d", name, len(m.starting), starting[name]))
-		}
-	}
-	for _, k := range slices.SortedFunc(maps.Keys(s.queues), func(a, b scheduler.QueueKey) int {
-		return cmp.Compare(s.queues[a].seq, s.queues[b].seq)
-	}) {
-		q := s.queues[k]
-		if q.waiting != waiting[q.key] {
-			errs = append(errs, fmt.Errorf("queue %s: waiting counter %d, recount %d", q.key, q.waiting, waiting[q.key]))
+		if len(m.starting) != starting[m] {
+			errs = append(errs, fmt.Errorf("model %s: starting counter %d, recount %d", name, len(m.starting), starting[m]))
 		}
 	}
+	for _, q := range s.queues {
+		if q.waiting != waiting[q] {
+			errs = append(errs, fmt.Errorf("queue %s: waiting counter %d, recount %d", q.key, q.waiting, waiting[q]))
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	slices.SortFunc(errs, func(a, b error) int { return cmp.Compare(a.Error(), b.Error()) })
 	return errors.Join(errs...)
 }

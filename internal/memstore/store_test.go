@@ -165,7 +165,7 @@ func TestPendingRaiseCountsLaunchesUpToTheRaise(t *testing.T) {
 	claim(t, s, "gpt", "b", 2) // claimed at t0
 	snap, _ := s.Snapshot(context.Background(), t0)
 	st := snap.Models[0].State
-	st.Limit.RaisedAt = t0
+	st.Limit.FilledAt = t0 // the raise's launches were all claimed by t0
 	later := scheduler.Plan{At: t0.Add(10 * time.Second), Models: []scheduler.ModelPlan{{Model: "gpt", State: st, Grants: []scheduler.Grant{{
 		Queue: scheduler.QueueKey{Account: "lab", Project: "sweep", Batch: "b", Model: "gpt"}, Count: 2,
 	}}}}}

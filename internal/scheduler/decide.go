@@ -145,7 +145,7 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 			// A model never steered starts at its initial limit, counted as a
 			// raise so the next one waits for these launches to run.
 			l := max(m.Config.InitialLimit, m.Config.MinLimit, 1)
-			m.State.Limit = limits.State{Limit: l, RaisedAt: now, RaisedBy: l}
+			m.State.Limit = limits.State{Limit: l, RaisedAt: now, RaisedBy: l, FilledAt: now}
 		}
 		mp.State = m.State
 		mp.Ack = m.Outcomes
@@ -160,7 +160,7 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 			mp.Limit = limits.Next(cfg.Limits, lm, m.State.Limit, limits.Input{
 				Now: now, Depth: mp.Depth.Value, DepthAt: mp.Depth.At,
 				Running: m.Running, Starting: m.Starting, Waiting: mp.Waiting,
-				PendingRaise: m.PendingRaise,
+				Ended: m.Outcomes.OK + m.Outcomes.ProviderFailed, PendingRaise: m.PendingRaise,
 			})
 		}
 		mp.State.Limit = mp.Limit.State
@@ -174,6 +174,10 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 		demand[i] = max(held, min(mp.State.Limit.Limit, held+mp.Waiting))
 	}
 	caps := capacity.Split(cfg.GlobalMaxRunning, demand)
+	heldAll := 0
+	for _, mp := range plan.Models {
+		heldAll += mp.Running + mp.Starting
+	}
 	free := make([]int, len(models))
 	for i := range plan.Models {
 		mp := &plan.Models[i]
@@ -187,7 +191,10 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 		}
 		free[i] = max(0, min(f, mp.Waiting))
 	}
-	budget := capacity.Split(cfg.MaxLaunchesPerPass, free)
+	// A model above its share (the cap fell, or others' demand rose) holds
+	// slots the shares of the others count as theirs: the headroom left
+	// under the cap bounds the launches too.
+	budget := capacity.Split(min(cfg.MaxLaunchesPerPass, max(0, cfg.GlobalMaxRunning-heldAll)), free)
 
 	// 5. Admission: per model, tiers → projects in turn → oldest first.
 	acfg := admission.Config{Tiers: cfg.Tiers, Weight: cfg.TierWeight}

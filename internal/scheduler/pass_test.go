@@ -109,18 +109,23 @@ func TestPassFollowsJobsFromWaitingToLaunched(t *testing.T) {
 		t.Fatalf("got %d launched, err %v; want 0 while the first 10 start", rep.Launched, err)
 	}
 
-	// Once they run, the cold model doubles and launches 10 more.
+	// Once they run (and a datapoint measured after that arrives), the cold
+	// model raises ×4 and launches 30 more.
 	for _, j := range l.launched {
 		if err := st.TaskStarted(j.ID, j.Attempt, c.now); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c.now = c.now.Add(10 * time.Second)
-	if rep, err = s.Pass(ctx); err != nil {
-		t.Fatal(err)
+	launched := 0
+	for range 3 {
+		c.now = c.now.Add(10 * time.Second)
+		if rep, err = s.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		launched += rep.Launched
 	}
-	if m := rep.Plan.Models[0]; m.State.Limit.Limit != 20 || rep.Launched != 10 {
-		t.Fatalf("got limit %d and %d launched (%s), want 20 and 10", m.State.Limit.Limit, rep.Launched, m.Limit.Reason)
+	if m := rep.Plan.Models[0]; m.State.Limit.Limit != 40 || launched != 30 {
+		t.Fatalf("got limit %d and %d launched (%s), want 40 and 30", m.State.Limit.Limit, launched, m.Limit.Reason)
 	}
 	// Finish them all: exit 0 succeeds, the counters drop.
 	for _, j := range l.launched[:10] {
@@ -128,8 +133,8 @@ func TestPassFollowsJobsFromWaitingToLaunched(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := st.Counts(); got.Succeeded != 10 || got.Running != 0 || got.Launched != 10 {
-		t.Fatalf("got %+v, want 10 succeeded, 0 running, 10 launched", got)
+	if got := st.Counts(); got.Succeeded != 10 || got.Running != 0 || got.Launched != 30 {
+		t.Fatalf("got %+v, want 10 succeeded, 0 running, 30 launched", got)
 	}
 	if err := st.Check(); err != nil {
 		t.Fatal(err)

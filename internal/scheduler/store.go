@@ -77,8 +77,8 @@ type Model struct {
 	// and not yet running. Both hold a slot and count toward the caps.
 	Running  int
 	Starting int
-	// PendingRaise counts the Starting jobs launched at or before
-	// State.Limit.RaisedAt.
+	// PendingRaise counts the Starting jobs claimed at or before
+	// State.Limit.Mark() (all of them while the mark is zero).
 	PendingRaise int
 	// Outcomes are the jobs that ended since they were last acknowledged.
 	Outcomes breaker.Outcomes

@@ -1,0 +1,69 @@
+// Command evalsched is the operator CLI of evalsched. Each subcommand lives
+// in its own file and is listed in commands below, e.g. sim, the
+// deterministic simulator (see internal/sim):
+//
+//	evalsched sim --scenario scenarios/seed-hot-lanes.json [--policy all] [--json] [--report FILE]
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// command is one subcommand. run gets the arguments after the subcommand's
+// name and returns the process exit code: 0 ok, 1 failed, 2 usage.
+type command struct {
+	name    string
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) int
+}
+
+// commands lists the subcommands in the order help shows them; a new
+// subcommand (submit, validate, pin, status, local) is a file with its
+// command value and one line here.
+var commands = []command{
+	simCommand,
+	validateCommand,
+}
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailed  = 1 // the work failed: a bad scenario, an unwritable report
+	exitUsage   = 2 // the command line is wrong
+	programName = "evalsched"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run dispatches to a subcommand; main is a thin wrapper so tests can call it.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		usage(stdout)
+		return exitOK
+	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			return c.run(args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "%s: unknown command %q\n\n", programName, args[0])
+	usage(stderr)
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "usage: %s <command> [flags]\n\ncommands:\n", programName)
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, "\nRun '%s <command> -h' for the flags of a command.\n", programName)
+}

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/evalsched/evalsched/internal/sim"
+)
+
+var simCommand = command{
+	name:    "sim",
+	summary: "simulate a scenario under the dynamic, static and unbounded policies",
+	run:     runSim,
+}
+
+const simUsage = `usage: evalsched sim --scenario FILE [flags]
+
+Runs the real scheduler pass against a simulated gateway, providers and
+Fargate (scenario format: scenarios/README.md) and prints the metrics per
+policy side by side. Same scenario and seed, same numbers.
+
+flags:
+`
+
+func runSim(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), simUsage)
+		fs.PrintDefaults()
+	}
+	scenario := fs.String("scenario", "", "scenario file (JSON, format v1) `FILE`; required")
+	policy := fs.String("policy", "all", "dynamic, static, unbounded or all")
+	seed := fs.Int64("seed", -1, "override the scenario's seed `N` (≥ 0)")
+	duration := fs.Int("duration", 0, "override the scenario's duration_s, in seconds `S`")
+	asJSON := fs.Bool("json", false, "print the README's output object (an array for --policy all)")
+	trace := fs.Bool("trace", false, "with --json: add every pass of every model (passes)")
+	report := fs.String("report", "", "write a self-contained HTML report with plots to `FILE`")
+	passLog := fs.String("pass-log", "", "write the dynamic policy's pass log (limit decisions, why jobs wait) to `FILE`")
+	quiet := fs.Bool("quiet", false, "no progress line on stderr")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	usageErr := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "evalsched sim: "+format+"\n", a...)
+		fs.Usage()
+		return exitUsage
+	}
+	switch {
+	case fs.NArg() > 0:
+		return usageErr("unexpected argument %q", fs.Arg(0))
+	case *scenario == "":
+		return usageErr("--scenario is required")
+	case *trace && !*asJSON:
+		return usageErr("--trace needs --json")
+	case *seed < -1:
+		return usageErr("--seed must not be negative")
+	case *duration < 0 || *duration > sim.MaxDurationS:
+		return usageErr("--duration must be within 1..%d seconds", sim.MaxDurationS)
+	}
+	policies, err := sim.ParsePolicy(*policy)
+	if err != nil {
+		return usageErr("--policy: %v", err)
+	}
+
+	sc, err := sim.LoadScenario(*scenario)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitFailed
+	}
+	if *seed >= 0 {
+		sc.Seed = *seed
+	}
+	if *duration > 0 {
+		sc.DurationS = *duration
+	}
+
+	opt := sim.Options{Trace: *trace}
+	if *passLog != "" {
+		f, err := os.Create(*passLog)
+		if err != nil {
+			fmt.Fprintf(stderr, "evalsched sim: pass log: %v\n", err)
+			return exitFailed
+		}
+		defer f.Close()
+		w := bufio.NewWriter(f)
+		defer w.Flush()
+		opt.PassLog = w
+	}
+	prog := newProgress(stderr, !*quiet && isTerminal(stderr), policies, sc.DurationS)
+	opt.Progress = prog.update
+	results, err := sim.RunAll(sc, policies, opt)
+	prog.done()
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitFailed
+	}
+
+	if *report != "" {
+		if err := writeFile(*report, func(w io.Writer) error { return sim.WriteReport(w, results) }); err != nil {
+			fmt.Fprintf(stderr, "evalsched sim: write report: %v\n", err)
+			return exitFailed
+		}
+	}
+	if *asJSON {
+		var v any = results[0]
+		if *policy == "all" {
+			v = results
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(v); err != nil {
+			fmt.Fprintf(stderr, "evalsched sim: %v\n", err)
+			return exitFailed
+		}
+		for _, r := range results { // invariants go to stderr, never into the JSON
+			sim.WriteNotes(stderr, r)
+		}
+	} else if err := sim.WriteTable(stdout, results); err != nil {
+		fmt.Fprintf(stderr, "evalsched sim: %v\n", err)
+		return exitFailed
+	}
+	if *report != "" && !*asJSON {
+		fmt.Fprintf(stdout, "\nreport: %s\n", *report)
+	}
+	return exitOK
+}
+
+// writeFile writes through a temporary file so a failed run leaves no
+// half-written report.
+func writeFile(path string, write func(io.Writer) error) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// progress draws one line on stderr, redrawn with \r at most every 200 ms,
+// and only once a run has taken more than a second: short runs stay quiet.
+type progress struct {
+	mu      sync.Mutex
+	w       io.Writer
+	on      bool
+	start   time.Time
+	last    time.Time
+	shown   bool
+	order   []sim.Policy
+	reached map[sim.Policy]float64
+	total   int
+}
+
+func newProgress(w io.Writer, on bool, ps []sim.Policy, total int) *progress {
+	return &progress{w: w, on: on, start: time.Now(), order: ps, reached: map[sim.Policy]float64{}, total: total}
+}
+
+func (p *progress) update(pol sim.Policy, simS float64, _ int64) {
+	if !p.on {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reached[pol] = simS
+	now := time.Now()
+	if now.Sub(p.start) < time.Second || now.Sub(p.last) < 200*time.Millisecond {
+		return
+	}
+	p.last = now
+	var parts []string
+	for _, q := range p.order {
+		parts = append(parts, fmt.Sprintf("%s %.0f%%", q, 100*p.reached[q]/float64(p.total)))
+	}
+	fmt.Fprintf(p.w, "\r\033[Ksim: %s of %d simulated s (%.0f s)", strings.Join(parts, ", "), p.total, now.Sub(p.start).Seconds())
+	p.shown = true
+}
+
+func (p *progress) done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shown {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}

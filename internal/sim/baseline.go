@@ -1,0 +1,147 @@
+package sim
+
+import (
+	"cmp"
+	"slices"
+)
+
+// The baselines are honest: each is as good as its rule allows. They pace
+// launches to the token bucket (every token within the pass interval is
+// used while a job can take it) and fill every slot their caps leave.
+
+// staticPolicy is the old world: each model a lane with a fixed cap
+// (static_cap), first come first served within a lane, lanes independent.
+type staticPolicy struct {
+	rot    int // lane that gets the first token of the next pass
+	demand []int
+}
+
+func (s *staticPolicy) pass(e *engine) {
+	n := len(e.models)
+	if s.demand == nil {
+		s.demand = make([]int, n)
+	}
+	for i := range e.models {
+		m := &e.models[i]
+		s.demand[i] = max(0, min(m.cfg.StaticCap-m.holding, m.waiting))
+		e.seen[i].limit = m.cfg.StaticCap
+		e.seen[i].depth, _, e.seen[i].hasDepth = e.depthSeen(i)
+	}
+	// The global cap and the launch budget are shared max-min fairly: lanes
+	// take one token each in turn, starting with a lane that rotates per
+	// pass so no lane always goes first.
+	free := e.sc.GlobalMaxRunning - e.holding
+	deadline := e.now + e.interval
+	for free > 0 {
+		progressed := false
+		for k := range n {
+			i := (s.rot + k) % n
+			if s.demand[i] == 0 || free == 0 {
+				continue
+			}
+			j, bi := e.laneNext(i)
+			if j < 0 {
+				s.demand[i] = 0
+				continue
+			}
+			g, ok := e.bucket.reserve(e.now, deadline)
+			if !ok {
+				free = 0
+				break
+			}
+			e.take(bi)
+			e.reserve(j, 1, e.tierOf(bi), g)
+			s.demand[i]--
+			free--
+			progressed = true
+		}
+		if !progressed {
+			break
+		}
+	}
+	s.rot = (s.rot + 1) % max(n, 1)
+}
+
+func (s *staticPolicy) submitted(int)    {}
+func (s *staticPolicy) pinned(Pin)       {}
+func (s *staticPolicy) started(int32)    {}
+func (s *staticPolicy) stopped(int32)    {}
+func (s *staticPolicy) finish(r *Result) {}
+
+// unboundedPolicy has no per-model cap: one first-come-first-served queue
+// across all batches, held back only by the global cap and the bucket.
+type unboundedPolicy struct {
+	order []int32 // batches by arrival, then file order
+	head  int
+}
+
+func (u *unboundedPolicy) pass(e *engine) {
+	if u.order == nil {
+		u.order = e.arrivalOrder()
+	}
+	for i := range e.models {
+		e.seen[i].limit = e.sc.GlobalMaxRunning
+		e.seen[i].depth, _, e.seen[i].hasDepth = e.depthSeen(i)
+	}
+	free := e.sc.GlobalMaxRunning - e.holding
+	deadline := e.now + e.interval
+	for free > 0 && u.head < len(u.order) {
+		bi := int(u.order[u.head])
+		b := &e.batches[bi]
+		if !b.arrived {
+			break // later batches have not arrived either
+		}
+		if b.next >= b.n {
+			u.head++
+			continue
+		}
+		g, ok := e.bucket.reserve(e.now, deadline)
+		if !ok {
+			break
+		}
+		j := e.take(bi)
+		e.reserve(j, 1, e.tierOf(bi), g)
+		free--
+	}
+}
+
+func (u *unboundedPolicy) submitted(int)    {}
+func (u *unboundedPolicy) pinned(Pin)       {}
+func (u *unboundedPolicy) started(int32)    {}
+func (u *unboundedPolicy) stopped(int32)    {}
+func (u *unboundedPolicy) finish(r *Result) {}
+
+// arrivalOrder lists the batches by arrival time, then file order.
+func (e *engine) arrivalOrder() []int32 {
+	order := make([]int32, len(e.batches))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(e.batches[a].at, e.batches[b].at) })
+	return order
+}
+
+// laneNext peeks at the oldest never-admitted job of model i's lane.
+func (e *engine) laneNext(i int) (int32, int) {
+	m := &e.models[i]
+	for m.laneHead < len(m.lanes) {
+		bi := int(m.lanes[m.laneHead])
+		b := &e.batches[bi]
+		if !b.arrived {
+			return -1, -1 // lanes are in arrival order: nothing later has arrived
+		}
+		if b.next < b.n {
+			return b.first + b.next, bi
+		}
+		m.laneHead++
+	}
+	return -1, -1
+}
+
+// take advances a batch's cursor past its oldest never-admitted job.
+func (e *engine) take(bi int) int32 {
+	b := &e.batches[bi]
+	j := b.first + b.next
+	b.next++
+	return j
+}

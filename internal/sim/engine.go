@@ -1,0 +1,553 @@
+package sim
+
+import (
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/evalsched/evalsched/internal/priority"
+)
+
+// Epoch is simulated time zero as the pass sees it on its clock.
+var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// jobState is a job's place in the simulation. The simulator keeps its own
+// record of every job, apart from any store, so that lost and double-launched
+// jobs are measured rather than assumed.
+type jobState uint8
+
+const (
+	jobUnsubmitted jobState = iota // its batch has not arrived yet
+	jobWaiting                     // waiting for a pass to admit it
+	jobReserved                    // admitted; RunTask goes out at its token's time
+	jobStarting                    // RunTask issued; the container is starting
+	jobRunning                     // the container runs: calls and thinks
+	jobSucceeded
+	jobFailed       // exited with a provider error
+	jobLaunchFailed // the store gave up launching it (attempts spent); it never ran
+)
+
+// job is one job's record, preallocated for every job of the scenario.
+type job struct {
+	rng        rand.PCG      // the job's own stream: each call's service time, error coin, think time
+	startDelay time.Duration // container start latency, drawn at creation
+	admitAt    time.Duration // RunTask issued
+	runAt      time.Duration // container running
+	endAt      time.Duration
+	sentAt     time.Duration // current call queued at the gateway
+	callDur    time.Duration // current call's service time
+	thinkDur   time.Duration // think time after the current call
+	batch      int32
+	calls      int32 // calls to make
+	done       int32 // calls made
+	attempt    int32 // attempt of the newest task; 0: never launched
+	model      int16
+	tier       int8
+	state      jobState
+}
+
+// modelSim is one model's gateway queue, provider and counters.
+type modelSim struct {
+	cfg       *Model
+	conc      int // provider concurrency now
+	errRate   float64
+	errCall   time.Duration
+	queue     ring // calls queued at the gateway, FIFO
+	inService int
+	waiting   int // jobs waiting (not yet RunTask'd)
+	holding   int // jobs holding a slot: reserved, starting or running
+	peak      int // most jobs that ever held a slot at once
+	running   int // containers running
+
+	// Integrals, advanced lazily by touch whenever an input changes.
+	lastT   time.Duration
+	backlog time.Duration // time with waiting > 0
+	utilInt float64       // ∫ min(1, inService/conc) dt over backlog, seconds
+
+	blocked    time.Duration // calls' time queued at the gateway
+	runTime    time.Duration // containers' time running (ended jobs)
+	succeeded  int
+	failed     int
+	depth      []int32 // gateway depth sampled at every whole second
+	limit      int     // limit the last pass used
+	lanes      []int32 // batches of this model by arrival: static's lane
+	laneHead   int     // lanes[:laneHead] are drained
+	calls      int64   // calls served
+	callErrors int64
+}
+
+// batchSim is one batch's progress.
+type batchSim struct {
+	cfg        *Batch
+	first, n   int32 // jobs[first : first+n]
+	model      int16
+	arrived    bool
+	next       int32 // baselines: jobs[first+next] is the oldest never admitted
+	succeeded  int
+	failed     int
+	ended      int
+	firstAdmit time.Duration // -1: never
+	firstStart time.Duration
+	lastEnd    time.Duration
+	at         time.Duration
+	project    int // index in engine.projects
+}
+
+// policy decides which waiting jobs launch at each pass.
+type policy interface {
+	// pass runs at e.now; it calls e.reserve for each job it launches and
+	// sets e.seen[m] (limit and depth the pass used) for the trace.
+	pass(e *engine)
+	submitted(b int)  // a batch arrived
+	pinned(p Pin)     // a pin landed
+	started(j int32)  // a container runs
+	stopped(j int32)  // a task ended (state says how)
+	finish(r *Result) // fill in what only the policy knows
+}
+
+// seenModel is what a pass saw and decided for one model.
+type seenModel struct {
+	limit    int
+	depth    float64
+	hasDepth bool
+}
+
+// engine is one simulation run of one policy.
+type engine struct {
+	sc       *Scenario
+	name     Policy
+	end      time.Duration
+	interval time.Duration
+	delay    time.Duration
+	now      time.Duration
+	q        eventQueue
+	seq      uint64
+	jobs     []job
+	batches  []batchSim
+	models   []modelSim
+	changes  []struct{ model, change int }
+	bucket   bucket
+	pol      policy
+	src      jobSource
+	rnd      *rand.Rand
+
+	holding    int // tasks holding a slot, all models
+	peak       int // most tasks that ever held a slot at once
+	launches   int
+	doubles    int
+	lost       int
+	nextSample int // whole second of the next depth sample
+	events     int64
+	passes     int
+
+	pins      []priority.Pin // landed so far, for the baselines' tiers
+	pinTable  priority.Table
+	tierStart []int // container starts per tier
+	projects  []string
+	seen      []seenModel
+	series    *Series
+
+	progress func(simS float64, events int64)
+}
+
+// jobSource lets one rand.Rand draw from whichever job's PCG is current, so
+// switching streams costs a pointer store, not an allocation.
+type jobSource struct{ p *rand.PCG }
+
+func (s *jobSource) Uint64() uint64 { return s.p.Uint64() }
+
+// newEngine builds the jobs and the event queue of a run. Every random draw
+// that shapes a job is made here or from the job's own stream, so it depends
+// on the seed and the job only, never on the policy.
+func newEngine(sc *Scenario, name Policy) *engine {
+	e := &engine{
+		sc:       sc,
+		name:     name,
+		end:      time.Duration(sc.DurationS) * time.Second,
+		interval: time.Duration(sc.PassIntervalS) * time.Second,
+		delay:    seconds(sc.MetricDelayS),
+		bucket:   newBucket(sc.LaunchRatePerS, sc.LaunchBurst),
+	}
+	e.rnd = rand.New(&e.src)
+	e.models = make([]modelSim, len(sc.Models))
+	index := map[string]int{}
+	for i := range sc.Models {
+		m := &e.models[i]
+		m.cfg = &sc.Models[i]
+		m.conc = m.cfg.ProviderConcurrency
+		m.depth = make([]int32, sc.DurationS)
+		index[m.cfg.Name] = i
+	}
+	total := 0
+	for _, b := range sc.Batches {
+		total += b.Jobs
+	}
+	e.jobs = make([]job, total)
+	e.batches = make([]batchSim, len(sc.Batches))
+	projIndex := map[string]int{}
+	var first int32
+	for bi := range sc.Batches {
+		cfg := &sc.Batches[bi]
+		b := &e.batches[bi]
+		*b = batchSim{cfg: cfg, first: first, n: int32(cfg.Jobs), model: int16(index[cfg.Model]),
+			firstAdmit: -1, firstStart: -1, lastEnd: -1, at: seconds(cfg.AtS)}
+		proj := cfg.Account + "/" + cfg.Project
+		if _, ok := projIndex[proj]; !ok {
+			projIndex[proj] = len(e.projects)
+			e.projects = append(e.projects, proj)
+		}
+		b.project = projIndex[proj]
+		calls := rand.New(newPCG(sc.Seed, streamCalls, uint64(bi)))
+		start := rand.New(newPCG(sc.Seed, streamStart, uint64(bi)))
+		for k := range int32(cfg.Jobs) {
+			j := &e.jobs[first+k]
+			j.batch, j.model = int32(bi), b.model
+			j.calls = int32(min(cfg.Calls.Count(calls), math.MaxInt32))
+			j.startDelay = sc.ContainerStartS.Duration(start)
+			seedPCG(&j.rng, sc.Seed, streamJob, uint64(first+k))
+		}
+		first += int32(cfg.Jobs)
+	}
+	// Static's lanes: a model's batches by arrival, then file order.
+	for _, bi := range e.arrivalOrder() {
+		m := &e.models[e.batches[bi].model]
+		m.lanes = append(m.lanes, bi)
+	}
+	e.pinTable, _ = priority.Compile(nil, sc.Tiers, Epoch)
+	e.tierStart = make([]int, sc.Tiers)
+	e.seen = make([]seenModel, len(e.models))
+	e.series = newSeries(e)
+
+	// Exogenous events first, so at equal times a batch, a change or a pin
+	// lands before the pass that should see it.
+	e.q = make(eventQueue, 0, 1024)
+	for i := range e.batches {
+		e.schedule(e.batches[i].at, evBatch, int32(i))
+	}
+	for mi := range sc.Models {
+		for ci, c := range sc.Models[mi].Changes {
+			e.changes = append(e.changes, struct{ model, change int }{mi, ci})
+			e.schedule(seconds(c.AtS), evChange, int32(len(e.changes)-1))
+		}
+	}
+	for i, p := range sc.Pins {
+		e.schedule(seconds(p.AtS), evPin, int32(i))
+	}
+	for t := time.Duration(0); t < e.end; t += e.interval {
+		e.schedule(t, evPass, 0)
+	}
+	return e
+}
+
+func (e *engine) schedule(at time.Duration, kind eventKind, arg int32) {
+	e.seq++
+	e.q.push(event{at: at, seq: e.seq, kind: kind, arg: arg})
+}
+
+// run processes every event before the end of the scenario.
+func (e *engine) run() {
+	for len(e.q) > 0 && e.q[0].at < e.end {
+		ev := e.q.pop()
+		e.sampleBefore(ev.at)
+		e.now = ev.at
+		e.events++
+		if e.progress != nil && e.events&(1<<15-1) == 0 {
+			e.progress(e.now.Seconds(), e.events)
+		}
+		switch ev.kind {
+		case evBatch:
+			e.arrive(int(ev.arg))
+		case evChange:
+			e.change(e.changes[ev.arg].model, e.changes[ev.arg].change)
+		case evPin:
+			e.pin(int(ev.arg))
+		case evPass:
+			e.pass()
+		case evRunTask:
+			e.runTask(ev.arg)
+		case evUp:
+			e.up(ev.arg)
+		case evCallEnd:
+			e.callEnd(ev.arg)
+		case evCallFail:
+			e.exit(ev.arg, false)
+		case evThinkEnd:
+			e.send(ev.arg)
+		}
+	}
+	e.sampleBefore(e.end + 1)
+	e.now = e.end
+	for i := range e.models {
+		e.touch(&e.models[i])
+	}
+	if e.progress != nil {
+		e.progress(e.end.Seconds(), e.events)
+	}
+}
+
+// sampleBefore takes the depth samples of every whole second before t: the
+// sample of second s is the state after all events at or before s.
+func (e *engine) sampleBefore(t time.Duration) {
+	for e.nextSample < e.sc.DurationS && time.Duration(e.nextSample)*time.Second < t {
+		for i := range e.models {
+			e.models[i].depth[e.nextSample] = int32(e.models[i].queue.len())
+		}
+		e.nextSample++
+	}
+}
+
+// depthSeen is the datapoint a pass at e.now reads: the newest whole-second
+// sample at least metric_delay_s old, with its measurement time.
+func (e *engine) depthSeen(m int) (float64, time.Duration, bool) {
+	t := e.now - e.delay
+	if t < 0 {
+		return 0, 0, false
+	}
+	s := int(t / time.Second)
+	if s >= e.nextSample {
+		// Only with a delay under a second: the newest sample is now.
+		return float64(e.models[m].queue.len()), e.now, true
+	}
+	return float64(e.models[m].depth[s]), time.Duration(s) * time.Second, true
+}
+
+// touch advances a model's integrals to now; call it before any change to
+// waiting, inService or conc.
+func (e *engine) touch(m *modelSim) {
+	if m.waiting > 0 {
+		dt := e.now - m.lastT
+		m.backlog += dt
+		if m.conc > 0 {
+			m.utilInt += dt.Seconds() * min(1, float64(m.inService)/float64(m.conc))
+		}
+	}
+	m.lastT = e.now
+}
+
+func (e *engine) arrive(bi int) {
+	b := &e.batches[bi]
+	m := &e.models[b.model]
+	e.touch(m)
+	for k := b.first; k < b.first+b.n; k++ {
+		e.jobs[k].state = jobWaiting
+	}
+	m.waiting += int(b.n)
+	b.arrived = true
+	e.pol.submitted(bi)
+}
+
+func (e *engine) change(mi, ci int) {
+	m := &e.models[mi]
+	c := m.cfg.Changes[ci]
+	e.touch(m)
+	if c.ProviderConcurrency != nil {
+		m.conc = *c.ProviderConcurrency
+	}
+	if c.ErrorRate != nil {
+		m.errRate = *c.ErrorRate
+	}
+	if c.ErrorCallS != nil {
+		m.errCall = seconds(*c.ErrorCallS)
+	}
+	e.serve(m)
+}
+
+func (e *engine) pin(i int) {
+	p := e.sc.Pins[i]
+	e.pins = append(e.pins, priority.Pin{Scope: p.Scope, Tier: strconv.Itoa(p.Tier)})
+	e.pinTable, _ = priority.Compile(e.pins, e.sc.Tiers, Epoch.Add(e.now))
+	e.pol.pinned(p)
+}
+
+// tierOf resolves a batch's tier as the pass does: batch, project, account
+// pin, submitted tier, default. The baselines ignore tiers for ordering but
+// report starts by tier like dynamic.
+func (e *engine) tierOf(bi int) int {
+	cfg := e.batches[bi].cfg
+	t, _ := e.pinTable.Tier(cfg.Account, cfg.Project, cfg.Batch, cfg.Tier, e.sc.DefaultTier)
+	return t
+}
+
+func (e *engine) pass() {
+	for i := range e.seen {
+		e.seen[i] = seenModel{limit: e.models[i].limit}
+	}
+	e.series.beforePass(e)
+	e.pol.pass(e)
+	for i := range e.seen {
+		e.models[i].limit = e.seen[i].limit
+	}
+	e.series.afterPass(e)
+	e.passes++
+}
+
+// reserve launches job j: a launch token at time g ≥ now has been taken, so
+// RunTask goes out at g. It reports false when the job cannot take a task
+// (not waiting, or this attempt already had one): a double launch.
+func (e *engine) reserve(j int32, attempt, tier int, g time.Duration) bool {
+	jb := &e.jobs[j]
+	if jb.state != jobWaiting || int32(attempt) <= jb.attempt {
+		e.doubles++
+		return false
+	}
+	jb.state = jobReserved
+	jb.attempt = int32(attempt)
+	jb.tier = int8(min(max(tier, 0), e.sc.Tiers-1))
+	m := &e.models[jb.model]
+	m.holding++
+	m.peak = max(m.peak, m.holding)
+	e.holding++
+	e.peak = max(e.peak, e.holding)
+	e.schedule(g, evRunTask, j)
+	return true
+}
+
+// unreserve returns a reserved job to waiting (its launch failed).
+func (e *engine) unreserve(j int32) {
+	jb := &e.jobs[j]
+	jb.state = jobWaiting
+	e.models[jb.model].holding--
+	e.holding--
+}
+
+func (e *engine) runTask(j int32) {
+	jb := &e.jobs[j]
+	if jb.state != jobReserved {
+		return // unreserved meanwhile
+	}
+	m := &e.models[jb.model]
+	e.touch(m)
+	m.waiting--
+	jb.state = jobStarting
+	jb.admitAt = e.now
+	e.launches++
+	b := &e.batches[jb.batch]
+	if b.firstAdmit < 0 {
+		b.firstAdmit = e.now - b.at
+	}
+	e.schedule(e.now+jb.startDelay, evUp, j)
+}
+
+func (e *engine) up(j int32) {
+	jb := &e.jobs[j]
+	m := &e.models[jb.model]
+	jb.state = jobRunning
+	jb.runAt = e.now
+	m.running++
+	e.tierStart[jb.tier]++
+	b := &e.batches[jb.batch]
+	if b.firstStart < 0 {
+		b.firstStart = e.now - b.at
+	}
+	e.series.started(e, jb)
+	e.pol.started(j)
+	e.send(j)
+}
+
+// send puts the job's next call to its model's gateway. The job's stream
+// gives exactly three draws per call (service time, error coin, think time)
+// whatever happens to the call, so the k-th call of a job is the same under
+// every policy.
+func (e *engine) send(j int32) {
+	jb := &e.jobs[j]
+	m := &e.models[jb.model]
+	e.src.p = &jb.rng
+	jb.callDur = m.cfg.CallS.Duration(e.rnd)
+	coin := e.rnd.Float64()
+	jb.thinkDur = e.batches[jb.batch].cfg.ThinkS.Duration(e.rnd)
+	if m.errRate > 0 && coin < m.errRate {
+		// A failing provider answers fast with 429/5xx: the call takes no
+		// provider slot and does not queue, so the gateway looks idle.
+		m.callErrors++
+		e.schedule(e.now+m.errCall, evCallFail, j)
+		return
+	}
+	if m.queue.len() == 0 && m.inService < m.conc {
+		e.touch(m)
+		m.inService++
+		e.schedule(e.now+jb.callDur, evCallEnd, j)
+		return
+	}
+	jb.sentAt = e.now
+	m.queue.push(j)
+}
+
+func (e *engine) callEnd(j int32) {
+	jb := &e.jobs[j]
+	m := &e.models[jb.model]
+	e.touch(m)
+	m.inService--
+	m.calls++
+	jb.done++
+	if jb.done >= jb.calls {
+		e.exit(j, true)
+	} else {
+		e.schedule(e.now+jb.thinkDur, evThinkEnd, j)
+	}
+	e.serve(m)
+}
+
+// serve starts queued calls while the provider has room.
+func (e *engine) serve(m *modelSim) {
+	if m.queue.len() == 0 || m.inService >= m.conc {
+		return
+	}
+	e.touch(m)
+	for m.queue.len() > 0 && m.inService < m.conc {
+		k := m.queue.pop()
+		kb := &e.jobs[k]
+		m.blocked += e.now - kb.sentAt
+		m.inService++
+		e.schedule(e.now+kb.callDur, evCallEnd, k)
+	}
+}
+
+// exit ends a running job: succeeded after its last call, or failed on a
+// provider error.
+func (e *engine) exit(j int32, ok bool) {
+	jb := &e.jobs[j]
+	m := &e.models[jb.model]
+	b := &e.batches[jb.batch]
+	jb.endAt = e.now
+	m.running--
+	m.holding--
+	e.holding--
+	m.runTime += e.now - jb.runAt
+	if ok {
+		jb.state = jobSucceeded
+		m.succeeded++
+		b.succeeded++
+	} else {
+		jb.state = jobFailed
+		m.failed++
+		b.failed++
+	}
+	e.batchEnded(b)
+	e.pol.stopped(j)
+}
+
+func (e *engine) batchEnded(b *batchSim) {
+	b.ended++
+	if b.ended == int(b.n) {
+		b.lastEnd = e.now - b.at
+	}
+}
+
+// launchFailed ends a waiting job the store failed at launch: its attempts
+// were spent on launches that never got a task.
+func (e *engine) launchFailed(j int32) {
+	jb := &e.jobs[j]
+	if jb.state != jobWaiting {
+		return
+	}
+	m := &e.models[jb.model]
+	b := &e.batches[jb.batch]
+	e.touch(m)
+	m.waiting--
+	jb.state = jobLaunchFailed
+	jb.endAt = e.now
+	m.failed++
+	b.failed++
+	e.batchEnded(b)
+}

@@ -1,0 +1,375 @@
+package sim
+
+import (
+	"bufio"
+	"fmt"
+	"html"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// WriteReport writes one self-contained HTML page: inline SVG drawn here by
+// hand, no script, no network. It shows, for dynamic, each model's limit,
+// running jobs, provider capacity and the depth the pass saw over time;
+// container starts by tier and by project over time for every policy; and
+// the policies side by side.
+func WriteReport(w io.Writer, results []*Result) error {
+	if len(results) == 0 {
+		return fmt.Errorf("no results to report")
+	}
+	bw := bufio.NewWriter(w)
+	rp := &reporter{w: bw, results: results}
+	rp.page()
+	return bw.Flush()
+}
+
+// maxPoints caps a plotted series; longer ones are thinned evenly.
+const maxPoints = 1000
+
+var policyColor = map[Policy]string{Dynamic: "#1f77b4", Static: "#ff7f0e", Unbounded: "#7f7f7f"}
+
+// palette colours tiers and projects.
+var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"}
+
+type reporter struct {
+	w       *bufio.Writer
+	results []*Result
+}
+
+func (rp *reporter) printf(format string, a ...any) { fmt.Fprintf(rp.w, format, a...) }
+
+func esc(s string) string { return html.EscapeString(s) }
+
+func (rp *reporter) page() {
+	r0 := rp.results[0]
+	rp.printf(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>evalsched sim: %s</title>
+<style>
+body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1400px}
+h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ccc}h3{font-size:15px;margin:12px 0 4px}
+table{border-collapse:collapse;margin:8px 0}td,th{padding:2px 10px;text-align:right;border-bottom:1px solid #eee}
+th:first-child,td:first-child{text-align:left}.grid{display:flex;flex-wrap:wrap;gap:16px}
+.note{color:#666}.bad{color:#b00;font-weight:bold}svg{background:#fff}
+svg text{font:11px system-ui,sans-serif;fill:#333}
+</style></head><body>
+<h1>evalsched sim: %s</h1>
+<p class="note">seed %d, %d simulated seconds. Definitions: scenarios/README.md.</p>
+`, esc(r0.Scenario), esc(r0.Scenario), r0.Seed, r0.DurationS)
+	rp.totals()
+	rp.sideBySide()
+	for _, r := range rp.results {
+		if r.Policy == Dynamic {
+			rp.models(r)
+		}
+	}
+	rp.starts()
+	rp.printf("</body></html>\n")
+}
+
+func (rp *reporter) totals() {
+	rp.printf("<h2>Totals</h2><table><tr><th>policy</th><th>submitted</th><th>succeeded</th><th>failed</th><th>waiting</th><th>running</th><th>launches</th><th>lost</th><th>double launched</th><th>store check violations</th></tr>\n")
+	for _, r := range rp.results {
+		t := r.Totals
+		bad := func(n int) string {
+			if n != 0 {
+				return fmt.Sprintf(`<span class="bad">%d</span>`, n)
+			}
+			return "0"
+		}
+		rp.printf("<tr><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
+			r.Policy, t.Submitted, t.Succeeded, t.Failed, t.Waiting, t.Running, t.Launches, bad(t.Lost), bad(t.DoubleLaunched), bad(r.CheckViolations))
+	}
+	rp.printf("</table>\n")
+	for _, r := range rp.results {
+		for _, v := range r.Violations {
+			rp.printf(`<p class="bad">%s: %s</p>`+"\n", r.Policy, esc(v))
+		}
+		for reason, n := range sortedCounts(r.Retries) {
+			rp.printf(`<p class="note">%s: %d launches refused: %s</p>`+"\n", r.Policy, n, esc(reason))
+		}
+	}
+}
+
+// sortedCounts iterates a count map in key order.
+func sortedCounts(m map[string]int) func(yield func(string, int) bool) {
+	return func(yield func(string, int) bool) {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		for i := 1; i < len(keys); i++ {
+			for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+				keys[j], keys[j-1] = keys[j-1], keys[j]
+			}
+		}
+		for _, k := range keys {
+			if !yield(k, m[k]) {
+				return
+			}
+		}
+	}
+}
+
+func (rp *reporter) sideBySide() {
+	r0 := rp.results[0]
+	rp.printf("<h2>Policies side by side</h2>\n<div class=\"grid\">\n")
+	var names []string
+	for _, r := range rp.results {
+		names = append(names, string(r.Policy))
+	}
+	perModel := func(title string, f func(*ModelResult) float64, format string) {
+		vals := make([][]*float64, len(r0.ModelNames))
+		for g, m := range r0.ModelNames {
+			for _, r := range rp.results {
+				v := f(r.Models[m])
+				vals[g] = append(vals[g], &v)
+			}
+		}
+		rp.bars(title, r0.ModelNames, names, vals, format, "")
+	}
+	perModel("Throughput (succeeded jobs per hour)", func(m *ModelResult) float64 { return m.ThroughputPerH }, "%.0f")
+	perModel("Backlog utilization (provider busy while work waits)", func(m *ModelResult) float64 { return m.BacklogUtilization }, "%.3f")
+	perModel("Blocked share (container time queued at the gateway)", func(m *ModelResult) float64 { return m.BlockedShare }, "%.3f")
+	vals := make([][]*float64, len(r0.BatchKeys))
+	for g, k := range r0.BatchKeys {
+		for _, r := range rp.results {
+			vals[g] = append(vals[g], r.Batches[k].FirstStartS)
+		}
+	}
+	rp.bars("First start of each batch (s after submit; shorter is better)", r0.BatchKeys, names, vals, "%.0f", "never")
+	ws := [][]*float64{{}, {}}
+	for _, r := range rp.results {
+		ws[0] = append(ws[0], r.WaitShare.P50)
+		ws[1] = append(ws[1], r.WaitShare.P90)
+	}
+	rp.bars("Wait share per finished job (submit→running / submit→end)", []string{"p50", "p90"}, names, ws, "%.2f", "–")
+	rp.printf("</div>\n")
+}
+
+func (rp *reporter) models(r *Result) {
+	s := r.Series
+	if s == nil || len(s.T) == 0 {
+		return
+	}
+	rp.printf("<h2>dynamic: each model over time</h2>\n<p class=\"note\">Left: the limit the pass set, containers running and the provider's concurrency. Right: the gateway depth the pass saw (metric_delay_s late) against the target.</p>\n")
+	x := make([]float64, len(s.T))
+	for i, t := range s.T {
+		x[i] = float64(t)
+	}
+	for i, name := range s.Models {
+		rp.printf("<h3>%s</h3><div class=\"grid\">\n", esc(name))
+		rp.lines("jobs", x, []line{
+			{"limit", "#1f77b4", false, ints(s.Limit[i])},
+			{"running", "#2ca02c", false, ints(s.Running[i])},
+			{"provider concurrency", "#d62728", true, ints(s.Capacity[i])},
+		})
+		target := make([]float64, len(x))
+		for k := range target {
+			target[k] = s.Targets[i]
+		}
+		rp.lines("gateway depth", x, []line{
+			{"depth seen", "#9467bd", false, s.Depth[i]},
+			{"target", "#555", true, target},
+		})
+		rp.printf("</div>\n")
+	}
+}
+
+func (rp *reporter) starts() {
+	rp.printf("<h2>Container starts over time (cumulative)</h2>\n")
+	for _, r := range rp.results {
+		s := r.Series
+		if s == nil || len(s.T) == 0 {
+			continue
+		}
+		x := make([]float64, len(s.T))
+		for i, t := range s.T {
+			x[i] = float64(t)
+		}
+		rp.printf("<h3>%s</h3><div class=\"grid\">\n", r.Policy)
+		var tiers []line
+		for t := range s.Tiers {
+			tiers = append(tiers, line{"tier " + strconv.Itoa(t), palette[t%len(palette)], false, ints(s.TierStarts[t])})
+		}
+		rp.lines("starts by tier", x, tiers)
+		var projects []line
+		for p, name := range s.Projects {
+			projects = append(projects, line{name, palette[p%len(palette)], p >= len(palette), ints(s.ProjectStarts[p])})
+		}
+		rp.lines("starts by project", x, projects)
+		rp.printf("</div>\n")
+	}
+}
+
+type line struct {
+	name  string
+	color string
+	dash  bool
+	y     []float64 // NaN: a gap
+}
+
+func ints(v []int) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	return out
+}
+
+// Chart geometry.
+const (
+	chartW, chartH = 640, 260
+	padL, padR     = 56, 12
+	padT, padB     = 28, 34
+)
+
+// lines draws a line chart over time (seconds), thinned to maxPoints.
+func (rp *reporter) lines(title string, x []float64, ls []line) {
+	step := max(1, (len(x)+maxPoints-1)/maxPoints)
+	xmax := x[len(x)-1]
+	ymax := 0.0
+	for _, l := range ls {
+		for _, v := range l.y {
+			if !math.IsNaN(v) {
+				ymax = max(ymax, v)
+			}
+		}
+	}
+	ymax = niceCeil(ymax)
+	legendRows := (len(ls) + 3) / 4
+	h := chartH + 14*legendRows
+	top := padT + 14*legendRows
+	pw, ph := float64(chartW-padL-padR), float64(h-top-padB)
+	sx := func(v float64) float64 { return padL + pw*v/math.Max(xmax, 1) }
+	sy := func(v float64) float64 { return float64(top) + ph - ph*v/ymax }
+	rp.printf(`<svg width="%d" height="%d" viewBox="0 0 %d %d" role="img"><title>%s</title>`+"\n", chartW, h, chartW, h, esc(title))
+	rp.printf(`<text x="%d" y="14" style="font-weight:bold">%s</text>`+"\n", padL, esc(title))
+	for i, l := range ls {
+		lx, ly := padL+150*(i%4), 28+14*(i/4)
+		rp.printf(`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"%s/><text x="%d" y="%d">%s</text>`+"\n",
+			lx, ly-4, lx+16, ly-4, l.color, dashAttr(l.dash), lx+20, ly, esc(l.name))
+	}
+	rp.axes(top, h, ymax, xmax, sx, sy)
+	for _, l := range ls {
+		var b strings.Builder
+		flush := func() {
+			if b.Len() > 0 {
+				rp.printf(`<polyline fill="none" stroke="%s" stroke-width="1.5"%s points="%s"/>`+"\n", l.color, dashAttr(l.dash), b.String())
+				b.Reset()
+			}
+		}
+		for i := 0; i < len(x); i += step {
+			v := l.y[i]
+			if math.IsNaN(v) {
+				flush()
+				continue
+			}
+			fmt.Fprintf(&b, "%.1f,%.1f ", sx(x[i]), sy(v))
+		}
+		flush()
+	}
+	rp.printf("</svg>\n")
+}
+
+func dashAttr(dash bool) string {
+	if dash {
+		return ` stroke-dasharray="5,3"`
+	}
+	return ""
+}
+
+// axes draws the frame, 5 y ticks and time ticks in minutes.
+func (rp *reporter) axes(top, h int, ymax, xmax float64, sx, sy func(float64) float64) {
+	bottom := float64(h - padB)
+	rp.printf(`<line x1="%d" y1="%d" x2="%d" y2="%.1f" stroke="#999"/>`, padL, top, padL, bottom)
+	rp.printf(`<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#999"/>`+"\n", padL, bottom, chartW-padR, bottom)
+	for k := 0; k <= 5; k++ {
+		v := ymax * float64(k) / 5
+		y := sy(v)
+		rp.printf(`<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#eee"/><text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n",
+			padL, y, chartW-padR, y, padL-4, y+4, compact(v))
+	}
+	minutes := xmax / 60
+	tick := niceCeil(minutes / 8)
+	for m := 0.0; m <= minutes+1e-9; m += tick {
+		x := sx(m * 60)
+		rp.printf(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#999"/><text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n",
+			x, bottom, x, bottom+4, x, bottom+16, compact(m))
+	}
+	rp.printf(`<text x="%d" y="%d" text-anchor="end">minutes</text>`+"\n", chartW-padR, h-4)
+}
+
+// bars draws a horizontal grouped bar chart: per group one bar per series.
+// A nil value is drawn as a hatched stub labelled missing.
+func (rp *reporter) bars(title string, groups, series []string, vals [][]*float64, format, missing string) {
+	const rowH, labelW, barW = 14, 190, 330
+	vmax := 0.0
+	for _, g := range vals {
+		for _, v := range g {
+			if v != nil {
+				vmax = max(vmax, *v)
+			}
+		}
+	}
+	vmax = niceCeil(vmax)
+	w := labelW + barW + 80
+	h := 40 + len(groups)*(len(series)*rowH+8)
+	rp.printf(`<svg width="%d" height="%d" viewBox="0 0 %d %d" role="img"><title>%s</title>`+"\n", w, h, w, h, esc(title))
+	rp.printf(`<text x="4" y="14" style="font-weight:bold">%s</text>`+"\n", esc(title))
+	for i, s := range series {
+		color := policyColor[Policy(s)]
+		if color == "" {
+			color = palette[i%len(palette)]
+		}
+		rp.printf(`<rect x="%d" y="20" width="10" height="10" fill="%s"/><text x="%d" y="29">%s</text>`, labelW+90*i, color, labelW+90*i+14, esc(s))
+	}
+	y := 38
+	for g, name := range groups {
+		rp.printf(`<text x="%d" y="%d" text-anchor="end">%s</text>`+"\n", labelW-6, y+rowH*len(series)/2+4, esc(name))
+		for i, s := range series {
+			color := policyColor[Policy(s)]
+			if color == "" {
+				color = palette[i%len(palette)]
+			}
+			v := vals[g][i]
+			if v == nil {
+				rp.printf(`<rect x="%d" y="%d" width="6" height="%d" fill="none" stroke="%s"/><text x="%d" y="%d">%s</text>`+"\n",
+					labelW, y+1, rowH-3, color, labelW+10, y+rowH-3, esc(missing))
+			} else {
+				bw := float64(barW) * *v / vmax
+				rp.printf(`<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/><text x="%.1f" y="%d">%s</text>`+"\n",
+					labelW, y+1, bw, rowH-3, color, float64(labelW)+bw+4, y+rowH-3, fmt.Sprintf(format, *v))
+			}
+			y += rowH
+		}
+		y += 8
+	}
+	rp.printf("</svg>\n")
+}
+
+// niceCeil rounds up to 1, 2 or 5 times a power of ten; 1 for nothing.
+func niceCeil(v float64) float64 {
+	if v <= 0 {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if v <= m*p {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+func compact(v float64) string {
+	switch {
+	case v >= 10000:
+		return strconv.FormatFloat(v/1000, 'f', -1, 64) + "k"
+	case v == math.Trunc(v):
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}

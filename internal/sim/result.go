@@ -1,0 +1,263 @@
+package sim
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Result is one policy's run: the output object of scenarios/README.md,
+// plus what the table and the report need (not in the JSON).
+type Result struct {
+	Scenario  string                  `json:"scenario"`
+	Policy    Policy                  `json:"policy"`
+	Seed      int64                   `json:"seed"`
+	DurationS int                     `json:"duration_s"`
+	Totals    Totals                  `json:"totals"`
+	Models    map[string]*ModelResult `json:"models"`
+	Batches   map[string]*BatchResult `json:"batches"`
+	Tiers     map[string]TierResult   `json:"tiers"`
+	WaitShare WaitShare               `json:"wait_share"`
+
+	ModelNames []string `json:"-"` // scenario order
+	BatchKeys  []string `json:"-"` // scenario order
+	// Violations are broken invariants: store checks that failed after a
+	// pass, passes that errored, store and simulator disagreeing. Each must
+	// be zero; the first few are kept with their time.
+	Violations      []string `json:"-"`
+	CheckViolations int      `json:"-"` // passes after which Store.Check failed
+	PassErrors      int      `json:"-"`
+	// Retries are launches refused (over the account quota, no token
+	// before the next pass); a store fails a job after its last attempt.
+	Retries  map[string]int `json:"-"`
+	Warnings []string       `json:"-"` // pass warnings (bad pins), first occurrence each
+	Series   *Series        `json:"-"`
+	Events   int64          `json:"-"`
+	Passes   int            `json:"-"`
+	Calls    int64          `json:"-"`
+	Wall     time.Duration  `json:"-"`
+}
+
+// Totals counts jobs at the end of the run. Running counts jobs holding a
+// container (starting or running), so submitted = succeeded + failed +
+// cancelled + waiting + running + lost.
+type Totals struct {
+	Submitted      int `json:"submitted"`
+	Succeeded      int `json:"succeeded"`
+	Failed         int `json:"failed"`
+	Cancelled      int `json:"cancelled"`
+	Waiting        int `json:"waiting"`
+	Running        int `json:"running"`
+	Lost           int `json:"lost"`
+	DoubleLaunched int `json:"double_launched"`
+	Launches       int `json:"launches"`
+}
+
+// ModelResult is one model's metrics (definitions in scenarios/README.md).
+type ModelResult struct {
+	Succeeded          int         `json:"succeeded"`
+	Failed             int         `json:"failed"`
+	ThroughputPerH     float64     `json:"throughput_per_h"`
+	BacklogS           float64     `json:"backlog_s"`
+	BacklogUtilization float64     `json:"backlog_utilization"`
+	BlockedShare       float64     `json:"blocked_share"`
+	MeanDepth          float64     `json:"mean_depth"`
+	P90Depth           float64     `json:"p90_depth"`
+	FinalLimit         int         `json:"final_limit"`
+	Passes             []PassPoint `json:"passes,omitempty"`
+}
+
+// PassPoint is one pass of a model: [t, limit, depth_seen, running, waiting];
+// depth_seen is null when the pass had no datapoint.
+type PassPoint struct {
+	T, Limit, Running, Waiting int
+	Depth                      float64 // NaN: none
+}
+
+// MarshalJSON writes the point as the README's array.
+func (p PassPoint) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 48)
+	b = append(b, '[')
+	b = strconv.AppendInt(b, int64(p.T), 10)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(p.Limit), 10)
+	b = append(b, ',')
+	if math.IsNaN(p.Depth) {
+		b = append(b, "null"...)
+	} else {
+		b = strconv.AppendFloat(b, p.Depth, 'f', -1, 64)
+	}
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(p.Running), 10)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(p.Waiting), 10)
+	return append(b, ']'), nil
+}
+
+// UnmarshalJSON reads the array form back (tests, tools).
+func (p *PassPoint) UnmarshalJSON(data []byte) error {
+	var v [5]*float64
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	get := func(x *float64) float64 {
+		if x == nil {
+			return math.NaN()
+		}
+		return *x
+	}
+	p.T, p.Limit, p.Depth = int(get(v[0])), int(get(v[1])), get(v[2])
+	p.Running, p.Waiting = int(get(v[3])), int(get(v[4]))
+	return nil
+}
+
+// BatchResult is one batch's progress; times are seconds after its at_s,
+// null when it never happened within the run.
+type BatchResult struct {
+	Jobs        int      `json:"jobs"`
+	Succeeded   int      `json:"succeeded"`
+	Failed      int      `json:"failed"`
+	FirstAdmitS *float64 `json:"first_admit_s"`
+	FirstStartS *float64 `json:"first_start_s"`
+	LastEndS    *float64 `json:"last_end_s"` // the batch's last job ended: null until all have
+}
+
+// TierResult counts container starts of jobs admitted in a tier.
+type TierResult struct {
+	Starts int `json:"starts"`
+}
+
+// WaitShare summarises, per finished job, (submit → container running) /
+// (submit → end); null without finished jobs.
+type WaitShare struct {
+	P50 *float64 `json:"p50"`
+	P90 *float64 `json:"p90"`
+}
+
+// result builds the output of a finished engine.
+func (e *engine) result(trace bool) *Result {
+	sc := e.sc
+	r := &Result{
+		Scenario: sc.Name, Policy: e.name, Seed: sc.Seed, DurationS: sc.DurationS,
+		Models: map[string]*ModelResult{}, Batches: map[string]*BatchResult{}, Tiers: map[string]TierResult{},
+		Series: e.series, Events: e.events, Passes: e.passes,
+	}
+	hours := float64(sc.DurationS) / 3600
+
+	// Jobs: recount every record, so the totals are measured, not carried.
+	running := make([]time.Duration, len(e.models)) // running time of jobs still running
+	var waits []float64
+	for i := range e.jobs {
+		jb := &e.jobs[i]
+		b := &e.batches[jb.batch]
+		if !b.arrived {
+			continue
+		}
+		r.Totals.Submitted++
+		switch jb.state {
+		case jobWaiting:
+			r.Totals.Waiting++
+		case jobReserved, jobStarting:
+			r.Totals.Running++
+		case jobRunning:
+			r.Totals.Running++
+			running[jb.model] += e.end - jb.runAt
+		case jobSucceeded:
+			r.Totals.Succeeded++
+		case jobFailed, jobLaunchFailed:
+			r.Totals.Failed++
+		default:
+			r.Totals.Lost++
+		}
+		if (jb.state == jobSucceeded || jb.state == jobFailed) && jb.endAt > b.at {
+			waits = append(waits, (jb.runAt-b.at).Seconds()/(jb.endAt-b.at).Seconds())
+		}
+	}
+	r.Totals.DoubleLaunched = e.doubles
+	r.Totals.Launches = e.launches
+
+	for i := range e.models {
+		m := &e.models[i]
+		name := m.cfg.Name
+		r.ModelNames = append(r.ModelNames, name)
+		blocked := m.blocked
+		for k := range m.queue.len() { // calls still queued at the end
+			blocked += e.end - e.jobs[m.queue.at(k)].sentAt
+		}
+		mr := &ModelResult{
+			Succeeded:      m.succeeded,
+			Failed:         m.failed,
+			ThroughputPerH: round(float64(m.succeeded)/hours, 2),
+			BacklogS:       round(m.backlog.Seconds(), 3),
+			FinalLimit:     m.limit,
+		}
+		if m.backlog > 0 {
+			mr.BacklogUtilization = round(m.utilInt/m.backlog.Seconds(), 4)
+		}
+		if rt := m.runTime + running[i]; rt > 0 {
+			mr.BlockedShare = round(blocked.Seconds()/rt.Seconds(), 4)
+		}
+		mr.MeanDepth, mr.P90Depth = depthStats(m.depth)
+		if trace {
+			mr.Passes = e.series.points(i)
+		}
+		r.Models[name] = mr
+		r.Calls += m.calls
+	}
+
+	for i := range e.batches {
+		b := &e.batches[i]
+		key := b.cfg.Key()
+		r.BatchKeys = append(r.BatchKeys, key)
+		r.Batches[key] = &BatchResult{
+			Jobs: int(b.n), Succeeded: b.succeeded, Failed: b.failed,
+			FirstAdmitS: since(b.firstAdmit), FirstStartS: since(b.firstStart), LastEndS: since(b.lastEnd),
+		}
+	}
+	for t, n := range e.tierStart {
+		r.Tiers[strconv.Itoa(t)] = TierResult{Starts: n}
+	}
+	if len(waits) > 0 {
+		slices.Sort(waits)
+		p50, p90 := round(percentile(waits, 0.5), 4), round(percentile(waits, 0.9), 4)
+		r.WaitShare = WaitShare{P50: &p50, P90: &p90}
+	}
+	return r
+}
+
+func since(d time.Duration) *float64 {
+	if d < 0 {
+		return nil
+	}
+	v := round(d.Seconds(), 3)
+	return &v
+}
+
+// depthStats returns the mean and the 90th percentile (nearest rank) of the
+// per-second depth samples.
+func depthStats(samples []int32) (mean, p90 float64) {
+	if len(samples) == 0 {
+		return 0, 0
+	}
+	sorted := slices.Clone(samples)
+	slices.Sort(sorted)
+	var sum int64
+	for _, v := range samples {
+		sum += int64(v)
+	}
+	k := int(math.Ceil(0.9*float64(len(sorted)))) - 1
+	return round(float64(sum)/float64(len(samples)), 3), float64(sorted[max(k, 0)])
+}
+
+// percentile is the nearest-rank percentile of sorted values.
+func percentile(sorted []float64, p float64) float64 {
+	k := int(math.Ceil(p*float64(len(sorted)))) - 1
+	return sorted[min(max(k, 0), len(sorted)-1)]
+}
+
+func round(x float64, places int) float64 {
+	s := math.Pow(10, float64(places))
+	return math.Round(x*s) / s
+}

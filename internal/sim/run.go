@@ -1,0 +1,112 @@
+package sim
+
+import (
+	"io"
+
+	"fmt"
+	"github.com/evalsched/evalsched/internal/limits"
+	"sync"
+	"time"
+)
+
+// Policy names a scheduling policy.
+type Policy string
+
+// The policies of the scenario README.
+const (
+	Dynamic   Policy = "dynamic"   // evalsched's own pass
+	Static    Policy = "static"    // a fixed cap per model, FCFS within a lane
+	Unbounded Policy = "unbounded" // one FCFS queue; the global cap and the bucket only
+)
+
+// Policies lists the policies in the order "all" runs and prints them.
+var Policies = []Policy{Dynamic, Static, Unbounded}
+
+// ParsePolicy reads dynamic, static, unbounded or all.
+func ParsePolicy(s string) ([]Policy, error) {
+	if s == "all" {
+		return Policies, nil
+	}
+	for _, p := range Policies {
+		if string(p) == s {
+			return []Policy{p}, nil
+		}
+	}
+	return nil, fmt.Errorf("unknown policy %q: want dynamic, static, unbounded or all", s)
+}
+
+// Options tune a run without changing its results.
+type Options struct {
+	// Trace keeps every pass of every model in the JSON (passes).
+	Trace bool
+	// Progress, when set, is called now and then from the running
+	// goroutine with the simulated time reached.
+	Progress func(p Policy, simS float64, events int64)
+	// Limits overrides the limit controller's tuning for policy dynamic
+	// (nil: limits.DefaultConfig), to compare tunings on one scenario.
+	Limits *limits.Config
+	// PassLog, when set, receives one line per model and pass of policy
+	// dynamic: the limit decision and why the rest waits.
+	PassLog io.Writer
+}
+
+// Run simulates the scenario under one policy. Same scenario and seed, same
+// result, whatever else runs alongside.
+func Run(sc *Scenario, p Policy, opt Options) (*Result, error) {
+	_, r, err := simulate(sc, p, opt)
+	return r, err
+}
+
+// simulate runs one policy and also returns the engine, for tests that
+// look at single jobs.
+func simulate(sc *Scenario, p Policy, opt Options) (*engine, *Result, error) {
+	wall := time.Now()
+	e := newEngine(sc, p)
+	switch p {
+	case Dynamic:
+		d, err := newDynamic(e, opt)
+		if err != nil {
+			return nil, nil, err
+		}
+		e.pol = d
+	case Static:
+		e.pol = &staticPolicy{}
+		for i := range e.models {
+			e.models[i].limit = e.models[i].cfg.StaticCap
+		}
+	case Unbounded:
+		e.pol = &unboundedPolicy{}
+		for i := range e.models {
+			e.models[i].limit = sc.GlobalMaxRunning
+		}
+	default:
+		return nil, nil, fmt.Errorf("unknown policy %q", p)
+	}
+	if opt.Progress != nil {
+		e.progress = func(simS float64, events int64) { opt.Progress(p, simS, events) }
+	}
+	e.run()
+	r := e.result(opt.Trace)
+	e.pol.finish(r)
+	r.Wall = time.Since(wall)
+	return e, r, nil
+}
+
+// RunAll runs the policies side by side, one goroutine each (they share
+// nothing but the read-only scenario), and returns the results in the order
+// given.
+func RunAll(sc *Scenario, ps []Policy, opt Options) ([]*Result, error) {
+	results := make([]*Result, len(ps))
+	errs := make([]error, len(ps))
+	var wg sync.WaitGroup
+	for i, p := range ps {
+		wg.Go(func() { results[i], errs[i] = Run(sc, p, opt) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return results, nil
+}
