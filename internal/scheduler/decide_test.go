@@ -94,6 +94,19 @@ func TestDecide(t *testing.T) {
 			whyHas:   map[string]string{"a": "launch budget leaves 25"},
 		},
 		{
+			name: "a model above its share leaves only the headroom under the cap",
+			cfg:  func(c *Config) { c.GlobalMaxRunning = 10 },
+			models: []Model{
+				newModel("a", 100).running(8).obj(),
+				newModel("b", 100).obj(),
+			},
+			queues: []Queue{
+				queue("a", "lab", "p", "a1", 1, 50),
+				queue("b", "lab", "p", "b1", 2, 5),
+			},
+			admitted: map[string]int{"a": 0, "b": 2},
+		},
+		{
 			name:     "a disabled model admits nothing",
 			models:   []Model{newModel("a", 100).disabled().obj()},
 			queues:   []Queue{queue("a", "lab", "p", "b", 1, 5)},
