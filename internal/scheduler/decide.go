@@ -110,10 +110,7 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 		plan.Warnings = append(plan.Warnings, w.String())
 	}
 
-	byModel := make(map[string][]Queue, len(snap.Models))
-	for _, q := range snap.Queues {
-		byModel[q.Model] = append(byModel[q.Model], q)
-	}
+	byModel := groupQueues(snap.Queues)
 	known := make(map[string]bool, len(snap.Models))
 	for _, m := range snap.Models {
 		known[m.Config.Name] = true
@@ -202,6 +199,12 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 		mp := &plan.Models[i]
 		mp.Free = budget[i]
 		queues := byModel[m.Config.Name]
+		if mp.Free == 0 {
+			// Nothing to hand out: skip building the batches (most models
+			// in most passes).
+			mp.Why = why(mp, m.Config.Enabled, free[i])
+			continue
+		}
 		batches := make([]admission.Batch, len(queues))
 		index := make(map[string]int, len(queues))
 		for j, q := range queues {
@@ -224,6 +227,26 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 		mp.Why = why(mp, m.Config.Enabled, free[i])
 	}
 	return plan
+}
+
+// groupQueues splits the queues by model, keeping their order, in one
+// allocation for all of them.
+func groupQueues(qs []Queue) map[string][]Queue {
+	count := map[string]int{}
+	for _, q := range qs {
+		count[q.Model]++
+	}
+	backing := make([]Queue, 0, len(qs))
+	out := make(map[string][]Queue, len(count))
+	for _, q := range qs {
+		if _, ok := out[q.Model]; !ok {
+			start := len(backing)
+			backing = backing[:start+count[q.Model]]
+			out[q.Model] = backing[start:start:start+count[q.Model]]
+		}
+		out[q.Model] = append(out[q.Model], q)
+	}
+	return out
 }
 
 // why names the tightest constraint that keeps a model's jobs waiting.
