@@ -1,0 +1,184 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is every setting; a function uses the fields it needs.
+type Config struct {
+	TablePrefix           string
+	Tiers                 int
+	TierWeight            float64
+	DefaultTier           int
+	GlobalMaxRunning      int
+	DefaultTaskDefinition string
+
+	Cluster         string
+	Subnets         []string
+	SecurityGroups  []string
+	AssignPublicIP  bool
+	Capacity        string
+	ContainerName   string
+	LaunchRate      float64
+	LaunchBurst     int
+	MetricNamespace string
+	MetricName      string
+	MetricDimension string
+	MetricPeriod    time.Duration
+	EMFNamespace    string
+
+	DLQURL             string
+	ProviderErrorCodes []int
+}
+
+// Getenv reads a variable; os.Getenv in production, a map in tests.
+type Getenv func(string) string
+
+// Load reads the configuration, reporting every malformed variable at once.
+func Load(getenv Getenv) (Config, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	r := reader{getenv: getenv}
+	c := Config{
+		TablePrefix:           r.str("EVALSCHED_TABLE_PREFIX", "evalsched-"),
+		Tiers:                 r.integer("EVALSCHED_TIERS", 3, 1, 10),
+		TierWeight:            r.float("EVALSCHED_TIER_WEIGHT", 0.8, 0, 1),
+		GlobalMaxRunning:      r.integer("EVALSCHED_GLOBAL_MAX_RUNNING", 6000, 0, 1_000_000),
+		DefaultTaskDefinition: r.str("EVALSCHED_DEFAULT_TASK_DEFINITION", ""),
+		Cluster:               r.str("EVALSCHED_CLUSTER", ""),
+		Subnets:               r.list("EVALSCHED_SUBNETS"),
+		SecurityGroups:        r.list("EVALSCHED_SECURITY_GROUPS"),
+		AssignPublicIP:        r.boolean("EVALSCHED_ASSIGN_PUBLIC_IP", false),
+		Capacity:              r.str("EVALSCHED_CAPACITY", "FARGATE"),
+		ContainerName:         r.str("EVALSCHED_CONTAINER_NAME", "sandbox"),
+		LaunchRate:            r.float("EVALSCHED_LAUNCH_RATE", 20, 0.1, 1000),
+		LaunchBurst:           r.integer("EVALSCHED_LAUNCH_BURST", 100, 1, 10000),
+		MetricNamespace:       r.str("EVALSCHED_METRIC_NAMESPACE", "LLMGateway"),
+		MetricName:            r.str("EVALSCHED_METRIC_NAME", "QueueDepth"),
+		MetricDimension:       r.str("EVALSCHED_METRIC_DIMENSION", "Model"),
+		MetricPeriod:          time.Duration(r.integer("EVALSCHED_METRIC_PERIOD_SECONDS", 10, 1, 3600)) * time.Second,
+		EMFNamespace:          r.str("EVALSCHED_EMF_NAMESPACE", "evalsched"),
+		DLQURL:                r.str("EVALSCHED_DLQ_URL", ""),
+		ProviderErrorCodes:    r.ints("EVALSCHED_PROVIDER_ERROR_EXIT_CODES", []int{75}),
+	}
+	c.DefaultTier = r.integer("EVALSCHED_DEFAULT_TIER", min(2, c.Tiers-1), 0, c.Tiers-1)
+	switch c.Capacity {
+	case "FARGATE", "FARGATE_SPOT", "SPOT_FALLBACK":
+	default:
+		r.fail("EVALSCHED_CAPACITY", "%q is not FARGATE, FARGATE_SPOT or SPOT_FALLBACK", c.Capacity)
+	}
+	return c, errors.Join(r.errs...)
+}
+
+// Require reports the named variables that are empty, for the function that
+// needs them (the scheduler needs the cluster, the intake the DLQ).
+func (c Config) Require(names ...string) error {
+	var errs []error
+	for _, n := range names {
+		var empty bool
+		switch n {
+		case "EVALSCHED_CLUSTER":
+			empty = c.Cluster == ""
+		case "EVALSCHED_SUBNETS":
+			empty = len(c.Subnets) == 0
+		case "EVALSCHED_DLQ_URL":
+			empty = c.DLQURL == ""
+		case "EVALSCHED_DEFAULT_TASK_DEFINITION":
+			empty = c.DefaultTaskDefinition == ""
+		default:
+			return fmt.Errorf("config: Require does not know %s", n)
+		}
+		if empty {
+			errs = append(errs, fmt.Errorf("%s: required", n))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+type reader struct {
+	getenv Getenv
+	errs   []error
+}
+
+func (r *reader) fail(name, format string, a ...any) {
+	r.errs = append(r.errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, a...)))
+}
+
+func (r *reader) str(name, def string) string {
+	if v := strings.TrimSpace(r.getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+func (r *reader) integer(name string, def, lo, hi int) int {
+	v := strings.TrimSpace(r.getenv(name))
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		r.fail(name, "%q is not an integer in %d..%d", v, lo, hi)
+		return def
+	}
+	return n
+}
+
+func (r *reader) float(name string, def, lo, hi float64) float64 {
+	v := strings.TrimSpace(r.getenv(name))
+	if v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < lo || f > hi {
+		r.fail(name, "%q is not a number in %g..%g", v, lo, hi)
+		return def
+	}
+	return f
+}
+
+func (r *reader) boolean(name string, def bool) bool {
+	v := strings.TrimSpace(r.getenv(name))
+	if v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		r.fail(name, "%q is not true or false", v)
+		return def
+	}
+	return b
+}
+
+func (r *reader) list(name string) []string {
+	var out []string
+	for _, p := range strings.Split(r.getenv(name), ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (r *reader) ints(name string, def []int) []int {
+	items := r.list(name)
+	if len(items) == 0 {
+		return def
+	}
+	var out []int
+	for _, it := range items {
+		n, err := strconv.Atoi(it)
+		if err != nil || n < 1 || n > 255 {
+			r.fail(name, "%q is not an exit code 1..255", it)
+			continue
+		}
+		out = append(out, n)
+	}
+	return out
+}

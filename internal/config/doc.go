@@ -1,0 +1,28 @@
+// Package config reads the functions' settings from environment variables,
+// as the SAM template sets them. Each function reads only what it needs; a
+// missing or malformed variable is an error naming the variable and the rule,
+// so a bad deployment fails at cold start with a message an operator can act
+// on, not at the first pass.
+//
+//	EVALSCHED_TABLE_PREFIX          tables <prefix>state, <prefix>models, <prefix>pins (default "evalsched-")
+//	EVALSCHED_TIERS                 number of tiers (default 3)
+//	EVALSCHED_TIER_WEIGHT           share a tier takes of what is left (default 0.8)
+//	EVALSCHED_DEFAULT_TIER          tier of a batch without one (default 2)
+//	EVALSCHED_GLOBAL_MAX_RUNNING    account-wide cap on sandbox tasks (default 6000)
+//	EVALSCHED_DEFAULT_TASK_DEFINITION  for batches that name none
+//	EVALSCHED_CLUSTER               the sandbox ECS cluster (scheduler)
+//	EVALSCHED_SUBNETS               comma-separated subnet ids (scheduler)
+//	EVALSCHED_SECURITY_GROUPS       comma-separated security group ids (scheduler)
+//	EVALSCHED_ASSIGN_PUBLIC_IP      true|false (default false)
+//	EVALSCHED_CAPACITY              FARGATE | FARGATE_SPOT | SPOT_FALLBACK (default FARGATE)
+//	EVALSCHED_CONTAINER_NAME        the sandbox container (default "sandbox")
+//	EVALSCHED_LAUNCH_RATE           RunTask calls per second (default 20)
+//	EVALSCHED_LAUNCH_BURST          RunTask burst (default 100)
+//	EVALSCHED_METRIC_NAMESPACE      gateway depth metric namespace (default "LLMGateway")
+//	EVALSCHED_METRIC_NAME           gateway depth metric name (default "QueueDepth")
+//	EVALSCHED_METRIC_DIMENSION      its model dimension (default "Model")
+//	EVALSCHED_METRIC_PERIOD_SECONDS 1, 5, 10, 30 or a multiple of 60 (default 10)
+//	EVALSCHED_EMF_NAMESPACE         namespace of evalsched's own metrics (default "evalsched")
+//	EVALSCHED_DLQ_URL               the intake dead-letter queue (intake)
+//	EVALSCHED_PROVIDER_ERROR_EXIT_CODES  comma-separated exit codes (default "75")
+package config
