@@ -12,17 +12,19 @@ run: ## simulate seed-hot-lanes under all three policies, print the table, write
 	@mkdir -p $(dir $(REPORT))
 	$(GO) run ./cmd/evalsched sim --scenario $(SCENARIO) --policy all --report $(REPORT)
 
-test: ## unit, adapter and simulator tests
+node_modules: package.json package-lock.json ## the local AWS stand-ins the adapter tests run (shared/LOCAL_AWS.md)
+	npm ci --no-audit --no-fund
+	@touch node_modules
+
+test: node_modules ## unit, adapter and simulator tests
 	$(GO) test -count=1 $(PKGS)
 
 lint: ## gofmt, go vet, go.mod tidy
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
-	@cp go.mod /tmp/evalsched.go.mod.bak; [ -f go.sum ] && cp go.sum /tmp/evalsched.go.sum.bak || true
-	@$(GO) mod tidy
-	@git diff --exit-code -- go.mod $$( [ -f go.sum ] && echo go.sum ) || { echo "go.mod/go.sum not tidy (run go mod tidy)"; exit 1; }
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 
-bench: ## benchmarks (numbers go to BENCHMARKS.md)
+bench: node_modules ## benchmarks (numbers go to BENCHMARKS.md)
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
 fuzz: ## each fuzz target for FUZZTIME

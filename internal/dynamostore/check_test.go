@@ -1,0 +1,207 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+
+	"github.com/evalsched/evalsched/internal/memstore"
+)
+
+// tableDump is every item of a state table, decoded by kind.
+type tableDump struct {
+	jobs     map[string]jobItem // by id
+	queues   map[string]queueItem
+	chunks   map[string][]chunkItem // by queue pk, in start order
+	backs    map[string][]backItem  // by queue pk
+	counters map[string]countersItem
+	projects map[string]int64 // project pk → running
+}
+
+// dump scans the state table (tests only: a scan reads every job), past
+// any failure injected in the store's client.
+func dump(t testing.TB, s *Store) tableDump {
+	t.Helper()
+	items, err := New(client, s.tables, defaults()).scan(context.Background(), s.tables.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := tableDump{jobs: map[string]jobItem{}, queues: map[string]queueItem{}, chunks: map[string][]chunkItem{},
+		backs: map[string][]backItem{}, counters: map[string]countersItem{}, projects: map[string]int64{}}
+	for _, it := range items {
+		pk, sk := text(it[attrPK]), text(it[attrSK])
+		var err error
+		switch {
+		case sk == skJob:
+			var j jobItem
+			err = attributevalue.UnmarshalMap(it, &j)
+			d.jobs[j.ID] = j
+		case sk == skQueue:
+			var q queueItem
+			err = attributevalue.UnmarshalMap(it, &q)
+			d.queues[pk] = q
+		case strings.HasPrefix(sk, chunkPrefix):
+			var c chunkItem
+			err = attributevalue.UnmarshalMap(it, &c)
+			d.chunks[pk] = append(d.chunks[pk], c)
+		case strings.HasPrefix(sk, backPrefix):
+			var b backItem
+			err = attributevalue.UnmarshalMap(it, &b)
+			d.backs[pk] = append(d.backs[pk], b)
+		case sk == skCounters && strings.HasPrefix(pk, "MODEL#"):
+			var c countersItem
+			err = attributevalue.UnmarshalMap(it, &c)
+			d.counters[c.Model] = c
+		case sk == skCounters && strings.HasPrefix(pk, "PROJECT#"):
+			var n struct {
+				Running int64 `dynamodbav:"running"`
+			}
+			err = attributevalue.UnmarshalMap(it, &n)
+			d.projects[pk] = n.Running
+		}
+		if err != nil {
+			t.Fatalf("decode %s/%s: %v", pk, sk, err)
+		}
+	}
+	for pk := range d.chunks {
+		slices.SortFunc(d.chunks[pk], func(a, b chunkItem) int { return int(a.Start - b.Start) })
+	}
+	return d
+}
+
+// check recounts every counter from the job items and checks that every
+// waiting job can be claimed: the invariants memstore.Check asserts, plus
+// the layout's own (cursor, chunks, back items, active index, pending).
+func check(t testing.TB, s *Store) {
+	t.Helper()
+	if err := checkErr(dump(t, s)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func checkErr(d tableDump) error {
+	var errs []error
+	fail := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	running := map[string]int64{}
+	starting := map[string]int64{}
+	pending := map[string]map[string]int64{}
+	waiting := map[string]int64{}
+	projects := map[string]int64{}
+	for _, id := range slices.Sorted(maps.Keys(d.jobs)) {
+		j := d.jobs[id]
+		switch j.State {
+		case memstore.Running:
+			running[j.Model]++
+			projects[projectPK(j.Account, j.Project)]++
+		case memstore.Claimed, memstore.Launched:
+			starting[j.Model]++
+			if j.ClaimedAt == "" {
+				fail("job %s is %s without claimed_at", j.Key, j.State)
+			}
+			if pending[j.Model] == nil {
+				pending[j.Model] = map[string]int64{}
+			}
+			pending[j.Model][j.ClaimedAt]++
+		case memstore.Waiting:
+			waiting[j.Queue]++
+		}
+	}
+	for _, model := range slices.Sorted(maps.Keys(d.counters)) {
+		c := d.counters[model]
+		if c.Running != running[model] {
+			fail("model %s: running counter %d, recount %d", model, c.Running, running[model])
+		}
+		if c.Starting != starting[model] {
+			fail("model %s: starting counter %d, recount %d", model, c.Starting, starting[model])
+		}
+		nonzero := map[string]int64{}
+		for at, n := range c.Pending {
+			if n != 0 {
+				nonzero[at] = n
+			}
+		}
+		if !maps.Equal(nonzero, pending[model]) && (len(nonzero) > 0 || len(pending[model]) > 0) {
+			fail("model %s: pending %v, recount %v", model, nonzero, pending[model])
+		}
+	}
+	for model := range running {
+		if _, ok := d.counters[model]; !ok {
+			fail("model %s has running jobs but no counters item", model)
+		}
+	}
+	for pk, n := range projects {
+		if d.projects[pk] != n {
+			fail("%s: running counter %d, recount %d", pk, d.projects[pk], n)
+		}
+	}
+	for pk, n := range d.projects {
+		if n != projects[pk] {
+			fail("%s: running counter %d, recount %d", pk, n, projects[pk])
+		}
+	}
+	for _, pk := range slices.Sorted(maps.Keys(d.queues)) {
+		q := d.queues[pk]
+		if q.Waiting != waiting[pk] {
+			fail("queue %s: waiting counter %d, recount %d", pk, q.Waiting, waiting[pk])
+		}
+		if (q.Active != "") != (q.Waiting > 0) {
+			fail("queue %s: active %q with %d waiting", pk, q.Active, q.Waiting)
+		}
+		if q.Next > q.Size || q.Next < 0 {
+			fail("queue %s: cursor %d outside 0..%d", pk, q.Next, q.Size)
+		}
+		if int64(len(d.backs[pk])) != q.Backs {
+			fail("queue %s: backs counter %d, %d back items", pk, q.Backs, len(d.backs[pk]))
+		}
+		// Chunks cover [0, size) exactly, each id's job at its place.
+		var pos int64
+		for _, c := range d.chunks[pk] {
+			if c.Start != pos {
+				fail("queue %s: chunk at %d, want one at %d", pk, c.Start, pos)
+				break
+			}
+			for i, id := range c.IDs {
+				if j, ok := d.jobs[id]; !ok || j.Queue != pk || j.Pos != c.Start+int64(i) {
+					fail("queue %s: chunk lists %s at %d, its job is at %s/%d", pk, id, c.Start+int64(i), j.Queue, j.Pos)
+				}
+			}
+			pos += int64(len(c.IDs))
+		}
+		if pos != q.Size {
+			fail("queue %s: chunks cover %d positions, size is %d", pk, pos, q.Size)
+		}
+		back := map[int64]backItem{}
+		for _, b := range d.backs[pk] {
+			back[b.Pos] = b
+			j := d.jobs[b.ID]
+			if j.State != memstore.Waiting || j.Pos != b.Pos || j.Attempt != b.Attempt || b.Pos >= q.Next {
+				fail("queue %s: back item at %d for job %s in %s at %d attempt %d", pk, b.Pos, j.Key, j.State, j.Pos, j.Attempt)
+			}
+		}
+		// Every waiting job can be claimed: past the cursor, or a back item.
+		for _, j := range d.jobs {
+			if j.Queue == pk && j.State == memstore.Waiting && j.Pos < q.Next {
+				if _, ok := back[j.Pos]; !ok {
+					fail("queue %s: job %s waits at %d behind the cursor %d with no back item: lost", pk, j.Key, j.Pos, q.Next)
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// counts returns the jobs per state.
+func counts(t testing.TB, s *Store) map[memstore.State]int {
+	t.Helper()
+	out := map[memstore.State]int{}
+	for _, j := range dump(t, s).jobs {
+		out[j.State]++
+	}
+	return out
+}

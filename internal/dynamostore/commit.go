@@ -1,0 +1,423 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+// ErrStale is returned by Commit when another pass committed a model's state
+// since this store's Snapshot read it: the plan was decided on old counts,
+// so nothing of it is written. The next pass reads afresh.
+var ErrStale = errors.New("stale snapshot: another pass committed since")
+
+// A claim transaction holds the queue item, the model's counters item and,
+// per job, the job item (and the back item of a retried job): at most
+// maxClaimJobs jobs, within DynamoDB's 100 items.
+const maxClaimJobs = 90
+
+// maxConflicts bounds the re-reads of one grant when concurrent writers
+// keep moving its queue.
+const maxConflicts = 8
+
+// Commit implements scheduler.Store.
+//
+//  1. state   every model's new state and acknowledged outcomes, in
+//     transactions of up to 100 models, each conditioned on the version the
+//     last Snapshot read (ErrStale if another pass wrote since)
+//  2. claim   per grant, in plan order, transactions of up to 90 jobs that
+//     move the queue's cursor (conditioned on its old value), the jobs'
+//     states and the model's starting counter together
+//  3. tidy    drop pending entries that reached 0
+//
+// A failure in 2 after some jobs were claimed returns those jobs and no
+// error: the pass launches them and the rest waits for the next pass.
+func (s *Store) Commit(ctx context.Context, plan scheduler.Plan) ([]scheduler.Job, error) {
+	// 1. State.
+	if err := s.commitStates(ctx, plan); err != nil {
+		return nil, err
+	}
+
+	// 2. Claims.
+	var claimed []scheduler.Job
+	for _, mp := range plan.Models {
+		for _, g := range mp.Grants {
+			if g.Count <= 0 {
+				continue
+			}
+			jobs, err := s.claim(ctx, g, plan.At)
+			claimed = append(claimed, jobs...)
+			if err != nil {
+				err = fmt.Errorf("claim jobs of %s: %w", g.Queue, err)
+				if len(claimed) == 0 {
+					return nil, err
+				}
+				s.log().Warn("commit: claimed fewer jobs than granted", "claimed", len(claimed), "err", err)
+				return claimed, nil
+			}
+		}
+	}
+
+	// 3. Tidy: best effort, the next pass tries again.
+	s.dropEmptyPending(ctx, plan)
+	return claimed, nil
+}
+
+// commitStates writes the models' states, skipping a model whose state did
+// not change and that acknowledges nothing.
+//
+// A model the last Snapshot read is written only if its version is still
+// the one read — or if this store already wrote this very plan (a Commit
+// retried after a failure: the write is then the same, acknowledged totals
+// are absolute). A plan not made from this store's Snapshot (tests, tools)
+// carries no version: its state is written as it is and its ack added.
+func (s *Store) commitStates(ctx context.Context, plan scheduler.Plan) error {
+	s.mu.Lock()
+	seen := s.seen
+	if !s.commitAt.Equal(plan.At) || s.commitID == "" {
+		s.commitAt, s.commitID = plan.At, token()
+	}
+	commitID := s.commitID
+	s.mu.Unlock()
+
+	var items []types.TransactWriteItem
+	for _, mp := range plan.Models {
+		sm, known := seen[mp.Model]
+		av, err := attributevalue.Marshal(mp.State)
+		if err != nil {
+			return fmt.Errorf("commit state of %s: %w", mp.Model, err)
+		}
+		if known && mp.Ack.OK == 0 && mp.Ack.ProviderFailed == 0 && sm.state != nil && reflect.DeepEqual(av, sm.state) {
+			continue
+		}
+		u := expression.Set(name(attrModel), value(mp.Model)).
+			Set(name("state"), value(av)).
+			Set(name("plan_at"), value(stamp(plan.At))).
+			Set(name("commit_id"), value(commitID))
+		var cond expression.ConditionBuilder
+		if known {
+			u = u.Set(name("ver"), value(sm.ver+1)).
+				Set(name("ok_acked"), value(sm.okAcked+int64(mp.Ack.OK))).
+				Set(name("pf_acked"), value(sm.pfAcked+int64(mp.Ack.ProviderFailed)))
+			was := name("ver").Equal(value(sm.ver))
+			if sm.ver == 0 {
+				was = name("ver").AttributeNotExists()
+			}
+			cond = was.Or(name("ver").Equal(value(sm.ver + 1)).And(name("commit_id").Equal(value(commitID))))
+		} else {
+			u = u.Add(name("ver"), value(1)).
+				Add(name("ok_acked"), value(mp.Ack.OK)).
+				Add(name("pf_acked"), value(mp.Ack.ProviderFailed))
+		}
+		it, err := updateItem(s.tables.State, key(pkModels, mp.Model), u, cond)
+		if err != nil {
+			return fmt.Errorf("commit state of %s: %w", mp.Model, err)
+		}
+		items = append(items, it)
+	}
+	for start := 0; start < len(items); start += transactMax {
+		err := s.transact(ctx, items[start:min(start+transactMax, len(items))], token())
+		if reasons := cancelReasons(err); reasons != nil {
+			for _, r := range reasons {
+				if r == "ConditionalCheckFailed" {
+					return fmt.Errorf("commit state: %w", ErrStale)
+				}
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("commit state: %w", err)
+		}
+	}
+	return nil
+}
+
+// claim claims up to g.Count of the queue's oldest waiting jobs: retried
+// jobs (back items, oldest position first), then the cursor's.
+func (s *Store) claim(ctx context.Context, g scheduler.Grant, at time.Time) ([]scheduler.Job, error) {
+	pk := queuePK(g.Queue)
+	atKey := stamp(at)
+	var out []scheduler.Job
+	for conflicts := 0; len(out) < g.Count; {
+		q, ok, err := s.readQueue(ctx, pk)
+		if err != nil {
+			return out, fmt.Errorf("read queue: %w", err)
+		}
+		if !ok {
+			return out, nil
+		}
+
+		// 1. Candidates.
+		want := g.Count - len(out)
+		var backs []backItem
+		if q.Backs > 0 {
+			if backs, err = s.readBacks(ctx, pk, min(want, maxClaimJobs/2)); err != nil {
+				return out, err
+			}
+		}
+		nf := max(0, min(int64(want-len(backs)), int64(maxClaimJobs-len(backs)), int64(transactMax-2-2*len(backs)), q.Size-q.Next))
+		if len(backs) == 0 && nf == 0 {
+			return out, nil // nothing waits
+		}
+		ids, err := s.idsAt(ctx, pk, q.Next, nf)
+		if err != nil {
+			return out, err
+		}
+		read := make([]string, 0, len(backs)+len(ids))
+		for _, b := range backs {
+			read = append(read, b.ID)
+		}
+		jobs, err := s.readJobs(ctx, append(read, ids...))
+		if err != nil {
+			return out, err
+		}
+
+		// 2. One transaction: jobs, back items, cursor, counters.
+		tok := token()
+		var items []types.TransactWriteItem
+		var taken []jobItem
+		take := func(j jobItem) error {
+			u := expression.Set(name("state"), value(memstore.Claimed)).
+				Set(name("tier"), value(g.Tier)).
+				Set(name("claimed_at"), value(atKey))
+			cond := name("state").Equal(value(memstore.Waiting)).And(name("attempt").Equal(value(j.Attempt)))
+			it, err := updateItem(s.tables.State, key(j.PK, skJob), u, cond)
+			if err != nil {
+				return err
+			}
+			items = append(items, it)
+			j.State, j.Tier, j.ClaimedAt = memstore.Claimed, g.Tier, atKey
+			taken = append(taken, j)
+			return nil
+		}
+		for _, b := range backs {
+			it, err := deleteItem(s.tables.State, key(pk, b.SK), name(attrPK).AttributeExists())
+			if err != nil {
+				return out, err
+			}
+			items = append(items, it)
+			// A back item whose job is not waiting at that place is stale:
+			// it is deleted without a claim, never left to block the queue.
+			if j, ok := jobs[b.ID]; ok && j.State == memstore.Waiting && j.Attempt == b.Attempt && j.Pos == b.Pos {
+				if err := take(j); err != nil {
+					return out, err
+				}
+			}
+		}
+		for i, id := range ids {
+			// A job that is not waiting at its place was cancelled: the
+			// cursor passes it.
+			if j, ok := jobs[id]; ok && j.State == memstore.Waiting && j.Pos == q.Next+int64(i) {
+				if err := take(j); err != nil {
+					return out, err
+				}
+			}
+		}
+		k := int64(len(taken))
+		u := expression.Set(name("next"), value(q.Next+nf)).
+			Set(name("last_claim"), value(tok)).
+			Add(name("waiting"), value(-k)).
+			Add(name("backs"), value(-int64(len(backs))))
+		cond := name("next").Equal(value(q.Next))
+		if q.Waiting-k <= 0 {
+			// The queue empties: it leaves the active index, unless a retry
+			// added a job meanwhile (then the condition sends us round again).
+			u = u.Remove(name(attrActive))
+			cond = cond.And(name("waiting").Equal(value(q.Waiting)))
+		}
+		it, err := updateItem(s.tables.State, key(pk, skQueue), u, cond)
+		if err != nil {
+			return out, err
+		}
+		items = append(items, it)
+		if k > 0 {
+			cu := addTo(expression.Add(name("starting"), value(k)), pendingEntry(atKey), k)
+			it, err := updateItem(s.tables.State, key(countersPK(g.Queue.Model), skCounters), cu, expression.ConditionBuilder{})
+			if err != nil {
+				return out, err
+			}
+			items = append(items, it)
+		}
+
+		err = s.transact(ctx, items, tok)
+		if cancelReasons(err) != nil {
+			// Another pass, an event or a cancel moved the queue or a job
+			// between our reads and the write: nothing was written; read again.
+			if conflicts++; conflicts > maxConflicts {
+				return out, fmt.Errorf("gave up after %d conflicting attempts: %w", conflicts, err)
+			}
+			// A random pause, so that racing writers do not meet again.
+			if err := jitter(ctx, time.Duration(conflicts)*10*time.Millisecond); err != nil {
+				return out, err
+			}
+			continue
+		}
+		if err != nil {
+			// The answer was lost. The queue item tells whether this
+			// transaction was applied: its last_claim is our token.
+			if q2, ok, rerr := s.readQueue(ctx, pk); rerr != nil || !ok || q2.LastClaim != tok {
+				return out, err
+			}
+		}
+		for _, j := range taken {
+			out = append(out, j.schedulerJob())
+		}
+	}
+	return out, nil
+}
+
+// readBacks returns up to n of a queue's back items, oldest position first.
+func (s *Store) readBacks(ctx context.Context, pk string, n int) ([]backItem, error) {
+	items, err := s.query(ctx, &dynamodb.QueryInput{
+		TableName:              aws.String(s.tables.State),
+		ConsistentRead:         aws.Bool(true),
+		KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :b)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": &types.AttributeValueMemberS{Value: pk},
+			":b":  &types.AttributeValueMemberS{Value: backPrefix},
+		},
+	}, n)
+	if err != nil {
+		return nil, fmt.Errorf("read retried jobs: %w", err)
+	}
+	var out []backItem
+	if err := attributevalue.UnmarshalListOfMaps(items, &out); err != nil {
+		return nil, fmt.Errorf("read retried jobs: %w", err)
+	}
+	return out, nil
+}
+
+// idsAt returns the ids of positions [from, from+n) of a queue.
+func (s *Store) idsAt(ctx context.Context, pk string, from, n int64) ([]string, error) {
+	ids := make([]string, 0, n)
+	for pos := from; pos < from+n; {
+		c, err := s.chunkAt(ctx, pk, pos)
+		if err != nil {
+			return nil, err
+		}
+		end := min(from+n, c.Start+int64(len(c.IDs)))
+		ids = append(ids, c.IDs[pos-c.Start:end-c.Start]...)
+		pos = end
+	}
+	return ids, nil
+}
+
+// chunkAt returns the chunk holding a registered position: the one with the
+// greatest start at or below it.
+func (s *Store) chunkAt(ctx context.Context, pk string, pos int64) (chunkItem, error) {
+	s.mu.Lock()
+	c, ok := s.chunks[pk]
+	s.mu.Unlock()
+	if ok && c.covers(pos) {
+		return c, nil
+	}
+	items, err := s.db.Query(ctx, &dynamodb.QueryInput{
+		TableName:              aws.String(s.tables.State),
+		ConsistentRead:         aws.Bool(true),
+		KeyConditionExpression: aws.String("pk = :pk AND sk BETWEEN :lo AND :hi"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": &types.AttributeValueMemberS{Value: pk},
+			":lo": &types.AttributeValueMemberS{Value: chunkSK(0)},
+			":hi": &types.AttributeValueMemberS{Value: chunkSK(pos)},
+		},
+		ScanIndexForward: aws.Bool(false),
+		Limit:            aws.Int32(1),
+	})
+	if err != nil {
+		return c, fmt.Errorf("read queue order: %w", err)
+	}
+	if len(items.Items) == 1 {
+		c = chunkItem{}
+		if err := attributevalue.UnmarshalMap(items.Items[0], &c); err != nil {
+			return c, fmt.Errorf("read queue order: %w", err)
+		}
+	}
+	if !c.covers(pos) {
+		return c, fmt.Errorf("read queue order: queue %s has no chunk for position %d", pk, pos)
+	}
+	s.mu.Lock()
+	s.chunks[pk] = c
+	s.mu.Unlock()
+	return c, nil
+}
+
+// readJobs reads job items by id.
+func (s *Store) readJobs(ctx context.Context, ids []string) (map[string]jobItem, error) {
+	keys := make([]map[string]types.AttributeValue, len(ids))
+	for i, id := range ids {
+		keys[i] = key(jobPK(id), skJob)
+	}
+	items, err := s.batchGet(ctx, s.tables.State, keys, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("read jobs: %w", err)
+	}
+	out := make(map[string]jobItem, len(items))
+	for _, it := range items {
+		var j jobItem
+		if err := attributevalue.UnmarshalMap(it, &j); err != nil {
+			return nil, fmt.Errorf("read jobs: %w", err)
+		}
+		out[j.ID] = j
+	}
+	return out, nil
+}
+
+// readJob reads one job item; ok is false when there is none.
+func (s *Store) readJob(ctx context.Context, id string) (jobItem, bool, error) {
+	res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.tables.State), Key: key(jobPK(id), skJob), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil || len(res.Item) == 0 {
+		return jobItem{}, false, err
+	}
+	var j jobItem
+	err = attributevalue.UnmarshalMap(res.Item, &j)
+	return j, err == nil, err
+}
+
+// dropEmptyPending removes the pending entries at 0 that the last Snapshot
+// saw, for the models of the plan; an entry that moved since stays.
+func (s *Store) dropEmptyPending(ctx context.Context, plan scheduler.Plan) {
+	s.mu.Lock()
+	empty := s.emptyPending
+	s.emptyPending = nil
+	s.mu.Unlock()
+	for _, mp := range plan.Models {
+		keys := empty[mp.Model]
+		if len(keys) == 0 {
+			continue
+		}
+		var u expression.UpdateBuilder
+		var cond expression.ConditionBuilder
+		for i, at := range keys {
+			u = u.Remove(pendingEntry(at))
+			c := pendingEntry(at).Equal(value(0))
+			if i == 0 {
+				cond = c
+			} else {
+				cond = cond.And(c)
+			}
+		}
+		e, err := expression.NewBuilder().WithUpdate(u).WithCondition(cond).Build()
+		if err == nil {
+			_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+				TableName: aws.String(s.tables.State), Key: key(countersPK(mp.Model), skCounters),
+				UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+				ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+			})
+		}
+		if err != nil && !isConditionFailed(err) {
+			s.log().Warn("commit: drop empty pending entries", "model", mp.Model, "err", err)
+		}
+	}
+}

@@ -1,0 +1,291 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/evalsched/evalsched/internal/priority"
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+// The operator's items are flat, with plain attribute names, so that they
+// can be edited in the DynamoDB console:
+//
+//	models: model (key), enabled (Boolean), min_limit, max_limit,
+//	        initial_limit, limit_pin (Number, integers), target_depth
+//	        (Number), note (String, free text)
+//	pins:   scope (key), tier, expires_at, note
+const (
+	attrEnabled      = "enabled"
+	attrMinLimit     = "min_limit"
+	attrMaxLimit     = "max_limit"
+	attrTargetDepth  = "target_depth"
+	attrLimitPin     = "limit_pin"
+	attrInitialLimit = "initial_limit"
+	attrNote         = "note"
+	attrTier         = "tier"
+	attrExpiresAt    = "expires_at"
+)
+
+var modelAttrs = []string{attrModel, attrEnabled, attrMinLimit, attrMaxLimit, attrTargetDepth, attrLimitPin, attrInitialLimit, attrNote}
+
+// PutModel writes a model's operator item, replacing the one there, as an
+// operator's console edit would.
+func (s *Store) PutModel(ctx context.Context, cfg scheduler.ModelConfig) error {
+	if err := checkName("model", cfg.Name); err != nil {
+		return fmt.Errorf("put model: %w", err)
+	}
+	item := map[string]types.AttributeValue{
+		attrModel:        &types.AttributeValueMemberS{Value: cfg.Name},
+		attrEnabled:      &types.AttributeValueMemberBOOL{Value: cfg.Enabled},
+		attrMinLimit:     number(int64(cfg.MinLimit)),
+		attrMaxLimit:     number(int64(cfg.MaxLimit)),
+		attrTargetDepth:  &types.AttributeValueMemberN{Value: strconv.FormatFloat(cfg.TargetDepth, 'f', -1, 64)},
+		attrLimitPin:     number(int64(cfg.LimitPin)),
+		attrInitialLimit: number(int64(cfg.InitialLimit)),
+	}
+	if _, reason := decodeModel(item, s.defaults); reason != "" {
+		return fmt.Errorf("put model %q: %s", cfg.Name, reason)
+	}
+	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.tables.Models), Item: item})
+	if err != nil {
+		return fmt.Errorf("put model %q: %w", cfg.Name, err)
+	}
+	return nil
+}
+
+// PutPin writes a pin item, replacing the one of the same scope. A tier or
+// expires_at that reads as a number is stored as a Number, anything else as
+// the String typed; the pass judges it (priority.Compile).
+func (s *Store) PutPin(ctx context.Context, p priority.Pin) error {
+	if p.Scope == "" {
+		return fmt.Errorf("put pin: scope is empty")
+	}
+	item := map[string]types.AttributeValue{attrScope: &types.AttributeValueMemberS{Value: p.Scope}}
+	for name, text := range map[string]string{attrTier: p.Tier, attrExpiresAt: p.ExpiresAt} {
+		switch {
+		case text == "":
+		case isNumber(text):
+			item[name] = &types.AttributeValueMemberN{Value: text}
+		default:
+			item[name] = &types.AttributeValueMemberS{Value: text}
+		}
+	}
+	if p.Note != "" {
+		item[attrNote] = &types.AttributeValueMemberS{Value: p.Note}
+	}
+	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.tables.Pins), Item: item})
+	if err != nil {
+		return fmt.Errorf("put pin %q: %w", p.Scope, err)
+	}
+	return nil
+}
+
+// DeletePin removes a pin item.
+func (s *Store) DeletePin(ctx context.Context, scope string) error {
+	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: aws.String(s.tables.Pins),
+		Key:       map[string]types.AttributeValue{attrScope: &types.AttributeValueMemberS{Value: scope}},
+	})
+	if err != nil {
+		return fmt.Errorf("delete pin %q: %w", scope, err)
+	}
+	return nil
+}
+
+// readModelConfigs scans the models table. A valid item maps to its config;
+// a malformed one maps to nil and adds a warning naming the item, the
+// attribute and the rule (sorted by model name).
+func (s *Store) readModelConfigs(ctx context.Context) (map[string]*scheduler.ModelConfig, []string, error) {
+	items, err := s.scan(ctx, s.tables.Models)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read model items: %w", err)
+	}
+	out := make(map[string]*scheduler.ModelConfig, len(items))
+	var warnings []string
+	for _, it := range items {
+		name := text(it[attrModel])
+		cfg, reason := decodeModel(it, s.defaults)
+		if reason != "" {
+			out[name] = nil
+			warnings = append(warnings, fmt.Sprintf("model item %q skipped: %s; its jobs wait until it is fixed", name, reason))
+			continue
+		}
+		out[name] = &cfg
+	}
+	slices.Sort(warnings)
+	return out, warnings, nil
+}
+
+// decodeModel validates a model item strictly. A missing attribute takes the
+// default; a present one must have its type and range, and an unknown
+// attribute (a typo such as "max_limt") is an error, not silently ignored.
+// It returns a non-empty reason when the item must be skipped.
+func decodeModel(it map[string]types.AttributeValue, defaults scheduler.ModelConfig) (scheduler.ModelConfig, string) {
+	cfg := defaults
+	cfg.Name = text(it[attrModel])
+	if err := checkName("model", cfg.Name); err != nil {
+		return cfg, err.Error()
+	}
+	var unknown []string
+	for name := range it {
+		if !slices.Contains(modelAttrs, name) {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		return cfg, fmt.Sprintf("unknown attribute %q (known: %s)", unknown[0], strings.Join(modelAttrs, ", "))
+	}
+	if av, ok := it[attrEnabled]; ok {
+		b, isBool := av.(*types.AttributeValueMemberBOOL)
+		if !isBool {
+			return cfg, fmt.Sprintf("%s is %s, want a Boolean", attrEnabled, describe(av))
+		}
+		cfg.Enabled = b.Value
+	}
+	ints := []struct {
+		name string
+		dst  *int
+		min  int64
+	}{
+		{attrMinLimit, &cfg.MinLimit, 0},
+		{attrMaxLimit, &cfg.MaxLimit, 1},
+		{attrLimitPin, &cfg.LimitPin, 0},
+		{attrInitialLimit, &cfg.InitialLimit, 0},
+	}
+	for _, f := range ints {
+		av, ok := it[f.name]
+		if !ok {
+			continue
+		}
+		v, reason := integer(av)
+		switch {
+		case reason != "":
+			return cfg, fmt.Sprintf("%s is %s, want %s", f.name, describe(av), reason)
+		case v < f.min:
+			return cfg, fmt.Sprintf("%s %d must be an integer ≥ %d", f.name, v, f.min)
+		}
+		*f.dst = int(v)
+	}
+	if av, ok := it[attrTargetDepth]; ok {
+		n, isNum := av.(*types.AttributeValueMemberN)
+		if !isNum {
+			return cfg, fmt.Sprintf("%s is %s, want a Number", attrTargetDepth, describe(av))
+		}
+		v, err := strconv.ParseFloat(n.Value, 64)
+		if err != nil || math.IsInf(v, 0) || math.IsNaN(v) || v < 0 {
+			return cfg, fmt.Sprintf("%s %s must be a number ≥ 0", attrTargetDepth, n.Value)
+		}
+		cfg.TargetDepth = v
+	}
+	if av, ok := it[attrNote]; ok {
+		if _, isStr := av.(*types.AttributeValueMemberS); !isStr {
+			return cfg, fmt.Sprintf("%s is %s, want a String", attrNote, describe(av))
+		}
+	}
+	if cfg.MinLimit > cfg.MaxLimit {
+		return cfg, fmt.Sprintf("%s %d is above %s %d", attrMinLimit, cfg.MinLimit, attrMaxLimit, cfg.MaxLimit)
+	}
+	if cfg.LimitPin > cfg.MaxLimit {
+		return cfg, fmt.Sprintf("%s %d is above %s %d", attrLimitPin, cfg.LimitPin, attrMaxLimit, cfg.MaxLimit)
+	}
+	return cfg, ""
+}
+
+// integer reads a Number holding an integer; the reason names what is wanted.
+func integer(av types.AttributeValue) (int64, string) {
+	n, ok := av.(*types.AttributeValueMemberN)
+	if !ok {
+		return 0, "an integer Number"
+	}
+	v, err := strconv.ParseInt(n.Value, 10, 64)
+	if err != nil {
+		f, ferr := strconv.ParseFloat(n.Value, 64)
+		if ferr != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+			return 0, "an integer"
+		}
+		v = int64(f)
+	}
+	return v, ""
+}
+
+// readPins scans the pins table, sorted by scope, keeping each attribute's
+// raw text: a tier typed as the String "urgent" reaches priority.Compile as
+// "urgent" and is reported there.
+func (s *Store) readPins(ctx context.Context) ([]priority.Pin, error) {
+	items, err := s.scan(ctx, s.tables.Pins)
+	if err != nil {
+		return nil, fmt.Errorf("read pins: %w", err)
+	}
+	pins := make([]priority.Pin, 0, len(items))
+	for _, it := range items {
+		pins = append(pins, priority.Pin{
+			Scope: text(it[attrScope]), Tier: text(it[attrTier]),
+			ExpiresAt: text(it[attrExpiresAt]), Note: text(it[attrNote]),
+		})
+	}
+	slices.SortFunc(pins, func(a, b priority.Pin) int { return strings.Compare(a.Scope, b.Scope) })
+	return pins, nil
+}
+
+// text renders an attribute as the text an operator typed: a String or a
+// Number as is, a Boolean as true/false, a missing one as "".
+func text(av types.AttributeValue) string {
+	switch v := av.(type) {
+	case nil:
+		return ""
+	case *types.AttributeValueMemberS:
+		return v.Value
+	case *types.AttributeValueMemberN:
+		return v.Value
+	case *types.AttributeValueMemberBOOL:
+		return strconv.FormatBool(v.Value)
+	case *types.AttributeValueMemberNULL:
+		return ""
+	default:
+		return describe(av)
+	}
+}
+
+// describe names an attribute's type and value for a warning.
+func describe(av types.AttributeValue) string {
+	switch v := av.(type) {
+	case *types.AttributeValueMemberS:
+		return fmt.Sprintf("the String %q", v.Value)
+	case *types.AttributeValueMemberN:
+		return "the Number " + v.Value
+	case *types.AttributeValueMemberBOOL:
+		return fmt.Sprintf("the Boolean %t", v.Value)
+	case *types.AttributeValueMemberNULL:
+		return "Null"
+	case *types.AttributeValueMemberL:
+		return "a List"
+	case *types.AttributeValueMemberM:
+		return "a Map"
+	case *types.AttributeValueMemberSS, *types.AttributeValueMemberNS, *types.AttributeValueMemberBS:
+		return "a Set"
+	case *types.AttributeValueMemberB:
+		return "Binary"
+	default:
+		return "of unknown type"
+	}
+}
+
+func number(v int64) *types.AttributeValueMemberN {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+}
+
+func isNumber(s string) bool {
+	_, err := strconv.ParseFloat(s, 64)
+	return err == nil && !strings.ContainsAny(s, "xXpP_") && !strings.EqualFold(s, "inf") && !strings.EqualFold(s, "nan") &&
+		!strings.EqualFold(s, "+inf") && !strings.EqualFold(s, "-inf") && !strings.EqualFold(s, "infinity")
+}

@@ -1,0 +1,308 @@
+package dynamostore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+// Every job transition below is one conditional write (state and attempt as
+// read) that carries the counters it moves: a repeated or stale event finds
+// the job moved on and changes nothing; a transition that lost a race is
+// re-read and judged again.
+
+// maxRereads bounds how often one event re-reads a job that keeps moving
+// (or whose transaction met another on the same counters item).
+const maxRereads = 8
+
+// RecordLaunches implements scheduler.Store.
+func (s *Store) RecordLaunches(ctx context.Context, now time.Time, results []scheduler.LaunchResult) error {
+	ids := make([]string, len(results))
+	for i, r := range results {
+		ids[i] = r.JobID
+	}
+	jobs, err := s.readJobs(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("record launches: %w", err)
+	}
+	var (
+		mu   sync.Mutex
+		errs []error
+	)
+	_ = parallel(ctx, len(results), func(ctx context.Context, i int) error {
+		r := results[i]
+		j, ok := jobs[r.JobID]
+		var err error
+		if !ok {
+			err = memstore.ErrUnknownJob
+		} else {
+			err = s.recordLaunch(ctx, j, r, now)
+		}
+		if err != nil {
+			mu.Lock()
+			errs = append(errs, fmt.Errorf("record launch of %s: %w", r.JobID, err))
+			mu.Unlock()
+		}
+		return nil
+	})
+	return errors.Join(errs...)
+}
+
+func (s *Store) recordLaunch(ctx context.Context, j jobItem, r scheduler.LaunchResult, now time.Time) error {
+	for try := 0; ; try++ {
+		if j.Attempt != r.Attempt || j.State != memstore.Claimed {
+			return nil // a stale or repeated result: the job has moved on
+		}
+		var applied bool
+		var err error
+		switch r.Status {
+		case scheduler.Launched:
+			// LaunchedAt records the call; the pending key stays the
+			// claiming pass's time, which PendingRaise compares with the limit state's Mark().
+			applied, err = s.setLaunched(ctx, j, r.TaskARN, now)
+		case scheduler.Retry:
+			applied, err = s.retry(ctx, j, r.Reason, now)
+		default:
+			applied, err = s.apply(ctx, j, transition{to: memstore.Failed, now: now, reason: r.Reason})
+		}
+		if err != nil || applied {
+			return err
+		}
+		if try >= maxRereads {
+			return fmt.Errorf("job keeps changing; gave up after %d reads", try+1)
+		}
+		if err := jitter(ctx, time.Duration(try+1)*10*time.Millisecond); err != nil {
+			return err
+		}
+		var ok bool
+		if j, ok, err = s.readJob(ctx, r.JobID); err != nil || !ok {
+			return cmp.Or(err, memstore.ErrUnknownJob)
+		}
+	}
+}
+
+// setLaunched is CLAIMED → LAUNCHED: no counter moves, so a single
+// conditional update does.
+func (s *Store) setLaunched(ctx context.Context, j jobItem, arn string, now time.Time) (bool, error) {
+	u := expression.Set(name("state"), value(memstore.Launched)).Set(name("launched_at"), value(stamp(now)))
+	if arn != "" {
+		u = u.Set(name("task_arn"), value(arn))
+	}
+	cond := name("state").Equal(value(memstore.Claimed)).And(name("attempt").Equal(value(j.Attempt)))
+	e, err := expression.NewBuilder().WithUpdate(u).WithCondition(cond).Build()
+	if err != nil {
+		return false, err
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.tables.State), Key: key(j.PK, skJob),
+		UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+	})
+	if isConditionFailed(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// TaskStarted marks a job's task running. A repeated or stale event (another
+// attempt, a job already past RUNNING) changes nothing.
+func (s *Store) TaskStarted(ctx context.Context, jobID string, attempt int, now time.Time) error {
+	for try := 0; ; try++ {
+		j, ok, err := s.readJob(ctx, jobID)
+		if err != nil {
+			return fmt.Errorf("task started for %s: %w", jobID, err)
+		}
+		if !ok {
+			return fmt.Errorf("task started for %s: %w", jobID, memstore.ErrUnknownJob)
+		}
+		if j.Attempt != attempt || (j.State != memstore.Claimed && j.State != memstore.Launched) {
+			return nil
+		}
+		applied, err := s.apply(ctx, j, transition{to: memstore.Running, now: now})
+		if err != nil {
+			return fmt.Errorf("task started for %s: %w", jobID, err)
+		}
+		if applied {
+			return nil
+		}
+		if try >= maxRereads {
+			return fmt.Errorf("task started for %s: job keeps changing; gave up after %d reads", jobID, try+1)
+		}
+		if err := jitter(ctx, time.Duration(try+1)*10*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// TaskStopped ends a job's attempt: exit 0 succeeds, an infrastructure stop
+// retries while attempts remain, any other exit fails. Outcomes feed the
+// model's breaker. Repeated or stale events change nothing.
+func (s *Store) TaskStopped(ctx context.Context, jobID string, attempt int, exit memstore.Exit, now time.Time) error {
+	for try := 0; ; try++ {
+		j, ok, err := s.readJob(ctx, jobID)
+		if err != nil {
+			return fmt.Errorf("task stopped for %s: %w", jobID, err)
+		}
+		if !ok {
+			return fmt.Errorf("task stopped for %s: %w", jobID, memstore.ErrUnknownJob)
+		}
+		if j.Attempt != attempt || (j.State != memstore.Claimed && j.State != memstore.Launched && j.State != memstore.Running) {
+			return nil
+		}
+		var applied bool
+		switch {
+		case exit.Infrastructure:
+			applied, err = s.retry(ctx, j, exit.Reason, now)
+		case exit.Code == 0:
+			applied, err = s.apply(ctx, j, transition{to: memstore.Succeeded, now: now, exit: &exit, ok: 1})
+		default:
+			t := transition{to: memstore.Failed, now: now, exit: &exit, reason: cmp.Or(exit.Reason, fmt.Sprintf("exit code %d", exit.Code))}
+			if exit.ProviderError {
+				t.providerFailed = 1
+			} else {
+				t.ok = 1 // the provider answered; the job failed on its own
+			}
+			applied, err = s.apply(ctx, j, t)
+		}
+		if err != nil {
+			return fmt.Errorf("task stopped for %s: %w", jobID, err)
+		}
+		if applied {
+			return nil
+		}
+		if try >= maxRereads {
+			return fmt.Errorf("task stopped for %s: job keeps changing; gave up after %d reads", jobID, try+1)
+		}
+		if err := jitter(ctx, time.Duration(try+1)*10*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// retry returns a job that did not get to run to waiting, in its place, or
+// fails it when its attempts are spent.
+func (s *Store) retry(ctx context.Context, j jobItem, reason string, now time.Time) (bool, error) {
+	if j.Attempt >= j.MaxAttempts {
+		return s.apply(ctx, j, transition{to: memstore.Failed, now: now,
+			reason: fmt.Sprintf("%s (attempt %d of %d)", reason, j.Attempt, j.MaxAttempts)})
+	}
+	return s.apply(ctx, j, transition{to: memstore.Waiting, now: now, reason: reason})
+}
+
+// transition is one move of a job out of CLAIMED, LAUNCHED or RUNNING.
+type transition struct {
+	to                 memstore.State
+	now                time.Time
+	reason             string
+	exit               *memstore.Exit
+	ok, providerFailed int64 // outcomes for the breaker
+}
+
+// apply writes a transition in one transaction with the counters it moves:
+// the model's starting/running and pending entry, the project's running,
+// the outcomes; a retry also re-queues the job (queue counters and a back
+// item). It reports false, writing nothing, when the job was not as read.
+func (s *Store) apply(ctx context.Context, j jobItem, t transition) (bool, error) {
+	var items []types.TransactWriteItem
+	add := func(it types.TransactWriteItem, err error) error {
+		items = append(items, it)
+		return err
+	}
+
+	// 1. The job itself, conditioned on the state and attempt read.
+	u := expression.Set(name("state"), value(t.to))
+	switch t.to {
+	case memstore.Running:
+		u = u.Set(name("started_at"), value(stamp(t.now)))
+	case memstore.Waiting:
+		u = u.Set(name("attempt"), value(j.Attempt+1)).
+			Remove(name("task_arn")).Remove(name("claimed_at")).Remove(name("launched_at")).Remove(name("started_at"))
+	default: // SUCCEEDED, FAILED
+		u = u.Set(name("ended_at"), value(stamp(t.now)))
+	}
+	if t.reason != "" {
+		u = u.Set(name("reason"), value(t.reason))
+	}
+	if t.exit != nil {
+		u = u.Set(name("exit_code"), value(t.exit.Code)).
+			Set(name("provider_error"), value(t.exit.ProviderError)).
+			Set(name("infrastructure"), value(t.exit.Infrastructure))
+		if t.exit.Reason != "" {
+			u = u.Set(name("exit_reason"), value(t.exit.Reason))
+		}
+	}
+	cond := name("state").Equal(value(j.State)).And(name("attempt").Equal(value(j.Attempt)))
+	if err := add(updateItem(s.tables.State, key(j.PK, skJob), u, cond)); err != nil {
+		return false, err
+	}
+
+	// 2. The slot it held and the one it takes, and the outcome.
+	var starting, running int64
+	switch j.State {
+	case memstore.Claimed, memstore.Launched:
+		starting--
+	case memstore.Running:
+		running--
+	}
+	if t.to == memstore.Running {
+		running++
+	}
+	var cu expression.UpdateBuilder
+	if running != 0 {
+		cu = cu.Add(name("running"), value(running))
+	}
+	if starting != 0 {
+		cu = cu.Add(name("starting"), value(starting))
+	}
+	if starting != 0 && j.ClaimedAt != "" {
+		cu = addTo(cu, pendingEntry(j.ClaimedAt), starting)
+	}
+	if t.ok != 0 {
+		cu = cu.Add(name("ok_total"), value(t.ok))
+	}
+	if t.providerFailed != 0 {
+		cu = cu.Add(name("pf_total"), value(t.providerFailed))
+	}
+	if err := add(updateItem(s.tables.State, key(countersPK(j.Model), skCounters), cu, expression.ConditionBuilder{})); err != nil {
+		return false, err
+	}
+	if running != 0 {
+		pu := expression.Add(name("running"), value(running)).
+			Set(name("account"), value(j.Account)).Set(name("project"), value(j.Project))
+		if err := add(updateItem(s.tables.State, key(projectPK(j.Account, j.Project), skCounters), pu, expression.ConditionBuilder{})); err != nil {
+			return false, err
+		}
+	}
+
+	// 3. Back to waiting: before newer jobs of its queue.
+	if t.to == memstore.Waiting {
+		qu := expression.Add(name("waiting"), value(1)).Add(name("backs"), value(1)).
+			Set(name(attrActive), value(activeValue))
+		if err := add(updateItem(s.tables.State, key(j.Queue, skQueue), qu, name(attrPK).AttributeExists())); err != nil {
+			return false, err
+		}
+		back, err := attributevalue.MarshalMap(backItem{PK: j.Queue, SK: backSK(j.Pos), ID: j.ID, Pos: j.Pos, Attempt: j.Attempt + 1})
+		if err != nil {
+			return false, err
+		}
+		items = append(items, putItem(s.tables.State, back))
+	}
+
+	err := s.transact(ctx, items, token())
+	if cancelReasons(err) != nil {
+		return false, nil
+	}
+	return err == nil, err
+}

@@ -1,0 +1,67 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+// Job is a copy of one job's item, for the CLI and tests.
+type Job struct {
+	scheduler.Job
+	State      memstore.State
+	Pos        int64 // place in its queue: submission order
+	SubmitAt   time.Time
+	ClaimedAt  time.Time // the claiming pass's time
+	LaunchedAt time.Time
+	StartedAt  time.Time
+	EndedAt    time.Time
+	TaskARN    string
+	Exit       memstore.Exit
+	Reason     string // why it failed (or was last retried)
+}
+
+// Job reads one job; ok is false when there is none.
+func (s *Store) Job(ctx context.Context, id string) (j Job, ok bool, err error) {
+	it, ok, err := s.readJob(ctx, id)
+	if err != nil || !ok {
+		if err != nil {
+			err = fmt.Errorf("read job %s: %w", id, err)
+		}
+		return Job{}, false, err
+	}
+	return it.job(), true, nil
+}
+
+func (j *jobItem) job() Job {
+	t := func(s string) time.Time {
+		v, _ := parseStamp(s)
+		return v
+	}
+	return Job{
+		Job: j.schedulerJob(), State: j.State, Pos: j.Pos,
+		SubmitAt: t(j.SubmitAt), ClaimedAt: t(j.ClaimedAt), LaunchedAt: t(j.LaunchedAt),
+		StartedAt: t(j.StartedAt), EndedAt: t(j.EndedAt), TaskARN: j.TaskARN, Reason: j.Reason,
+		Exit: memstore.Exit{Code: j.ExitCode, ProviderError: j.ProviderError, Infrastructure: j.Infrastructure, Reason: j.ExitReason},
+	}
+}
+
+// ProjectRunning reads a project's running counter: the tasks of its jobs
+// running now, over all models (for the CLI's status; the pass does not
+// read it).
+func (s *Store) ProjectRunning(ctx context.Context, account, project string) (int, error) {
+	res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.tables.State), Key: key(projectPK(account, project), skCounters), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read project %s/%s: %w", account, project, err)
+	}
+	n, _ := integer(res.Item["running"])
+	return int(n), nil
+}

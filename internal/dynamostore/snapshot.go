@@ -1,0 +1,211 @@
+package dynamostore
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/evalsched/evalsched/internal/breaker"
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+// Snapshot implements scheduler.Store. It reads, whatever the number of
+// waiting jobs: the models and pins tables (one Scan each), the model state
+// items (one Query), the counters of each model (BatchGetItem), the active
+// index (one Query) and the active queues' items (BatchGetItem).
+func (s *Store) Snapshot(ctx context.Context, _ time.Time) (scheduler.Snapshot, error) {
+	var snap scheduler.Snapshot
+
+	// 1. The operator's items: a malformed model item is skipped with a
+	// warning; pins keep their raw text for the priority package to judge.
+	configs, warnings, err := s.readModelConfigs(ctx)
+	if err != nil {
+		return snap, err
+	}
+	snap.Warnings = warnings
+	if snap.Pins, err = s.readPins(ctx); err != nil {
+		return snap, err
+	}
+
+	// 2. Model state and counters. Every model the store has seen a job of
+	// has a state item; one with an operator item but no jobs yet has none.
+	states, err := s.readStates(ctx)
+	if err != nil {
+		return snap, err
+	}
+	names := map[string]bool{}
+	for name, c := range configs {
+		names[name] = c != nil
+	}
+	for name := range states {
+		if _, ok := names[name]; !ok {
+			names[name] = true
+		}
+	}
+	var models []string
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		if names[name] { // false: a malformed item, skipped
+			models = append(models, name)
+		}
+	}
+	counters, err := s.readCounters(ctx, models)
+	if err != nil {
+		return snap, err
+	}
+	seen := map[string]seenModel{}
+	emptyPending := map[string][]string{}
+	for _, name := range models {
+		cfg := s.defaults
+		if c := configs[name]; c != nil {
+			cfg = *c
+		}
+		cfg.Name = name
+		st := states[name]
+		c := counters[name]
+		seen[name] = seenModel{ver: st.item.Ver, okAcked: st.item.OKAcked, pfAcked: st.item.PFAcked, state: st.raw}
+		m := scheduler.Model{
+			Config:   cfg,
+			State:    st.item.State,
+			Running:  int(c.Running),
+			Starting: int(c.Starting),
+			Outcomes: breaker.Outcomes{OK: int(c.OKTotal - st.item.OKAcked), ProviderFailed: int(c.PFTotal - st.item.PFAcked)},
+		}
+		// PendingRaise: the starting jobs claimed at or before the last
+		// raise's mark (all of them while it has none).
+		mark := m.State.Limit.Mark()
+		for at, n := range c.Pending {
+			if n == 0 {
+				emptyPending[name] = append(emptyPending[name], at)
+			}
+			if t, err := parseStamp(at); err == nil && (mark.IsZero() || !t.After(mark)) {
+				m.PendingRaise += int(n)
+			}
+		}
+		snap.Models = append(snap.Models, m)
+	}
+	for _, keys := range emptyPending {
+		slices.Sort(keys)
+	}
+	s.mu.Lock()
+	s.seen, s.emptyPending = seen, emptyPending
+	s.mu.Unlock()
+
+	// 3. Queues with waiting jobs, oldest first.
+	queues, err := s.readActiveQueues(ctx)
+	if err != nil {
+		return snap, err
+	}
+	for _, q := range queues {
+		if q.Waiting <= 0 {
+			continue
+		}
+		snap.Queues = append(snap.Queues, scheduler.Queue{
+			Account: q.Account, Project: q.Project, Batch: q.Batch, Model: q.Model,
+			SubmittedTier: q.Tier, Seq: q.Seq, Waiting: int(q.Waiting),
+		})
+	}
+	return snap, nil
+}
+
+type readState struct {
+	item stateItem
+	raw  types.AttributeValue // the state attribute as stored: Commit skips unchanged writes
+}
+
+// readStates reads every model state item: one Query of the "MODELS" partition.
+func (s *Store) readStates(ctx context.Context) (map[string]readState, error) {
+	items, err := s.query(ctx, &dynamodb.QueryInput{
+		TableName:                 aws.String(s.tables.State),
+		ConsistentRead:            aws.Bool(true),
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: pkModels}},
+	}, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read model states: %w", err)
+	}
+	out := make(map[string]readState, len(items))
+	for _, it := range items {
+		var st stateItem
+		if err := attributevalue.UnmarshalMap(it, &st); err != nil {
+			return nil, fmt.Errorf("read model states: item %v: %w", it[attrSK], err)
+		}
+		out[st.Model] = readState{item: st, raw: it["state"]}
+	}
+	return out, nil
+}
+
+// readCounters reads the counters items of the models.
+func (s *Store) readCounters(ctx context.Context, models []string) (map[string]countersItem, error) {
+	keys := make([]map[string]types.AttributeValue, len(models))
+	for i, m := range models {
+		keys[i] = key(countersPK(m), skCounters)
+	}
+	items, err := s.batchGet(ctx, s.tables.State, keys, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("read model counters: %w", err)
+	}
+	out := make(map[string]countersItem, len(items))
+	for _, it := range items {
+		var c countersItem
+		if err := attributevalue.UnmarshalMap(it, &c); err != nil {
+			return nil, fmt.Errorf("read model counters: item %v: %w", it[attrPK], err)
+		}
+		out[c.Model] = c
+	}
+	return out, nil
+}
+
+// readActiveQueues reads the queue items the active index lists, sorted by
+// age. The index lags the table by a moment: a queue activated just now
+// shows up a pass later, one drained just now shows with nothing waiting.
+func (s *Store) readActiveQueues(ctx context.Context) ([]queueItem, error) {
+	refs, err := s.query(ctx, &dynamodb.QueryInput{
+		TableName:                 aws.String(s.tables.State),
+		IndexName:                 aws.String(ActiveIndex),
+		KeyConditionExpression:    aws.String("#a = :a"),
+		ExpressionAttributeNames:  map[string]string{"#a": attrActive},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":a": &types.AttributeValueMemberS{Value: activeValue}},
+	}, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read active queues: %w", err)
+	}
+	keys := make([]map[string]types.AttributeValue, len(refs))
+	for i, r := range refs {
+		keys[i] = map[string]types.AttributeValue{attrPK: r[attrPK], attrSK: r[attrSK]}
+	}
+	items, err := s.batchGet(ctx, s.tables.State, keys, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("read active queues: %w", err)
+	}
+	out := make([]queueItem, 0, len(items))
+	for _, it := range items {
+		var q queueItem
+		if err := attributevalue.UnmarshalMap(it, &q); err != nil {
+			return nil, fmt.Errorf("read active queues: item %v: %w", it[attrPK], err)
+		}
+		out = append(out, q)
+	}
+	slices.SortFunc(out, func(a, b queueItem) int { return cmp.Or(cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.PK, b.PK)) })
+	return out, nil
+}
+
+// readQueue reads one queue item; ok is false when it does not exist.
+func (s *Store) readQueue(ctx context.Context, pk string) (queueItem, bool, error) {
+	res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.tables.State), Key: key(pk, skQueue), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil || len(res.Item) == 0 {
+		return queueItem{}, false, err
+	}
+	var q queueItem
+	err = attributevalue.UnmarshalMap(res.Item, &q)
+	return q, err == nil, err
+}

@@ -1,0 +1,253 @@
+package dynamostore
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+// Store is the scheduler's store on DynamoDB. It is safe for concurrent use;
+// several Stores (one per Lambda) may share the tables.
+type Store struct {
+	db       DynamoDBAPI
+	tables   Tables
+	defaults scheduler.ModelConfig
+
+	// LockTTL is how long Submit holds a batch's lock at most: longer than
+	// the intake function's timeout, so a live Submit never loses it.
+	LockTTL time.Duration
+	// LockWait is how long Submit waits for another Submit of the same
+	// batch before it gives up with ErrBusy (SQS then redelivers).
+	LockWait time.Duration
+	// Log receives what the store recovers from without failing the call
+	// (nil: slog.Default()).
+	Log *slog.Logger
+
+	mu   sync.Mutex
+	seen map[string]seenModel // model → what the last Snapshot read of its state item
+	// chunks caches the last chunk read per queue: registered chunks never
+	// change, so a pass reads a queue's order once per chunkSize claims.
+	chunks map[string]chunkItem
+	// emptyPending lists, per model, the pending entries at 0 that the last
+	// Snapshot saw; Commit removes them.
+	emptyPending map[string][]string
+	// commitAt and commitID mark this store's writes of one plan's state,
+	// so that retrying the Commit of that plan passes its own condition.
+	commitAt time.Time
+	commitID string
+}
+
+// seenModel is what Commit needs of a model's state item as Snapshot read it.
+type seenModel struct {
+	ver              int64
+	okAcked, pfAcked int64
+	state            types.AttributeValue
+}
+
+// New returns a store on the given tables. Models with waiting jobs but no
+// operator item take defaults (with their Name set).
+func New(client DynamoDBAPI, tables Tables, defaults scheduler.ModelConfig) *Store {
+	return &Store{
+		db: client, tables: tables, defaults: defaults,
+		LockTTL: 16 * time.Minute, LockWait: 2 * time.Minute,
+		seen: map[string]seenModel{}, chunks: map[string]chunkItem{},
+	}
+}
+
+func (s *Store) log() *slog.Logger {
+	if s.Log != nil {
+		return s.Log
+	}
+	return slog.Default()
+}
+
+// Attribute names used in keys, conditions and indexes.
+const (
+	attrPK     = "pk"
+	attrSK     = "sk"
+	attrActive = "active"
+	attrSeq    = "seq"
+	attrModel  = "model"
+	attrScope  = "scope"
+)
+
+// Key layout of the state table; "#" separates names because the intake
+// rejects it in account, project, batch and model names (Submit checks too).
+const (
+	pkModels    = "MODELS" // sk: model name → model state item
+	skCounters  = "COUNTERS"
+	skJob       = "JOB"
+	skQueue     = "QUEUE"
+	skBatch     = "BATCH"
+	pkSeq       = "SEQ"
+	chunkPrefix = "CHUNK#"
+	backPrefix  = "BACK#"
+	activeValue = "QUEUE" // the one partition of the active index
+)
+
+func jobPK(id string) string                   { return "JOB#" + id }
+func countersPK(model string) string           { return "MODEL#" + model }
+func projectPK(account, project string) string { return "PROJECT#" + account + "#" + project }
+func batchPK(account, project, batch string) string {
+	return "BATCH#" + account + "#" + project + "#" + batch
+}
+func queuePK(k scheduler.QueueKey) string {
+	return "QUEUE#" + k.Account + "#" + k.Project + "#" + k.Batch + "#" + k.Model
+}
+func chunkSK(start int64) string { return fmt.Sprintf("%s%012d", chunkPrefix, start) }
+func backSK(pos int64) string    { return fmt.Sprintf("%s%012d", backPrefix, pos) }
+
+func key(pk, sk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		attrPK: &types.AttributeValueMemberS{Value: pk},
+		attrSK: &types.AttributeValueMemberS{Value: sk},
+	}
+}
+
+// jobItem is one job: pk "JOB#<id>", sk "JOB". Everything a launch needs is
+// on it, so a claimed job is returned without further reads.
+type jobItem struct {
+	PK             string            `dynamodbav:"pk"`
+	SK             string            `dynamodbav:"sk"`
+	ID             string            `dynamodbav:"id"`
+	Account        string            `dynamodbav:"account"`
+	Project        string            `dynamodbav:"project"`
+	Batch          string            `dynamodbav:"batch"`
+	Key            string            `dynamodbav:"key"`
+	Model          string            `dynamodbav:"model"`
+	Env            map[string]string `dynamodbav:"env,omitempty"`
+	TaskDefinition string            `dynamodbav:"task_definition,omitempty"`
+	TimeoutSeconds int               `dynamodbav:"timeout_seconds,omitempty"`
+	MaxAttempts    int               `dynamodbav:"max_attempts"`
+	Attempt        int               `dynamodbav:"attempt"`
+	State          memstore.State    `dynamodbav:"state"`
+	Queue          string            `dynamodbav:"queue"` // the queue item's pk
+	Pos            int64             `dynamodbav:"pos"`   // place in the queue: submission order
+	Tier           int               `dynamodbav:"tier,omitempty"`
+	SubmitAt       string            `dynamodbav:"submit_at"`
+	ClaimedAt      string            `dynamodbav:"claimed_at,omitempty"` // the claiming pass's time: the pending key
+	LaunchedAt     string            `dynamodbav:"launched_at,omitempty"`
+	StartedAt      string            `dynamodbav:"started_at,omitempty"`
+	EndedAt        string            `dynamodbav:"ended_at,omitempty"`
+	TaskARN        string            `dynamodbav:"task_arn,omitempty"`
+	Reason         string            `dynamodbav:"reason,omitempty"`
+	ExitCode       int               `dynamodbav:"exit_code,omitempty"`
+	ProviderError  bool              `dynamodbav:"provider_error,omitempty"`
+	Infrastructure bool              `dynamodbav:"infrastructure,omitempty"`
+	ExitReason     string            `dynamodbav:"exit_reason,omitempty"`
+}
+
+func (j *jobItem) queueKey() scheduler.QueueKey {
+	return scheduler.QueueKey{Account: j.Account, Project: j.Project, Batch: j.Batch, Model: j.Model}
+}
+
+func (j *jobItem) schedulerJob() scheduler.Job {
+	return scheduler.Job{
+		ID: j.ID, Account: j.Account, Project: j.Project, Batch: j.Batch, Key: j.Key, Model: j.Model,
+		Tier: j.Tier, Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, TaskDefinition: j.TaskDefinition,
+		TimeoutSeconds: j.TimeoutSeconds, Env: j.Env,
+	}
+}
+
+// queueItem is one batch's jobs of one model: pk "QUEUE#<a>#<p>#<b>#<model>",
+// sk "QUEUE". Positions [0, size) are registered jobs in submission order;
+// [next, size) were never claimed; retried jobs below next have a back item.
+type queueItem struct {
+	PK        string `dynamodbav:"pk"`
+	SK        string `dynamodbav:"sk"`
+	Account   string `dynamodbav:"account"`
+	Project   string `dynamodbav:"project"`
+	Batch     string `dynamodbav:"batch"`
+	Model     string `dynamodbav:"model"`
+	Tier      int    `dynamodbav:"tier"` // submitted tier, < 0: none
+	Seq       int64  `dynamodbav:"seq"`
+	Size      int64  `dynamodbav:"size"`
+	Next      int64  `dynamodbav:"next"`
+	Waiting   int64  `dynamodbav:"waiting"`
+	Backs     int64  `dynamodbav:"backs"`
+	Active    string `dynamodbav:"active,omitempty"` // set while waiting > 0: the active index key
+	LastClaim string `dynamodbav:"last_claim,omitempty"`
+}
+
+func (q *queueItem) key() scheduler.QueueKey {
+	return scheduler.QueueKey{Account: q.Account, Project: q.Project, Batch: q.Batch, Model: q.Model}
+}
+
+// chunkItem lists the job ids of up to chunkSize consecutive positions of a
+// queue, registered together: pk the queue's, sk "CHUNK#<start>".
+type chunkItem struct {
+	PK    string   `dynamodbav:"pk"`
+	SK    string   `dynamodbav:"sk"`
+	Start int64    `dynamodbav:"start"`
+	IDs   []string `dynamodbav:"ids"`
+}
+
+func (c chunkItem) covers(pos int64) bool { return c.Start <= pos && pos < c.Start+int64(len(c.IDs)) }
+
+// chunkSize bounds a chunk item to ~17 KB (500 ids of 32 characters).
+const chunkSize = 500
+
+// backItem marks a retried job waiting again below the queue's cursor: pk
+// the queue's, sk "BACK#<pos>", so a Query returns them oldest first.
+type backItem struct {
+	PK      string `dynamodbav:"pk"`
+	SK      string `dynamodbav:"sk"`
+	ID      string `dynamodbav:"id"`
+	Pos     int64  `dynamodbav:"pos"`
+	Attempt int    `dynamodbav:"attempt"`
+}
+
+// countersItem holds a model's counters: pk "MODEL#<model>", sk "COUNTERS".
+type countersItem struct {
+	Model    string `dynamodbav:"model"`
+	Running  int64  `dynamodbav:"running"`
+	Starting int64  `dynamodbav:"starting"`
+	OKTotal  int64  `dynamodbav:"ok_total"`
+	PFTotal  int64  `dynamodbav:"pf_total"`
+	// Pending maps a claiming pass's time (RFC 3339) to the jobs it claimed
+	// that are still starting; an entry at 0 is dropped by the next Commit.
+	Pending map[string]int64 `dynamodbav:"pending"`
+}
+
+// stateItem is a model's scheduler state: pk "MODELS", sk the model name.
+type stateItem struct {
+	Model   string               `dynamodbav:"model"`
+	State   scheduler.ModelState `dynamodbav:"state"`
+	Ver     int64                `dynamodbav:"ver"`
+	PlanAt  string               `dynamodbav:"plan_at,omitempty"`
+	OKAcked int64                `dynamodbav:"ok_acked"`
+	PFAcked int64                `dynamodbav:"pf_acked"`
+}
+
+// stamp formats a time for items and pending keys: UTC, RFC 3339 with
+// nanoseconds, so equal instants give equal strings.
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func parseStamp(s string) (time.Time, error) { return time.Parse(time.RFC3339Nano, s) }
+
+// token returns a fresh random id for locks and idempotent transactions.
+func token() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// checkName rejects the separator of the key layout.
+func checkName(what, name string) error {
+	if name == "" {
+		return fmt.Errorf("%s is empty", what)
+	}
+	if strings.Contains(name, "#") {
+		return fmt.Errorf("%s %q contains \"#\"", what, name)
+	}
+	return nil
+}

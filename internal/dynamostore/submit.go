@@ -1,0 +1,447 @@
+package dynamostore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+// Errors of Submit. ErrConflict and ErrInvalid are the message's fault (to
+// the dead-letter queue with the reason); ErrBusy is transient (let SQS
+// redeliver).
+var (
+	ErrConflict = errors.New("jobs conflict with existing jobs of the same key")
+	ErrBusy     = errors.New("batch is being submitted by another call")
+	ErrInvalid  = errors.New("invalid batch")
+)
+
+// Submit adds a batch's jobs as waiting. It is idempotent: a job that exists
+// with the same content is skipped; one with other content is a conflict,
+// left unchanged and reported in the error (wrapping ErrConflict; the other
+// jobs are still added).
+//
+//  1. lock      the batch item (one Submit per batch at a time)
+//  2. classify  the message's jobs: new, already there, or conflicting;
+//     skipped when the batch has no registered job yet (its first message)
+//  3. write     job items and the queue's order (chunk items) with
+//     BatchWriteItem, 25 a call: invisible to the scheduler until
+//  4. register  one transaction grows each queue's size and waiting count,
+//     counts the batch's jobs and releases the lock
+//
+// A crash anywhere before 4 leaves only unregistered items, which the
+// redelivered message overwrites; after 4 the redelivery finds every job
+// registered and writes nothing but the lock.
+func (s *Store) Submit(ctx context.Context, b memstore.BatchSpec, now time.Time) (created int, err error) {
+	if err := validate(b); err != nil {
+		return 0, err
+	}
+	bpk := batchPK(b.Account, b.Project, b.Batch)
+	where := fmt.Sprintf("submit batch %s/%s/%s", b.Account, b.Project, b.Batch)
+
+	// 1. Lock.
+	owner := token()
+	registered, err := s.lock(ctx, bpk, b, owner, now)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", where, err)
+	}
+	released := false
+	defer func() {
+		if !released {
+			s.unlock(context.WithoutCancel(ctx), bpk, owner)
+		}
+	}()
+
+	// 2. Classify. The first occurrence of a key in the message wins.
+	type newJob struct {
+		spec memstore.JobSpec
+		id   string
+		mdl  string
+	}
+	var (
+		jobs      []newJob
+		conflicts []string
+		first     = map[string]memstore.JobSpec{}
+	)
+	for _, js := range b.Jobs {
+		mdl := cmp.Or(js.Model, b.Model)
+		if prev, dup := first[js.Key]; dup {
+			if cmp.Or(prev.Model, b.Model) != mdl || !maps.Equal(prev.Env, js.Env) {
+				conflicts = append(conflicts, js.Key)
+			}
+			continue
+		}
+		first[js.Key] = js
+		jobs = append(jobs, newJob{spec: js, id: scheduler.JobID(b.Account, b.Project, b.Batch, js.Key), mdl: mdl})
+	}
+	if registered > 0 {
+		ids := make([]string, len(jobs))
+		for i, j := range jobs {
+			ids[i] = j.id
+		}
+		old, err := s.readJobs(ctx, ids)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", where, err)
+		}
+		isReg, err := s.registeredJobs(ctx, old)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", where, err)
+		}
+		kept := jobs[:0]
+		for _, j := range jobs {
+			o, exists := old[j.id]
+			switch {
+			case !exists || !isReg[j.id]:
+				kept = append(kept, j) // new, or left unregistered by a crashed Submit
+			case o.Model != j.mdl || !maps.Equal(o.Env, j.spec.Env):
+				conflicts = append(conflicts, j.spec.Key)
+			}
+		}
+		jobs = kept
+	}
+	var conflictErr error
+	if len(conflicts) > 0 {
+		conflictErr = fmt.Errorf("%s: %d jobs conflict with existing jobs of the same key (first: %q): %w",
+			where, len(conflicts), conflicts[0], ErrConflict)
+	}
+	if len(jobs) == 0 {
+		return 0, conflictErr
+	}
+
+	// 3. Queues, positions and the writes.
+	byModel := map[string][]newJob{}
+	for _, j := range jobs {
+		byModel[j.mdl] = append(byModel[j.mdl], j)
+	}
+	models := slices.Sorted(maps.Keys(byModel))
+	queues, err := s.readQueues(ctx, b, models)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", where, err)
+	}
+	var reqs []types.WriteRequest
+	put := func(v any) error {
+		item, err := attributevalue.MarshalMap(v)
+		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: item}})
+		return err
+	}
+	submitAt := stamp(now)
+	for _, mdl := range models {
+		q := queues[mdl]
+		if q.Seq == 0 {
+			if q.Seq, err = s.nextSeq(ctx); err != nil {
+				return 0, fmt.Errorf("%s: %w", where, err)
+			}
+			queues[mdl] = q
+		}
+		chunks := map[string]bool{}
+		for i := 0; i < len(byModel[mdl]); i += chunkSize {
+			part := byModel[mdl][i:min(i+chunkSize, len(byModel[mdl]))]
+			c := chunkItem{PK: q.PK, SK: chunkSK(q.Size + int64(i)), Start: q.Size + int64(i)}
+			for k, j := range part {
+				c.IDs = append(c.IDs, j.id)
+				err := put(jobItem{
+					PK: jobPK(j.id), SK: skJob, ID: j.id, Account: b.Account, Project: b.Project, Batch: b.Batch,
+					Key: j.spec.Key, Model: mdl, Env: j.spec.Env, TaskDefinition: b.TaskDefinition,
+					TimeoutSeconds: b.TimeoutSeconds, MaxAttempts: cmp.Or(b.MaxAttempts, 3), Attempt: 1,
+					State: memstore.Waiting, Queue: q.PK, Pos: c.Start + int64(k), SubmitAt: submitAt,
+				})
+				if err != nil {
+					return 0, fmt.Errorf("%s: %w", where, err)
+				}
+			}
+			chunks[c.SK] = true
+			if err := put(c); err != nil {
+				return 0, fmt.Errorf("%s: %w", where, err)
+			}
+		}
+		// Chunks at or past the size are a crashed Submit's: never
+		// registered, and in the way of lookups once positions get there.
+		stale, err := s.staleChunks(ctx, q)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", where, err)
+		}
+		for _, sk := range stale {
+			if !chunks[sk] {
+				reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: key(q.PK, sk)}})
+			}
+		}
+	}
+	if err := s.batchWrite(ctx, s.tables.State, reqs); err != nil {
+		return 0, fmt.Errorf("%s: write jobs: %w", where, err)
+	}
+
+	// 4. Register.
+	var items []types.TransactWriteItem
+	for _, mdl := range models {
+		q := queues[mdl]
+		n := int64(len(byModel[mdl]))
+		u := expression.Set(name("account"), value(b.Account)).Set(name("project"), value(b.Project)).
+			Set(name("batch"), value(b.Batch)).Set(name(attrModel), value(mdl)).
+			Set(name("tier"), expression.IfNotExists(name("tier"), value(b.Tier))).
+			Set(name(attrSeq), expression.IfNotExists(name(attrSeq), value(q.Seq))).
+			Set(name("next"), expression.IfNotExists(name("next"), value(0))).
+			Set(name(attrActive), value(activeValue)).
+			Add(name("size"), value(n)).Add(name("waiting"), value(n)).Add(name("backs"), value(0))
+		cond := name(attrPK).AttributeNotExists().Or(name("size").Equal(value(q.Size)))
+		it, err := updateItem(s.tables.State, key(q.PK, skQueue), u, cond)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", where, err)
+		}
+		items = append(items, it)
+		if q.new {
+			// A model's first queue registers the model: its state item
+			// (found by Snapshot's one Query) and counters.
+			it, err := updateItem(s.tables.State, key(pkModels, mdl), expression.Set(name(attrModel), value(mdl)), expression.ConditionBuilder{})
+			if err != nil {
+				return 0, fmt.Errorf("%s: %w", where, err)
+			}
+			items = append(items, it)
+			cu := expression.Set(name(attrModel), value(mdl)).
+				Set(name("pending"), expression.IfNotExists(name("pending"), value(map[string]int64{}))).
+				Add(name("running"), value(0)).Add(name("starting"), value(0)).
+				Add(name("ok_total"), value(0)).Add(name("pf_total"), value(0))
+			it, err = updateItem(s.tables.State, key(countersPK(mdl), skCounters), cu, expression.ConditionBuilder{})
+			if err != nil {
+				return 0, fmt.Errorf("%s: %w", where, err)
+			}
+			items = append(items, it)
+		}
+	}
+	release, err := updateItem(s.tables.State, key(bpk, skBatch),
+		expression.Add(name("jobs"), value(len(jobs))).Remove(name("lock_owner")).Remove(name("lock_until")),
+		name("lock_owner").Equal(value(owner)))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", where, err)
+	}
+	// The lock goes last, with the last queues: a crash between two
+	// transactions leaves it held and the redelivery finds the first ones'
+	// jobs registered.
+	for start := 0; start < len(items); start += transactMax - 1 {
+		part := items[start:min(start+transactMax-1, len(items))]
+		last := start+transactMax-1 >= len(items)
+		if last {
+			part = append(slices.Clip(part), release)
+		}
+		if err := s.register(ctx, part); err != nil {
+			return 0, fmt.Errorf("%s: register jobs: %w", where, err)
+		}
+	}
+	released = true
+	return len(jobs), conflictErr
+}
+
+// register runs one registration transaction, again after a conflict with a
+// concurrent writer (a claim moving the same queue item).
+func (s *Store) register(ctx context.Context, items []types.TransactWriteItem) error {
+	for try := 1; ; try++ {
+		err := s.transact(ctx, items, token())
+		reasons := cancelReasons(err)
+		if reasons == nil {
+			return err
+		}
+		if slices.Contains(reasons, "ConditionalCheckFailed") {
+			// Under the lock only a lost lock explains it: the lock expired
+			// and another Submit took the batch.
+			return fmt.Errorf("lock lost (%v): %w", reasons, ErrBusy)
+		}
+		if try >= maxConflicts {
+			return err
+		}
+		if err := sleep(ctx, try); err != nil {
+			return err
+		}
+	}
+}
+
+// lock takes the batch's lock, waiting up to LockWait for another Submit;
+// it returns how many jobs of the batch are registered.
+func (s *Store) lock(ctx context.Context, bpk string, b memstore.BatchSpec, owner string, now time.Time) (int64, error) {
+	u := expression.Set(name("account"), value(b.Account)).Set(name("project"), value(b.Project)).
+		Set(name("batch"), value(b.Batch)).Set(name("lock_owner"), value(owner)).
+		Set(name("lock_until"), value(now.Add(s.LockTTL).UnixMilli()))
+	cond := name("lock_until").AttributeNotExists().Or(name("lock_until").LessThan(value(now.UnixMilli())))
+	e, err := expression.NewBuilder().WithUpdate(u).WithCondition(cond).Build()
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	for try := 1; ; try++ {
+		res, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: aws.String(s.tables.State), Key: key(bpk, skBatch),
+			UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+			ReturnValues: types.ReturnValueAllOld,
+		})
+		if err == nil {
+			var n int64
+			if av, ok := res.Attributes["jobs"].(*types.AttributeValueMemberN); ok {
+				n, _ = strconv.ParseInt(av.Value, 10, 64)
+			}
+			return n, nil
+		}
+		if !isConditionFailed(err) {
+			return 0, fmt.Errorf("lock: %w", err)
+		}
+		if time.Since(start) >= s.LockWait {
+			return 0, fmt.Errorf("lock held for over %v: %w", s.LockWait, ErrBusy)
+		}
+		if err := sleep(ctx, min(try, 4)); err != nil { // 25 ms … 200 ms
+			return 0, err
+		}
+	}
+}
+
+func (s *Store) unlock(ctx context.Context, bpk, owner string) {
+	e, err := expression.NewBuilder().
+		WithUpdate(expression.Remove(name("lock_owner")).Remove(name("lock_until"))).
+		WithCondition(name("lock_owner").Equal(value(owner))).Build()
+	if err == nil {
+		_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: aws.String(s.tables.State), Key: key(bpk, skBatch),
+			UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		})
+	}
+	if err != nil && !isConditionFailed(err) {
+		s.log().Warn("submit: release lock; it expires by itself", "batch", bpk, "err", err)
+	}
+}
+
+// queueRef is a target queue as Submit found it.
+type queueRef struct {
+	PK   string
+	Size int64
+	Seq  int64
+	new  bool
+}
+
+// readQueues reads the batch's queues for the models (one BatchGetItem).
+func (s *Store) readQueues(ctx context.Context, b memstore.BatchSpec, models []string) (map[string]queueRef, error) {
+	out := make(map[string]queueRef, len(models))
+	keys := make([]map[string]types.AttributeValue, len(models))
+	for i, m := range models {
+		pk := queuePK(scheduler.QueueKey{Account: b.Account, Project: b.Project, Batch: b.Batch, Model: m})
+		out[m] = queueRef{PK: pk, new: true}
+		keys[i] = key(pk, skQueue)
+	}
+	items, err := s.batchGet(ctx, s.tables.State, keys, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("read queues: %w", err)
+	}
+	for _, it := range items {
+		var q queueItem
+		if err := attributevalue.UnmarshalMap(it, &q); err != nil {
+			return nil, fmt.Errorf("read queues: %w", err)
+		}
+		out[q.Model] = queueRef{PK: q.PK, Size: q.Size, Seq: q.Seq}
+	}
+	return out, nil
+}
+
+// registeredJobs tells which existing job items are registered: below their
+// queue's size and listed at their position by its chunk. Others are a
+// crashed Submit's leftovers.
+func (s *Store) registeredJobs(ctx context.Context, jobs map[string]jobItem) (map[string]bool, error) {
+	byQueue := map[string][]jobItem{}
+	for _, j := range jobs {
+		byQueue[j.Queue] = append(byQueue[j.Queue], j)
+	}
+	out := make(map[string]bool, len(jobs))
+	for _, pk := range slices.Sorted(maps.Keys(byQueue)) {
+		q, ok, err := s.readQueue(ctx, pk)
+		if err != nil {
+			return nil, fmt.Errorf("read queue: %w", err)
+		}
+		if !ok {
+			continue
+		}
+		js := byQueue[pk]
+		slices.SortFunc(js, func(a, b jobItem) int { return cmp.Compare(a.Pos, b.Pos) })
+		for _, j := range js {
+			if j.Pos < 0 || j.Pos >= q.Size {
+				continue
+			}
+			c, err := s.chunkAt(ctx, pk, j.Pos)
+			if err != nil {
+				return nil, err
+			}
+			out[j.ID] = c.IDs[j.Pos-c.Start] == j.ID
+		}
+	}
+	return out, nil
+}
+
+// staleChunks lists the chunk items of a queue at or past its size.
+func (s *Store) staleChunks(ctx context.Context, q queueRef) ([]string, error) {
+	items, err := s.query(ctx, &dynamodb.QueryInput{
+		TableName:              aws.String(s.tables.State),
+		ConsistentRead:         aws.Bool(true),
+		KeyConditionExpression: aws.String("pk = :pk AND sk BETWEEN :lo AND :hi"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": &types.AttributeValueMemberS{Value: q.PK},
+			":lo": &types.AttributeValueMemberS{Value: chunkSK(q.Size)},
+			":hi": &types.AttributeValueMemberS{Value: chunkSK(999999999999)},
+		},
+		ProjectionExpression: aws.String("sk"),
+	}, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read stale chunks: %w", err)
+	}
+	out := make([]string, 0, len(items))
+	for _, it := range items {
+		out = append(out, text(it[attrSK]))
+	}
+	return out, nil
+}
+
+// nextSeq allocates a queue's place in submission order (a counter item
+// written once per new queue).
+func (s *Store) nextSeq(ctx context.Context) (int64, error) {
+	res, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.tables.State),
+		Key:                       key(pkSeq, pkSeq),
+		UpdateExpression:          aws.String("ADD n :one"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":one": number(1)},
+		ReturnValues:              types.ReturnValueUpdatedNew,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("allocate queue seq: %w", err)
+	}
+	n, err := strconv.ParseInt(text(res.Attributes["n"]), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("allocate queue seq: %w", err)
+	}
+	return n, nil
+}
+
+// validate checks what the key layout needs; the intake validates the rest
+// of the message format (shared/BATCH_FORMAT.md) before calling Submit.
+func validate(b memstore.BatchSpec) error {
+	for _, f := range []struct{ what, v string }{{"account", b.Account}, {"project", b.Project}, {"batch", b.Batch}} {
+		if err := checkName(f.what, f.v); err != nil {
+			return fmt.Errorf("submit: %w: %w", ErrInvalid, err)
+		}
+	}
+	for _, j := range b.Jobs {
+		if j.Key == "" {
+			return fmt.Errorf("submit: %w: a job has no key", ErrInvalid)
+		}
+		if err := checkName("model of job "+strconv.Quote(j.Key), cmp.Or(j.Model, b.Model)); err != nil {
+			return fmt.Errorf("submit: %w: %w", ErrInvalid, err)
+		}
+	}
+	return nil
+}

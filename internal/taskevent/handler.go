@@ -1,0 +1,66 @@
+package taskevent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/evalsched/evalsched/internal/memstore"
+)
+
+// Store is what the handler moves: the job's state and its model's counters,
+// in one conditional step each (repeated or stale events change nothing).
+type Store interface {
+	TaskStarted(ctx context.Context, jobID string, attempt int, now time.Time) error
+	TaskStopped(ctx context.Context, jobID string, attempt int, exit memstore.Exit, now time.Time) error
+}
+
+// Handler is the task-events function: one EventBridge event per call.
+type Handler struct {
+	Store  Store
+	Config Config
+	Log    *slog.Logger
+}
+
+// Handle applies one event. A malformed event or another service's task is
+// logged and dropped (retrying cannot fix it); a store failure is returned so
+// EventBridge retries the event.
+func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) error {
+	log := h.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	ev, err := Decode(raw, h.Config)
+	switch {
+	case errors.Is(err, ErrNotOurs):
+		log.Debug("task not started by evalsched; skipped", "task", ev.TaskARN)
+		return nil
+	case err != nil:
+		log.Error("undecodable task event; dropped", "err", err)
+		return nil
+	}
+	attrs := []any{"job", ev.JobID, "attempt", ev.Attempt, "task", ev.TaskARN, "kind", string(ev.Kind), "version", ev.Version}
+	switch ev.Kind {
+	case Ignored:
+		return nil
+	case Started:
+		err = h.Store.TaskStarted(ctx, ev.JobID, ev.Attempt, ev.At)
+	default:
+		exit := memstore.Exit{Reason: ev.Reason, ProviderError: ev.Kind == ProviderFailed, Infrastructure: ev.Kind == Infrastructure}
+		if ev.ExitCode != nil {
+			exit.Code = *ev.ExitCode
+		} else if ev.Kind == Failed {
+			exit.Code = -1 // stopped without an exit code (an operator or the timeout)
+		}
+		err = h.Store.TaskStopped(ctx, ev.JobID, ev.Attempt, exit, ev.At)
+	}
+	if err != nil {
+		log.Error("task event not applied; EventBridge retries it", append(attrs, "err", err)...)
+		return fmt.Errorf("apply %s of job %s: %w", ev.Kind, ev.JobID, err)
+	}
+	log.Info("task event applied", attrs...)
+	return nil
+}

@@ -1,0 +1,126 @@
+package taskevent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+// claimedJob puts one job through submit and claim in a memstore, and
+// rewrites the fixtures' job id to it.
+func claimedJob(t *testing.T) (*memstore.Store, string) {
+	t.Helper()
+	st := memstore.New(scheduler.ModelConfig{})
+	if _, err := st.Submit(memstore.BatchSpec{Account: "acme", Project: "search-evals", Batch: "b", Model: "gpt-5.5", Tier: -1,
+		Jobs: []memstore.JobSpec{{Key: "000123"}}}, t0); err != nil {
+		t.Fatal(err)
+	}
+	plan := scheduler.Plan{At: t0, Models: []scheduler.ModelPlan{{Model: "gpt-5.5", Grants: []scheduler.Grant{{
+		Queue: scheduler.QueueKey{Account: "acme", Project: "search-evals", Batch: "b", Model: "gpt-5.5"}, Count: 1}}}}}
+	jobs, err := st.Commit(context.Background(), plan)
+	if err != nil || len(jobs) != 1 {
+		t.Fatal(err)
+	}
+	return st, jobs[0].ID
+}
+
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+// adapt makes the memstore satisfy Store (it takes no context).
+type adapt struct{ *memstore.Store }
+
+func (a adapt) TaskStarted(_ context.Context, id string, attempt int, now time.Time) error {
+	return a.Store.TaskStarted(id, attempt, now)
+}
+func (a adapt) TaskStopped(_ context.Context, id string, attempt int, exit memstore.Exit, now time.Time) error {
+	return a.Store.TaskStopped(id, attempt, exit, now)
+}
+
+func invoke(t *testing.T, h *Handler, file, jobID string) {
+	t.Helper()
+	var ev map[string]any
+	if err := json.Unmarshal(fixture(t, file), &ev); err != nil {
+		t.Fatal(err)
+	}
+	ev["detail"].(map[string]any)["startedBy"] = jobID
+	raw, _ := json.Marshal(ev)
+	if _, err := lambda.NewHandler(h.Handle).Invoke(context.Background(), raw); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+}
+
+func TestHandlerFollowsTheFixtures(t *testing.T) {
+	cases := []struct {
+		events []string
+		state  memstore.State
+		check  func(t *testing.T, j memstore.Job)
+	}{
+		{[]string{"ecs-provisioning.json", "ecs-running.json"}, memstore.Running, nil},
+		{[]string{"ecs-running.json", "ecs-stopped-exit0.json"}, memstore.Succeeded, nil},
+		{[]string{"ecs-running.json", "ecs-running.json", "ecs-stopped-exit0.json", "ecs-stopped-exit0.json"}, memstore.Succeeded, nil},
+		{[]string{"ecs-stopped-exit0.json", "ecs-running.json"}, memstore.Succeeded, nil}, // out of order: the late RUNNING is stale
+		{[]string{"ecs-running.json", "ecs-stopped-exit1.json"}, memstore.Failed, func(t *testing.T, j memstore.Job) {
+			if j.Exit.Code != 1 || j.Exit.ProviderError {
+				t.Errorf("got exit %+v, want code 1, not a provider error", j.Exit)
+			}
+		}},
+		{[]string{"ecs-running.json", "ecs-stopped-provider-error.json"}, memstore.Failed, func(t *testing.T, j memstore.Job) {
+			if !j.Exit.ProviderError {
+				t.Errorf("got exit %+v, want a provider error", j.Exit)
+			}
+		}},
+		{[]string{"ecs-running.json", "ecs-spot-interruption.json"}, memstore.Waiting, func(t *testing.T, j memstore.Job) {
+			if j.Attempt != 2 {
+				t.Errorf("got attempt %d, want 2 after a spot interruption", j.Attempt)
+			}
+		}},
+		{[]string{"ecs-failed-to-start.json"}, memstore.Waiting, nil},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprint(c.events), func(t *testing.T) {
+			st, id := claimedJob(t)
+			h := &Handler{Store: adapt{st}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			for _, f := range c.events {
+				invoke(t, h, f, id)
+			}
+			j, _ := st.Job(id)
+			if j.State != c.state {
+				t.Fatalf("got %s, want %s", j.State, c.state)
+			}
+			if c.check != nil {
+				c.check(t, j)
+			}
+			if err := st.Check(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestHandlerDropsWhatItCannotUse(t *testing.T) {
+	st, _ := claimedJob(t)
+	h := &Handler{Store: adapt{st}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, raw := range [][]byte{fixture(t, "ecs-not-evalsched.json"), []byte(`{"source":"aws.ec2"}`)} {
+		if err := h.Handle(context.Background(), raw); err != nil {
+			t.Errorf("got %v, want the event dropped without a retry", err)
+		}
+	}
+}
+
+func TestHandlerReturnsStoreErrorsForARetry(t *testing.T) {
+	st, _ := claimedJob(t)
+	h := &Handler{Store: adapt{st}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	// The fixture's job id is unknown to this store: the store refuses.
+	if err := h.Handle(context.Background(), fixture(t, "ecs-running.json")); err == nil {
+		t.Error("got no error for an event the store could not apply")
+	}
+}
