@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
 // Config is every setting; a function uses the fields it needs.
@@ -34,6 +36,20 @@ type Config struct {
 
 	DLQURL             string
 	ProviderErrorCodes []int
+
+	// The model settings of a model that has no item in the models table.
+	DefaultMinLimit     int
+	DefaultMaxLimit     int
+	DefaultTargetDepth  float64
+	DefaultInitialLimit int
+}
+
+// DefaultModel is the configuration of a model without an operator item.
+func (c Config) DefaultModel() scheduler.ModelConfig {
+	return scheduler.ModelConfig{
+		Enabled: true, MinLimit: c.DefaultMinLimit, MaxLimit: c.DefaultMaxLimit,
+		TargetDepth: c.DefaultTargetDepth, InitialLimit: c.DefaultInitialLimit,
+	}
 }
 
 // Getenv reads a variable; os.Getenv in production, a map in tests.
@@ -66,6 +82,13 @@ func Load(getenv Getenv) (Config, error) {
 		EMFNamespace:          r.str("EVALSCHED_EMF_NAMESPACE", "evalsched"),
 		DLQURL:                r.str("EVALSCHED_DLQ_URL", ""),
 		ProviderErrorCodes:    r.ints("EVALSCHED_PROVIDER_ERROR_EXIT_CODES", []int{75}),
+		DefaultMinLimit:       r.integer("EVALSCHED_DEFAULT_MIN_LIMIT", 1, 0, 1_000_000),
+		DefaultMaxLimit:       r.integer("EVALSCHED_DEFAULT_MAX_LIMIT", 10000, 1, 1_000_000),
+		DefaultTargetDepth:    r.float("EVALSCHED_DEFAULT_TARGET_DEPTH", 20, 0, 1e6),
+		DefaultInitialLimit:   r.integer("EVALSCHED_DEFAULT_INITIAL_LIMIT", 10, 1, 1_000_000),
+	}
+	if c.DefaultMaxLimit < c.DefaultMinLimit {
+		r.fail("EVALSCHED_DEFAULT_MAX_LIMIT", "%d is below EVALSCHED_DEFAULT_MIN_LIMIT %d", c.DefaultMaxLimit, c.DefaultMinLimit)
 	}
 	c.DefaultTier = r.integer("EVALSCHED_DEFAULT_TIER", min(2, c.Tiers-1), 0, c.Tiers-1)
 	switch c.Capacity {

@@ -25,4 +25,6 @@
 //	EVALSCHED_EMF_NAMESPACE         namespace of evalsched's own metrics (default "evalsched")
 //	EVALSCHED_DLQ_URL               the intake dead-letter queue (intake)
 //	EVALSCHED_PROVIDER_ERROR_EXIT_CODES  comma-separated exit codes (default "75")
+//	EVALSCHED_DEFAULT_MIN_LIMIT, _MAX_LIMIT, _TARGET_DEPTH, _INITIAL_LIMIT
+//	                                a model without an item in the models table (1, 10000, 20, 10)
 package config

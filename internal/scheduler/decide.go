@@ -142,7 +142,7 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 			// A model never steered starts at its initial limit, counted as a
 			// raise so the next one waits for these launches to run.
 			l := max(m.Config.InitialLimit, m.Config.MinLimit, 1)
-			m.State.Limit = limits.State{Limit: l, RaisedAt: now, RaisedBy: l, FilledAt: now}
+			m.State.Limit = limits.State{Limit: l, RaisedAt: now, RaisedBy: l}
 		}
 		mp.State = m.State
 		mp.Ack = m.Outcomes
@@ -242,7 +242,7 @@ func groupQueues(qs []Queue) map[string][]Queue {
 		if _, ok := out[q.Model]; !ok {
 			start := len(backing)
 			backing = backing[:start+count[q.Model]]
-			out[q.Model] = backing[start:start:start+count[q.Model]]
+			out[q.Model] = backing[start : start : start+count[q.Model]]
 		}
 		out[q.Model] = append(out[q.Model], q)
 	}

@@ -1,0 +1,89 @@
+// Command scheduler is the scheduler Lambda: invoked once a minute by
+// EventBridge, it runs a scheduler pass in each ten-second slot of the minute
+// under the lease (internal/runner). Clients are built once per cold start.
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/ecs"
+
+	"github.com/evalsched/evalsched/internal/config"
+	"github.com/evalsched/evalsched/internal/dynamolease"
+	"github.com/evalsched/evalsched/internal/dynamostore"
+	"github.com/evalsched/evalsched/internal/ecslauncher"
+	"github.com/evalsched/evalsched/internal/gatewaydepth"
+	"github.com/evalsched/evalsched/internal/passloop"
+	"github.com/evalsched/evalsched/internal/runner"
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+func main() {
+	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	r, err := build(context.Background(), log)
+	if err != nil {
+		log.Error("scheduler cannot start", "err", err)
+		os.Exit(1)
+	}
+	lambda.Start(func(ctx context.Context) (runner.Result, error) {
+		owner := "local"
+		if lc, ok := lambdacontext.FromContext(ctx); ok {
+			owner = lc.AwsRequestID
+		}
+		return r.Run(ctx, owner)
+	})
+}
+
+func build(ctx context.Context, log *slog.Logger) (*runner.Runner, error) {
+	cfg, err := config.Load(nil)
+	if err == nil {
+		err = cfg.Require("EVALSCHED_CLUSTER", "EVALSCHED_SUBNETS", "EVALSCHED_DEFAULT_TASK_DEFINITION")
+	}
+	if err != nil {
+		return nil, err
+	}
+	aws, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ddb := dynamodb.NewFromConfig(aws)
+	tables := dynamostore.DefaultTables(cfg.TablePrefix)
+	sc := scheduler.DefaultConfig()
+	sc.Tiers, sc.TierWeight, sc.DefaultTier = cfg.Tiers, cfg.TierWeight, cfg.DefaultTier
+	sc.GlobalMaxRunning = cfg.GlobalMaxRunning
+	sc.MaxLaunchesPerPass = max(1, int(cfg.LaunchRate*10))
+	if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+	launcher := ecslauncher.New(ecs.NewFromConfig(aws), ecslauncher.Config{
+		Cluster: cfg.Cluster, Subnets: cfg.Subnets, SecurityGroups: cfg.SecurityGroups, AssignPublicIP: cfg.AssignPublicIP,
+		Capacity: cfg.Capacity, ContainerName: cfg.ContainerName, DefaultTaskDefinition: cfg.DefaultTaskDefinition,
+		Rate: cfg.LaunchRate, Burst: cfg.LaunchBurst,
+	}, log)
+	depths := gatewaydepth.New(cloudwatch.NewFromConfig(aws), gatewaydepth.Config{
+		Namespace: cfg.MetricNamespace, MetricName: cfg.MetricName, Dimension: cfg.MetricDimension, Period: cfg.MetricPeriod,
+	})
+	clock := runner.RealClock{}
+	return &runner.Runner{
+		Scheduler: &scheduler.Scheduler{
+			Store:    dynamostore.New(ddb, tables, cfg.DefaultModel()),
+			Depths:   depths,
+			Launcher: launcher,
+			Clock:    clock,
+			Config:   sc,
+			Log:      log,
+		},
+		Lease:     func(owner string) passloop.Lease { return dynamolease.New(ddb, tables.State, owner) },
+		Clock:     clock,
+		Metrics:   os.Stdout,
+		Namespace: cfg.EMFNamespace,
+		Log:       log,
+	}, nil
+}

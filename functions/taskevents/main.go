@@ -1,0 +1,39 @@
+// Command taskevents is the task-events Lambda: EventBridge delivers each ECS
+// Task State Change of the sandbox cluster; the handler moves the job
+// (internal/taskevent). Clients are built once per cold start.
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/evalsched/evalsched/internal/config"
+	"github.com/evalsched/evalsched/internal/dynamostore"
+	"github.com/evalsched/evalsched/internal/taskevent"
+)
+
+func main() {
+	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	cfg, err := config.Load(nil)
+	if err != nil {
+		log.Error("task-events cannot start", "err", err)
+		os.Exit(1)
+	}
+	aws, err := awsconfig.LoadDefaultConfig(context.Background())
+	if err != nil {
+		log.Error("task-events cannot start", "err", err)
+		os.Exit(1)
+	}
+	store := dynamostore.New(dynamodb.NewFromConfig(aws), dynamostore.DefaultTables(cfg.TablePrefix), cfg.DefaultModel())
+	h := &taskevent.Handler{
+		Store:  store,
+		Config: taskevent.Config{ProviderErrorCodes: cfg.ProviderErrorCodes, Container: cfg.ContainerName},
+		Log:    log,
+	}
+	lambda.Start(h.Handle)
+}

@@ -1,0 +1,87 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/evalsched/evalsched/internal/emf"
+	"github.com/evalsched/evalsched/internal/passloop"
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+// Runner runs the passes of one invocation.
+type Runner struct {
+	Scheduler *scheduler.Scheduler
+	Lease     func(owner string) passloop.Lease // the lease handle of one invocation
+	Clock     passloop.Clock
+	Metrics   io.Writer // EMF documents; os.Stdout in Lambda
+	Namespace string    // EMF namespace
+	Log       *slog.Logger
+}
+
+// Result is what an invocation returns (visible in the Lambda console).
+type Result struct {
+	Passes  int    `json:"passes"`
+	Failed  int    `json:"failed"`
+	Skipped int    `json:"skipped"`
+	Stopped string `json:"stopped"`
+}
+
+// Run covers one minute of slots as owner. A second invocation that finds
+// the lease held returns at once without error: that is the design working.
+func (r *Runner) Run(ctx context.Context, owner string) (Result, error) {
+	log := r.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	loop := &passloop.Loop{
+		Clock: r.Clock,
+		Lease: r.Lease(owner),
+		Log:   log,
+		Pass: func(ctx context.Context) error {
+			rep, err := r.Scheduler.Pass(ctx)
+			if r.Metrics != nil {
+				if werr := emf.Write(r.Metrics, r.Namespace, rep); werr != nil {
+					log.Warn("write metrics", "err", werr)
+				}
+			}
+			if err != nil {
+				log.Error("pass failed", "err", err, "pass", rep)
+				return err
+			}
+			log.Info("pass", "pass", rep)
+			return nil
+		},
+	}
+	sum, err := loop.Run(ctx)
+	res := Result{Passes: sum.Passes, Failed: sum.Failed, Skipped: sum.Skipped, Stopped: sum.Reason}
+	if errors.Is(err, passloop.ErrLeaseHeld) {
+		res.Stopped = err.Error()
+		return res, nil
+	}
+	if err != nil {
+		res.Stopped = err.Error()
+	}
+	return res, err
+}
+
+// RealClock is the wall clock.
+type RealClock struct{}
+
+// Now returns the current time.
+func (RealClock) Now() time.Time { return time.Now() }
+
+// Sleep waits d or until ctx ends.
+func (RealClock) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
