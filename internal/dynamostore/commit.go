@@ -189,7 +189,8 @@ func (s *Store) claim(ctx context.Context, g scheduler.Grant, at time.Time) ([]s
 		take := func(j jobItem) error {
 			u := expression.Set(name("state"), value(memstore.Claimed)).
 				Set(name("tier"), value(g.Tier)).
-				Set(name("claimed_at"), value(atKey))
+				Set(name("claimed_at"), value(atKey)).
+				Set(name(attrInflight), value(inflightShard(j.ID)))
 			cond := name("state").Equal(value(memstore.Waiting)).And(name("attempt").Equal(value(j.Attempt)))
 			it, err := updateItem(s.tables.State, key(j.PK, skJob), u, cond)
 			if err != nil {

@@ -227,10 +227,10 @@ func (s *Store) apply(ctx context.Context, j jobItem, t transition) (bool, error
 	case memstore.Running:
 		u = u.Set(name("started_at"), value(stamp(t.now)))
 	case memstore.Waiting:
-		u = u.Set(name("attempt"), value(j.Attempt+1)).
+		u = u.Set(name("attempt"), value(j.Attempt+1)).Remove(name(attrInflight)).
 			Remove(name("task_arn")).Remove(name("claimed_at")).Remove(name("launched_at")).Remove(name("started_at"))
 	default: // SUCCEEDED, FAILED
-		u = u.Set(name("ended_at"), value(stamp(t.now)))
+		u = u.Set(name("ended_at"), value(stamp(t.now))).Remove(name(attrInflight))
 	}
 	if t.reason != "" {
 		u = u.Set(name("reason"), value(t.reason))

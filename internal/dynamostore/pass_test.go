@@ -101,7 +101,10 @@ func TestPassMatchesMemstore(t *testing.T) {
 			},
 			counts: func() map[memstore.State]int { return counts(t, dyn) },
 			check:  func() error { return checkErr(dump(t, dyn)) }},
-		{name: "memstore", started: mem.TaskStarted, stopped: mem.TaskStopped,
+		{name: "memstore", started: func(id string, a int, now time.Time) error { return mem.TaskStarted(ctx, id, a, now) },
+			stopped: func(id string, a int, e memstore.Exit, now time.Time) error {
+				return mem.TaskStopped(ctx, id, a, e, now)
+			},
 			counts: func() map[memstore.State]int {
 				c := mem.Counts()
 				out := map[memstore.State]int{}
@@ -134,11 +137,11 @@ func TestPassMatchesMemstore(t *testing.T) {
 			}
 		} else {
 			for _, cfg := range cfgs {
-				mem.PutModel(cfg)
+				_ = mem.PutModel(ctx, cfg)
 			}
-			mem.PutPin(pin)
+			_ = mem.PutPin(ctx, pin)
 			for _, b := range batches {
-				if _, err := mem.Submit(b, t0); err != nil {
+				if _, err := mem.Submit(ctx, b, t0); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -78,7 +78,25 @@ const (
 	attrSeq    = "seq"
 	attrModel  = "model"
 	attrScope  = "scope"
+	// attrInflight marks a job that holds a slot, keyed for the inflight
+	// index: set by a claim, removed when the job ends or goes back to
+	// waiting. The value is one of inflightShards partitions.
+	attrInflight = "inflight"
+	attrClaimed  = "claimed_at"
 )
+
+// inflightShards spreads the inflight index over partitions: claims come in
+// bursts of up to the launch rate.
+const inflightShards = 8
+
+// inflightShard is the index partition of a job.
+func inflightShard(id string) string {
+	h := 0
+	for _, c := range id {
+		h = h*31 + int(c)
+	}
+	return fmt.Sprintf("INFLIGHT#%d", (h%inflightShards+inflightShards)%inflightShards)
+}
 
 // Key layout of the state table; "#" separates names because the intake
 // rejects it in account, project, batch and model names (Submit checks too).

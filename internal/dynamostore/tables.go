@@ -31,6 +31,11 @@ func DefaultTables(prefix string) Tables {
 // waiting jobs: key "active" (always "QUEUE") and "seq", keys only.
 const ActiveIndex = "active"
 
+// InflightIndex is the sparse global secondary index of the jobs holding a
+// slot, for the reconciler: key "inflight" (one of a few shards) and
+// "claimed_at", with what the reconciler reads projected.
+const InflightIndex = "inflight"
+
 // Definitions returns the three tables as CreateTable inputs, on-demand.
 // They are the one definition of the schema: CreateTables uses them, and the
 // SAM template must declare the same (its test should compare with these).
@@ -45,6 +50,8 @@ func (t Tables) Definitions() []*dynamodb.CreateTableInput {
 				{AttributeName: aws.String(attrSK), AttributeType: s},
 				{AttributeName: aws.String(attrActive), AttributeType: s},
 				{AttributeName: aws.String(attrSeq), AttributeType: types.ScalarAttributeTypeN},
+				{AttributeName: aws.String(attrInflight), AttributeType: s},
+				{AttributeName: aws.String(attrClaimed), AttributeType: s},
 			},
 			KeySchema: []types.KeySchemaElement{
 				{AttributeName: aws.String(attrPK), KeyType: types.KeyTypeHash},
@@ -57,6 +64,16 @@ func (t Tables) Definitions() []*dynamodb.CreateTableInput {
 					{AttributeName: aws.String(attrSeq), KeyType: types.KeyTypeRange},
 				},
 				Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
+			}, {
+				IndexName: aws.String(InflightIndex),
+				KeySchema: []types.KeySchemaElement{
+					{AttributeName: aws.String(attrInflight), KeyType: types.KeyTypeHash},
+					{AttributeName: aws.String(attrClaimed), KeyType: types.KeyTypeRange},
+				},
+				Projection: &types.Projection{
+					ProjectionType:   types.ProjectionTypeInclude,
+					NonKeyAttributes: []string{"id", "model", "state", "attempt", "task_arn", "started_at", "timeout_seconds"},
+				},
 			}},
 		},
 		{

@@ -126,25 +126,28 @@ func New(defaults scheduler.ModelConfig) *Store {
 }
 
 // PutModel writes a model's operator item.
-func (s *Store) PutModel(cfg scheduler.ModelConfig) {
+func (s *Store) PutModel(_ context.Context, cfg scheduler.ModelConfig) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m := s.model(cfg.Name)
 	m.cfg, m.explicit = cfg, true
+	return nil
 }
 
 // PutPin writes a pin item, replacing the one of the same scope.
-func (s *Store) PutPin(p priority.Pin) {
+func (s *Store) PutPin(_ context.Context, p priority.Pin) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pins[p.Scope] = p
+	return nil
 }
 
 // DeletePin removes a pin item.
-func (s *Store) DeletePin(scope string) {
+func (s *Store) DeletePin(_ context.Context, scope string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.pins, scope)
+	return nil
 }
 
 func (s *Store) model(name string) *model {
@@ -161,7 +164,7 @@ func (s *Store) model(name string) *model {
 // Submit adds a batch's jobs as waiting. It is idempotent: a job that exists
 // with the same content is skipped; one with other content is a conflict,
 // left unchanged and reported in the error (the other jobs are still added).
-func (s *Store) Submit(b BatchSpec, now time.Time) (created int, err error) {
+func (s *Store) Submit(_ context.Context, b BatchSpec, now time.Time) (created int, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var conflicts []string
@@ -353,7 +356,7 @@ func (s *Store) end(j *Job, st State, reason string, now time.Time) {
 
 // TaskStarted marks a job's task running. A repeated or stale event (another
 // attempt, a job already past RUNNING) changes nothing.
-func (s *Store) TaskStarted(jobID string, attempt int, now time.Time) error {
+func (s *Store) TaskStarted(_ context.Context, jobID string, attempt int, now time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	j, ok := s.jobs[jobID]
@@ -372,7 +375,7 @@ func (s *Store) TaskStarted(jobID string, attempt int, now time.Time) error {
 // TaskStopped ends a job's attempt: exit 0 succeeds, an infrastructure stop
 // retries while attempts remain, any other exit fails. Outcomes feed the
 // model's breaker. Repeated or stale events change nothing.
-func (s *Store) TaskStopped(jobID string, attempt int, exit Exit, now time.Time) error {
+func (s *Store) TaskStopped(_ context.Context, jobID string, attempt int, exit Exit, now time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	j, ok := s.jobs[jobID]
@@ -400,6 +403,23 @@ func (s *Store) TaskStopped(jobID string, attempt int, exit Exit, now time.Time)
 	}
 	j.Exit = exit
 	return nil
+}
+
+// InFlight lists the jobs holding a slot, for the reconciler.
+func (s *Store) InFlight(context.Context) ([]scheduler.InFlight, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []scheduler.InFlight
+	for _, j := range s.all {
+		switch j.State {
+		case Claimed, Launched, Running:
+			out = append(out, scheduler.InFlight{
+				ID: j.ID, Model: j.Model, State: string(j.State), Attempt: j.Attempt, TaskARN: j.TaskARN,
+				ClaimedAt: j.LaunchedAt, StartedAt: j.StartedAt, TimeoutSeconds: j.TimeoutSeconds,
+			})
+		}
+	}
+	return out, nil
 }
 
 // Job returns a copy of one job.

@@ -43,15 +43,15 @@ func keys(jobs []scheduler.Job) string {
 
 func TestSubmitIsIdempotent(t *testing.T) {
 	s := New(scheduler.ModelConfig{})
-	if n, err := s.Submit(spec("b", "gpt", 5), t0); n != 5 || err != nil {
+	if n, err := s.Submit(context.Background(), spec("b", "gpt", 5), t0); n != 5 || err != nil {
 		t.Fatalf("got %d, %v; want 5 created", n, err)
 	}
-	if n, err := s.Submit(spec("b", "gpt", 5), t0); n != 0 || err != nil {
+	if n, err := s.Submit(context.Background(), spec("b", "gpt", 5), t0); n != 0 || err != nil {
 		t.Fatalf("redelivery: got %d, %v; want nothing new", n, err)
 	}
 	changed := spec("b", "gpt", 6)
 	changed.Jobs[2].Env["I"] = "other"
-	n, err := s.Submit(changed, t0)
+	n, err := s.Submit(context.Background(), changed, t0)
 	if n != 1 || err == nil || !strings.Contains(err.Error(), `"k002"`) {
 		t.Fatalf("got %d, %v; want the new job created and the changed one reported", n, err)
 	}
@@ -62,7 +62,7 @@ func TestSubmitIsIdempotent(t *testing.T) {
 
 func TestClaimsOldestFirstAndRetriesInPlace(t *testing.T) {
 	s := New(scheduler.ModelConfig{})
-	if _, err := s.Submit(spec("b", "gpt", 6), t0); err != nil {
+	if _, err := s.Submit(context.Background(), spec("b", "gpt", 6), t0); err != nil {
 		t.Fatal(err)
 	}
 	first := claim(t, s, "gpt", "b", 3)
@@ -92,12 +92,12 @@ func TestClaimsOldestFirstAndRetriesInPlace(t *testing.T) {
 
 func TestTaskEventsAreIdempotentAndIgnoreStaleAttempts(t *testing.T) {
 	s := New(scheduler.ModelConfig{})
-	if _, err := s.Submit(spec("b", "gpt", 1), t0); err != nil {
+	if _, err := s.Submit(context.Background(), spec("b", "gpt", 1), t0); err != nil {
 		t.Fatal(err)
 	}
 	j := claim(t, s, "gpt", "b", 1)[0]
 	for range 2 { // a duplicated RUNNING event counts once
-		if err := s.TaskStarted(j.ID, 1, t0); err != nil {
+		if err := s.TaskStarted(context.Background(), j.ID, 1, t0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -105,11 +105,11 @@ func TestTaskEventsAreIdempotentAndIgnoreStaleAttempts(t *testing.T) {
 		t.Fatalf("got %+v, want 1 running", c)
 	}
 	// A spot interruption returns it to waiting as attempt 2 ...
-	if err := s.TaskStopped(j.ID, 1, Exit{Infrastructure: true, Reason: "SpotInterruption"}, t0); err != nil {
+	if err := s.TaskStopped(context.Background(), j.ID, 1, Exit{Infrastructure: true, Reason: "SpotInterruption"}, t0); err != nil {
 		t.Fatal(err)
 	}
 	// ... and a late STOPPED of attempt 1 changes nothing.
-	if err := s.TaskStopped(j.ID, 1, Exit{Code: 0}, t0); err != nil {
+	if err := s.TaskStopped(context.Background(), j.ID, 1, Exit{Code: 0}, t0); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := s.Job(j.ID)
@@ -117,14 +117,14 @@ func TestTaskEventsAreIdempotentAndIgnoreStaleAttempts(t *testing.T) {
 		t.Fatalf("got %s attempt %d, want WAITING attempt 2", got.State, got.Attempt)
 	}
 	j2 := claim(t, s, "gpt", "b", 1)[0]
-	if err := s.TaskStopped(j2.ID, 2, Exit{Code: 1, ProviderError: true}, t0); err != nil {
+	if err := s.TaskStopped(context.Background(), j2.ID, 2, Exit{Code: 1, ProviderError: true}, t0); err != nil {
 		t.Fatal(err)
 	}
 	snap, _ := s.Snapshot(context.Background(), t0)
 	if o := snap.Models[0].Outcomes; o.ProviderFailed != 1 || o.OK != 0 {
 		t.Errorf("got outcomes %+v, want one provider failure", o)
 	}
-	if err := s.TaskStarted("nope", 1, t0); err == nil {
+	if err := s.TaskStarted(context.Background(), "nope", 1, t0); err == nil {
 		t.Error("an unknown job id gave no error")
 	}
 	if err := s.Check(); err != nil {
@@ -134,11 +134,11 @@ func TestTaskEventsAreIdempotentAndIgnoreStaleAttempts(t *testing.T) {
 
 func TestCommitAcknowledgesOutcomesOnce(t *testing.T) {
 	s := New(scheduler.ModelConfig{})
-	if _, err := s.Submit(spec("b", "gpt", 2), t0); err != nil {
+	if _, err := s.Submit(context.Background(), spec("b", "gpt", 2), t0); err != nil {
 		t.Fatal(err)
 	}
 	for _, j := range claim(t, s, "gpt", "b", 2) {
-		if err := s.TaskStopped(j.ID, 1, Exit{Code: 0}, t0); err != nil {
+		if err := s.TaskStopped(context.Background(), j.ID, 1, Exit{Code: 0}, t0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -159,7 +159,7 @@ func TestCommitAcknowledgesOutcomesOnce(t *testing.T) {
 
 func TestPendingRaiseCountsLaunchesUpToTheRaise(t *testing.T) {
 	s := New(scheduler.ModelConfig{})
-	if _, err := s.Submit(spec("b", "gpt", 4), t0); err != nil {
+	if _, err := s.Submit(context.Background(), spec("b", "gpt", 4), t0); err != nil {
 		t.Fatal(err)
 	}
 	claim(t, s, "gpt", "b", 2) // claimed at t0

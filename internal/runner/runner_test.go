@@ -88,7 +88,7 @@ func TestRunPassesReportsAndHandsOver(t *testing.T) {
 	for _, k := range []string{"a", "b", "c", "d", "e", "f", "g"} {
 		spec.Jobs = append(spec.Jobs, memstore.JobSpec{Key: k})
 	}
-	if _, err := st.Submit(spec, clock.now); err != nil {
+	if _, err := st.Submit(context.Background(), spec, clock.now); err != nil {
 		t.Fatal(err)
 	}
 	l := &launcher{}

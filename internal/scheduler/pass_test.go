@@ -77,8 +77,8 @@ func model(name string, initial int) scheduler.ModelConfig {
 func TestPassFollowsJobsFromWaitingToLaunched(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New(model("", 10))
-	st.PutModel(model("gpt", 10))
-	if _, err := st.Submit(batch("lab", "sweep", "b1", "gpt", -1, 50), t0); err != nil {
+	st.PutModel(context.Background(), model("gpt", 10))
+	if _, err := st.Submit(context.Background(), batch("lab", "sweep", "b1", "gpt", -1, 50), t0); err != nil {
 		t.Fatal(err)
 	}
 	l := &launcher{}
@@ -112,7 +112,7 @@ func TestPassFollowsJobsFromWaitingToLaunched(t *testing.T) {
 	// Once they run (and a datapoint measured after that arrives), the cold
 	// model raises ×4 and launches 30 more.
 	for _, j := range l.launched {
-		if err := st.TaskStarted(j.ID, j.Attempt, c.now); err != nil {
+		if err := st.TaskStarted(context.Background(), j.ID, j.Attempt, c.now); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -129,7 +129,7 @@ func TestPassFollowsJobsFromWaitingToLaunched(t *testing.T) {
 	}
 	// Finish them all: exit 0 succeeds, the counters drop.
 	for _, j := range l.launched[:10] {
-		if err := st.TaskStopped(j.ID, j.Attempt, memstore.Exit{Code: 0}, c.now); err != nil {
+		if err := st.TaskStopped(context.Background(), j.ID, j.Attempt, memstore.Exit{Code: 0}, c.now); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -144,7 +144,7 @@ func TestPassFollowsJobsFromWaitingToLaunched(t *testing.T) {
 func TestPassNeverClaimsAJobTwice(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New(model("", 1000))
-	if _, err := st.Submit(batch("lab", "sweep", "b1", "gpt", -1, 300), t0); err != nil {
+	if _, err := st.Submit(context.Background(), batch("lab", "sweep", "b1", "gpt", -1, 300), t0); err != nil {
 		t.Fatal(err)
 	}
 	l := &launcher{}
@@ -173,7 +173,7 @@ func TestPassRetriesFailedLaunches(t *testing.T) {
 	st := memstore.New(model("", 100))
 	b := batch("lab", "sweep", "b1", "gpt", -1, 3)
 	b.MaxAttempts = 2
-	if _, err := st.Submit(b, t0); err != nil {
+	if _, err := st.Submit(context.Background(), b, t0); err != nil {
 		t.Fatal(err)
 	}
 	l := &launcher{retry: map[string]bool{"b1-0001": true}}
@@ -204,14 +204,14 @@ func TestPassPinsTakeEffectNextPass(t *testing.T) {
 	st := memstore.New(model("", 10))
 	// Two batches of one model; the bulk one is older. A pin lifts the newer
 	// one to tier 0 and it gets 80 % of the slots.
-	if _, err := st.Submit(batch("lab", "bulk", "old", "gpt", 2, 100), t0); err != nil {
+	if _, err := st.Submit(context.Background(), batch("lab", "bulk", "old", "gpt", 2, 100), t0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Submit(batch("acme", "delivery", "new", "gpt", 2, 100), t0); err != nil {
+	if _, err := st.Submit(context.Background(), batch("acme", "delivery", "new", "gpt", 2, 100), t0); err != nil {
 		t.Fatal(err)
 	}
-	st.PutPin(priority.Pin{Scope: "account#acme", Tier: "0"})
-	st.PutPin(priority.Pin{Scope: "account#typo", Tier: "urgent"})
+	st.PutPin(context.Background(), priority.Pin{Scope: "account#acme", Tier: "0"})
+	st.PutPin(context.Background(), priority.Pin{Scope: "account#typo", Tier: "urgent"})
 	l := &launcher{}
 	s := newScheduler(st, depths{"gpt": 0}, l, &clock{now: t0})
 	rep, err := s.Pass(ctx)

@@ -146,3 +146,16 @@ type LaunchResult struct {
 	TaskARN string
 	Reason  string
 }
+
+// InFlight is a job that holds a slot (claimed, launched or running), as the
+// reconciler sees it: it compares these with ECS's view of their tasks.
+type InFlight struct {
+	ID             string
+	Model          string
+	State          string // CLAIMED, LAUNCHED or RUNNING
+	Attempt        int
+	TaskARN        string // "" until the launch is recorded
+	ClaimedAt      time.Time
+	StartedAt      time.Time // zero until it runs
+	TimeoutSeconds int       // 0: no timeout
+}

@@ -79,7 +79,7 @@ func newDynamic(e *engine, opt Options) (*dynamicPolicy, error) {
 	}
 	for i, m := range e.sc.Models {
 		d.index[m.Name] = i
-		d.store.PutModel(scheduler.ModelConfig{
+		_ = d.store.PutModel(d.ctx, scheduler.ModelConfig{
 			Name: m.Name, Enabled: true, MinLimit: m.MinLimit, MaxLimit: m.MaxLimit,
 			TargetDepth: m.TargetDepth, InitialLimit: m.InitialLimit,
 		})
@@ -214,19 +214,19 @@ func (d *dynamicPolicy) submitted(bi int) {
 		d.ids[b.first+k] = id
 		d.byID[id] = b.first + k
 	}
-	created, err := d.store.Submit(spec, Epoch.Add(e.now))
+	created, err := d.store.Submit(d.ctx, spec, Epoch.Add(e.now))
 	if err != nil || created != int(b.n) {
 		d.violation("submit %s: created %d of %d jobs: %v", cfg.Key(), created, b.n, err)
 	}
 }
 
 func (d *dynamicPolicy) pinned(p Pin) {
-	d.store.PutPin(priority.Pin{Scope: p.Scope, Tier: strconv.Itoa(p.Tier), Note: "scenario"})
+	_ = d.store.PutPin(d.ctx, priority.Pin{Scope: p.Scope, Tier: strconv.Itoa(p.Tier), Note: "scenario"})
 }
 
 func (d *dynamicPolicy) started(j int32) {
 	jb := &d.e.jobs[j]
-	if err := d.store.TaskStarted(d.ids[j], int(jb.attempt), Epoch.Add(d.e.now)); err != nil {
+	if err := d.store.TaskStarted(d.ctx, d.ids[j], int(jb.attempt), Epoch.Add(d.e.now)); err != nil {
 		d.violation("task started: %v", err)
 	}
 }
@@ -237,7 +237,7 @@ func (d *dynamicPolicy) stopped(j int32) {
 	if jb.state == jobFailed {
 		exit = memstore.Exit{Code: 1, ProviderError: true, Reason: "provider error (429/5xx)"}
 	}
-	if err := d.store.TaskStopped(d.ids[j], int(jb.attempt), exit, Epoch.Add(d.e.now)); err != nil {
+	if err := d.store.TaskStopped(d.ctx, d.ids[j], int(jb.attempt), exit, Epoch.Add(d.e.now)); err != nil {
 		d.violation("task stopped: %v", err)
 	}
 }

@@ -61,7 +61,7 @@ type detail struct {
 	Version       int64       `json:"version"`
 	StartedAt     *time.Time  `json:"startedAt"`
 	StoppedAt     *time.Time  `json:"stoppedAt"`
-	Containers    []container `json:"containers"`
+	Containers    []Container `json:"containers"`
 	Overrides     struct {
 		ContainerOverrides []struct {
 			Name        string `json:"name"`
@@ -73,7 +73,8 @@ type detail struct {
 	} `json:"overrides"`
 }
 
-type container struct {
+// Container is what a stop tells of one container of the task.
+type Container struct {
 	Name     string `json:"name"`
 	ExitCode *int   `json:"exitCode"`
 	Reason   string `json:"reason"`
@@ -125,7 +126,7 @@ func Decode(raw []byte, cfg Config) (Event, error) {
 		if d.StoppedAt != nil {
 			ev.At = *d.StoppedAt
 		}
-		ev.Kind, ev.ExitCode, ev.Reason = stopped(d, cfg)
+		ev.Kind, ev.ExitCode, ev.Reason = Classify(d.StopCode, d.StoppedReason, d.Containers, cfg)
 	default:
 		ev.Kind = Ignored
 	}
@@ -139,22 +140,25 @@ var infraMarkers = []string{
 	"InternalError", "Host EC2", "capacity",
 }
 
-func stopped(d detail, cfg Config) (Kind, *int, string) {
-	reason := strings.TrimSpace(d.StopCode + ": " + d.StoppedReason)
-	switch d.StopCode {
+// Classify says what a stopped task means for its job, from ECS's stop code,
+// stopped reason and the containers' exit codes: the event decoder and the
+// reconciler (reading DescribeTasks) share it.
+func Classify(stopCode, stoppedReason string, containers []Container, cfg Config) (Kind, *int, string) {
+	reason := strings.TrimSpace(stopCode + ": " + stoppedReason)
+	switch stopCode {
 	case "TaskFailedToStart", "SpotInterruption", "TerminationNotice":
 		return Infrastructure, nil, reason
 	}
-	c, ok := pick(d.Containers, cfg.Container)
+	c, ok := pick(containers, cfg.Container)
 	if !ok || c.ExitCode == nil {
 		// The container never exited on its own: it never ran, or the
 		// platform took it away.
 		for _, m := range infraMarkers {
-			if strings.Contains(d.StoppedReason, m) || strings.Contains(c.Reason, m) {
+			if strings.Contains(stoppedReason, m) || strings.Contains(c.Reason, m) {
 				return Infrastructure, nil, reason
 			}
 		}
-		if d.StopCode == "UserInitiated" || d.StopCode == "ServiceSchedulerInitiated" {
+		if stopCode == "UserInitiated" || stopCode == "ServiceSchedulerInitiated" {
 			return Failed, nil, reason // stopped by an operator or the timeout
 		}
 		return Infrastructure, nil, reason
@@ -176,7 +180,7 @@ func stopped(d detail, cfg Config) (Kind, *int, string) {
 
 // pick chooses the sandbox container: the named one, else the first with an
 // exit code, else the first.
-func pick(cs []container, name string) (container, bool) {
+func pick(cs []Container, name string) (Container, bool) {
 	for _, c := range cs {
 		if name != "" && c.Name == name {
 			return c, true
@@ -190,5 +194,5 @@ func pick(cs []container, name string) (container, bool) {
 	if len(cs) > 0 && name == "" {
 		return cs[0], true
 	}
-	return container{}, false
+	return Container{}, false
 }

@@ -20,7 +20,7 @@ import (
 func claimedJob(t *testing.T) (*memstore.Store, string) {
 	t.Helper()
 	st := memstore.New(scheduler.ModelConfig{})
-	if _, err := st.Submit(memstore.BatchSpec{Account: "acme", Project: "search-evals", Batch: "b", Model: "gpt-5.5", Tier: -1,
+	if _, err := st.Submit(context.Background(), memstore.BatchSpec{Account: "acme", Project: "search-evals", Batch: "b", Model: "gpt-5.5", Tier: -1,
 		Jobs: []memstore.JobSpec{{Key: "000123"}}}, t0); err != nil {
 		t.Fatal(err)
 	}
@@ -34,16 +34,6 @@ func claimedJob(t *testing.T) (*memstore.Store, string) {
 }
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-
-// adapt makes the memstore satisfy Store (it takes no context).
-type adapt struct{ *memstore.Store }
-
-func (a adapt) TaskStarted(_ context.Context, id string, attempt int, now time.Time) error {
-	return a.Store.TaskStarted(id, attempt, now)
-}
-func (a adapt) TaskStopped(_ context.Context, id string, attempt int, exit memstore.Exit, now time.Time) error {
-	return a.Store.TaskStopped(id, attempt, exit, now)
-}
 
 func invoke(t *testing.T, h *Handler, file, jobID string) {
 	t.Helper()
@@ -88,7 +78,7 @@ func TestHandlerFollowsTheFixtures(t *testing.T) {
 	for _, c := range cases {
 		t.Run(fmt.Sprint(c.events), func(t *testing.T) {
 			st, id := claimedJob(t)
-			h := &Handler{Store: adapt{st}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			h := &Handler{Store: st, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 			for _, f := range c.events {
 				invoke(t, h, f, id)
 			}
@@ -108,7 +98,7 @@ func TestHandlerFollowsTheFixtures(t *testing.T) {
 
 func TestHandlerDropsWhatItCannotUse(t *testing.T) {
 	st, _ := claimedJob(t)
-	h := &Handler{Store: adapt{st}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	h := &Handler{Store: st, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	for _, raw := range [][]byte{fixture(t, "ecs-not-evalsched.json"), []byte(`{"source":"aws.ec2"}`)} {
 		if err := h.Handle(context.Background(), raw); err != nil {
 			t.Errorf("got %v, want the event dropped without a retry", err)
@@ -118,7 +108,7 @@ func TestHandlerDropsWhatItCannotUse(t *testing.T) {
 
 func TestHandlerReturnsStoreErrorsForARetry(t *testing.T) {
 	st, _ := claimedJob(t)
-	h := &Handler{Store: adapt{st}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	h := &Handler{Store: st, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	// The fixture's job id is unknown to this store: the store refuses.
 	if err := h.Handle(context.Background(), fixture(t, "ecs-running.json")); err == nil {
 		t.Error("got no error for an event the store could not apply")

@@ -1,0 +1,56 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+type inflightItem struct {
+	ID             string `dynamodbav:"id"`
+	Model          string `dynamodbav:"model"`
+	State          string `dynamodbav:"state"`
+	Attempt        int    `dynamodbav:"attempt"`
+	TaskARN        string `dynamodbav:"task_arn"`
+	ClaimedAt      string `dynamodbav:"claimed_at"`
+	StartedAt      string `dynamodbav:"started_at"`
+	TimeoutSeconds int    `dynamodbav:"timeout_seconds"`
+}
+
+// InFlight lists the jobs holding a slot, oldest claim first within each
+// shard: one Query per shard of the inflight index (and its pages). The cost
+// grows with the jobs running, never with the jobs waiting.
+func (s *Store) InFlight(ctx context.Context) ([]scheduler.InFlight, error) {
+	var out []scheduler.InFlight
+	for shard := range inflightShards {
+		items, err := s.query(ctx, &dynamodb.QueryInput{
+			TableName:                 aws.String(s.tables.State),
+			IndexName:                 aws.String(InflightIndex),
+			KeyConditionExpression:    aws.String("#k = :k"),
+			ExpressionAttributeNames:  map[string]string{"#k": attrInflight},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":k": &types.AttributeValueMemberS{Value: fmt.Sprintf("INFLIGHT#%d", shard)}},
+		}, 0)
+		if err != nil {
+			return nil, fmt.Errorf("list jobs in flight: %w", err)
+		}
+		for _, it := range items {
+			var j inflightItem
+			if err := attributevalue.UnmarshalMap(it, &j); err != nil {
+				return nil, fmt.Errorf("list jobs in flight: %w", err)
+			}
+			f := scheduler.InFlight{ID: j.ID, Model: j.Model, State: j.State, Attempt: j.Attempt, TaskARN: j.TaskARN, TimeoutSeconds: j.TimeoutSeconds}
+			f.ClaimedAt, _ = parseStamp(j.ClaimedAt)
+			if j.StartedAt != "" {
+				f.StartedAt, _ = parseStamp(j.StartedAt)
+			}
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
