@@ -7,6 +7,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
@@ -21,8 +22,10 @@ import (
 	"github.com/evalsched/evalsched/internal/ecslauncher"
 	"github.com/evalsched/evalsched/internal/gatewaydepth"
 	"github.com/evalsched/evalsched/internal/passloop"
+	"github.com/evalsched/evalsched/internal/reconcile"
 	"github.com/evalsched/evalsched/internal/runner"
 	"github.com/evalsched/evalsched/internal/scheduler"
+	"github.com/evalsched/evalsched/internal/taskevent"
 )
 
 func main() {
@@ -62,7 +65,13 @@ func build(ctx context.Context, log *slog.Logger) (*runner.Runner, error) {
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}
-	launcher := ecslauncher.New(ecs.NewFromConfig(aws), ecslauncher.Config{
+	ecsClient := ecs.NewFromConfig(aws)
+	store := dynamostore.New(ddb, tables, cfg.DefaultModel())
+	rec := &reconcile.Reconciler{
+		Store: store, ECS: ecsClient, Cluster: cfg.Cluster, Log: log,
+		Events: taskevent.Config{ProviderErrorCodes: cfg.ProviderErrorCodes, Container: cfg.ContainerName},
+	}
+	launcher := ecslauncher.New(ecsClient, ecslauncher.Config{
 		Cluster: cfg.Cluster, Subnets: cfg.Subnets, SecurityGroups: cfg.SecurityGroups, AssignPublicIP: cfg.AssignPublicIP,
 		Capacity: cfg.Capacity, ContainerName: cfg.ContainerName, DefaultTaskDefinition: cfg.DefaultTaskDefinition,
 		Rate: cfg.LaunchRate, Burst: cfg.LaunchBurst,
@@ -73,7 +82,7 @@ func build(ctx context.Context, log *slog.Logger) (*runner.Runner, error) {
 	clock := runner.RealClock{}
 	return &runner.Runner{
 		Scheduler: &scheduler.Scheduler{
-			Store:    dynamostore.New(ddb, tables, cfg.DefaultModel()),
+			Store:    store,
 			Depths:   depths,
 			Launcher: launcher,
 			Clock:    clock,
@@ -84,6 +93,7 @@ func build(ctx context.Context, log *slog.Logger) (*runner.Runner, error) {
 		Clock:     clock,
 		Metrics:   os.Stdout,
 		Namespace: cfg.EMFNamespace,
+		Reconcile: func(ctx context.Context, now time.Time) (any, error) { return rec.Run(ctx, now) },
 		Log:       log,
 	}, nil
 }

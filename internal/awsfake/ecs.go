@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -42,6 +43,8 @@ type Task struct {
 	Env            map[string]string
 	LastStatus     string
 	StopCode       string
+	StoppedReason  string
+	ExitCode       *int // the sandbox container's, once stopped
 }
 
 // NewECS starts the fake on 127.0.0.1; Close stops it.
@@ -77,6 +80,25 @@ func (e *ECS) SetStatus(arn, status string) {
 			t.LastStatus = status
 		}
 	}
+}
+
+// Stop stops a task as ECS would: with a stop code, a reason and the
+// container's exit code (nil: it never exited on its own).
+func (e *ECS) Stop(arn, stopCode, reason string, exitCode *int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, t := range e.tasks {
+		if t.ARN == arn {
+			t.LastStatus, t.StopCode, t.StoppedReason, t.ExitCode = "STOPPED", stopCode, reason, exitCode
+		}
+	}
+}
+
+// Forget drops a task, as ECS does an hour after it stopped.
+func (e *ECS) Forget(arn string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.tasks = slices.DeleteFunc(e.tasks, func(t *Task) bool { return t.ARN == arn })
 }
 
 func (e *ECS) serve(w http.ResponseWriter, r *http.Request) {
@@ -181,8 +203,13 @@ func (e *ECS) describeTasks(w http.ResponseWriter, in map[string]any) {
 
 func (e *ECS) listTasks(w http.ResponseWriter, in map[string]any) {
 	by, _ := in["startedBy"].(string)
+	desired, _ := in["desiredStatus"].(string)
 	var arns []any
 	for _, t := range e.tasks {
+		stopped := t.LastStatus == "STOPPED"
+		if desired == "STOPPED" && !stopped || desired != "STOPPED" && stopped {
+			continue
+		}
 		if by == "" || t.StartedBy == by {
 			arns = append(arns, t.ARN)
 		}
@@ -203,8 +230,16 @@ func (e *ECS) stopTask(w http.ResponseWriter, in map[string]any) {
 }
 
 func taskJSON(t *Task) map[string]any {
-	return map[string]any{"taskArn": t.ARN, "startedBy": t.StartedBy, "group": t.Group,
-		"taskDefinitionArn": t.TaskDefinition, "lastStatus": t.LastStatus, "stopCode": t.StopCode}
+	c := map[string]any{"name": "sandbox", "lastStatus": t.LastStatus}
+	if t.ExitCode != nil {
+		c["exitCode"] = *t.ExitCode
+	}
+	out := map[string]any{"taskArn": t.ARN, "startedBy": t.StartedBy, "group": t.Group,
+		"taskDefinitionArn": t.TaskDefinition, "lastStatus": t.LastStatus, "containers": []any{c}}
+	if t.StopCode != "" {
+		out["stopCode"], out["stoppedReason"] = t.StopCode, t.StoppedReason
+	}
+	return out
 }
 
 func asList(v any) []any {

@@ -19,6 +19,9 @@ type Runner struct {
 	Clock     passloop.Clock
 	Metrics   io.Writer // EMF documents; os.Stdout in Lambda
 	Namespace string    // EMF namespace
+	// Reconcile, when set, runs in the invocation's first slot, before its
+	// pass: once a minute, under the lease.
+	Reconcile func(ctx context.Context, now time.Time) (any, error)
 	Log       *slog.Logger
 }
 
@@ -37,11 +40,21 @@ func (r *Runner) Run(ctx context.Context, owner string) (Result, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	first := true
 	loop := &passloop.Loop{
 		Clock: r.Clock,
 		Lease: r.Lease(owner),
 		Log:   log,
 		Pass: func(ctx context.Context) error {
+			if r.Reconcile != nil && first {
+				first = false
+				rep, err := r.Reconcile(ctx, r.Clock.Now())
+				if err != nil {
+					log.Error("reconcile failed; the next invocation tries again", "err", err, "reconcile", rep)
+				} else {
+					log.Info("reconcile", "reconcile", rep)
+				}
+			}
 			rep, err := r.Scheduler.Pass(ctx)
 			if r.Metrics != nil {
 				if werr := emf.Write(r.Metrics, r.Namespace, rep); werr != nil {

@@ -92,17 +92,22 @@ func TestRunPassesReportsAndHandsOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := &launcher{}
+	reconciled := 0
 	var metrics, logs bytes.Buffer
 	shared := &lease{}
 	r := &Runner{
 		Scheduler: &scheduler.Scheduler{Store: st, Depths: depths{}, Launcher: l, Clock: clock, Config: scheduler.DefaultConfig()},
 		Lease:     func(owner string) passloop.Lease { return handle{shared, owner} },
 		Clock:     clock, Metrics: &metrics, Namespace: "evalsched",
-		Log: slog.New(slog.NewJSONHandler(&logs, nil)),
+		Reconcile: func(context.Context, time.Time) (any, error) { reconciled++; return nil, nil },
+		Log:       slog.New(slog.NewJSONHandler(&logs, nil)),
 	}
 	res, err := r.Run(context.Background(), "req-1")
 	if err != nil || res.Passes != 6 || res.Failed != 0 {
 		t.Fatalf("got %+v, %v; want six passes", res, err)
+	}
+	if reconciled != 1 {
+		t.Errorf("reconciled %d times in one invocation, want once", reconciled)
 	}
 	if l.n != 5 {
 		t.Errorf("got %d launches, want the initial limit 5", l.n)

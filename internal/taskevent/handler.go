@@ -49,13 +49,7 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) error {
 	case Started:
 		err = h.Store.TaskStarted(ctx, ev.JobID, ev.Attempt, ev.At)
 	default:
-		exit := memstore.Exit{Reason: ev.Reason, ProviderError: ev.Kind == ProviderFailed, Infrastructure: ev.Kind == Infrastructure}
-		if ev.ExitCode != nil {
-			exit.Code = *ev.ExitCode
-		} else if ev.Kind == Failed {
-			exit.Code = -1 // stopped without an exit code (an operator or the timeout)
-		}
-		err = h.Store.TaskStopped(ctx, ev.JobID, ev.Attempt, exit, ev.At)
+		err = h.Store.TaskStopped(ctx, ev.JobID, ev.Attempt, ExitOf(ev.Kind, ev.ExitCode, ev.Reason), ev.At)
 	}
 	if err != nil {
 		log.Error("task event not applied; EventBridge retries it", append(attrs, "err", err)...)
@@ -63,4 +57,16 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) error {
 	}
 	log.Info("task event applied", attrs...)
 	return nil
+}
+
+// ExitOf is the store's record of a stop.
+func ExitOf(kind Kind, code *int, reason string) memstore.Exit {
+	exit := memstore.Exit{Reason: reason, ProviderError: kind == ProviderFailed, Infrastructure: kind == Infrastructure}
+	switch {
+	case code != nil:
+		exit.Code = *code
+	case kind == Failed:
+		exit.Code = -1 // stopped without an exit code (an operator or the timeout)
+	}
+	return exit
 }

@@ -1,0 +1,198 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ecs"
+	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
+
+	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/scheduler"
+	"github.com/evalsched/evalsched/internal/taskevent"
+)
+
+// Store is what the reconciler reads and repairs.
+type Store interface {
+	InFlight(ctx context.Context) ([]scheduler.InFlight, error)
+	RecordLaunches(ctx context.Context, now time.Time, results []scheduler.LaunchResult) error
+	TaskStarted(ctx context.Context, jobID string, attempt int, now time.Time) error
+	TaskStopped(ctx context.Context, jobID string, attempt int, exit memstore.Exit, now time.Time) error
+}
+
+// ECS is the part of the ECS client the reconciler calls.
+type ECS interface {
+	DescribeTasks(ctx context.Context, in *ecs.DescribeTasksInput, opts ...func(*ecs.Options)) (*ecs.DescribeTasksOutput, error)
+	ListTasks(ctx context.Context, in *ecs.ListTasksInput, opts ...func(*ecs.Options)) (*ecs.ListTasksOutput, error)
+	StopTask(ctx context.Context, in *ecs.StopTaskInput, opts ...func(*ecs.Options)) (*ecs.StopTaskOutput, error)
+}
+
+// Reconciler compares the store with ECS and repairs the difference.
+type Reconciler struct {
+	Store        Store
+	ECS          ECS
+	Cluster      string
+	Events       taskevent.Config // the exit-code convention
+	ClaimGrace   time.Duration    // default 2m: a claim older than this was never recorded
+	MissingGrace time.Duration    // default 5m: a task ECS no longer knows after this is lost
+	Log          *slog.Logger
+}
+
+// Report counts the repairs of one run.
+type Report struct {
+	InFlight  int `json:"in_flight"`
+	Recorded  int `json:"recorded"`  // claims whose task existed: launch recorded
+	Requeued  int `json:"requeued"`  // claims or tasks with no task: back to waiting
+	Started   int `json:"started"`   // lost RUNNING events
+	Ended     int `json:"ended"`     // lost STOPPED events
+	TimedOut  int `json:"timed_out"` // stopped at their timeout
+	Unchanged int `json:"unchanged"`
+}
+
+// describeBatch is DescribeTasks' limit of tasks per call.
+const describeBatch = 100
+
+// Run makes one reconciliation at time now. It goes on past a failed repair
+// and returns the failures joined.
+func (r *Reconciler) Run(ctx context.Context, now time.Time) (Report, error) {
+	claimGrace, missingGrace := r.ClaimGrace, r.MissingGrace
+	if claimGrace == 0 {
+		claimGrace = 2 * time.Minute
+	}
+	if missingGrace == 0 {
+		missingGrace = 5 * time.Minute
+	}
+	log := r.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	var rep Report
+	jobs, err := r.Store.InFlight(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("reconcile: %w", err)
+	}
+	rep.InFlight = len(jobs)
+	var errs []error
+	fail := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+
+	// 1. Claims never recorded.
+	var launched []scheduler.InFlight
+	for _, j := range jobs {
+		switch {
+		case j.State == "CLAIMED" && j.TaskARN == "" && now.Sub(j.ClaimedAt) > claimGrace:
+			arn, err := r.findTask(ctx, j.ID)
+			if err != nil {
+				fail(err)
+				continue
+			}
+			res := scheduler.LaunchResult{JobID: j.ID, Attempt: j.Attempt, Status: scheduler.Launched, TaskARN: arn}
+			if arn == "" {
+				res.Status, res.Reason = scheduler.Retry, "claimed by a pass that never launched it"
+				rep.Requeued++
+			} else {
+				rep.Recorded++
+			}
+			log.Warn("reconcile: claim never recorded", "job", j.ID, "task", arn)
+			fail(r.Store.RecordLaunches(ctx, now, []scheduler.LaunchResult{res}))
+		case j.TaskARN != "":
+			launched = append(launched, j)
+		default:
+			rep.Unchanged++
+		}
+	}
+
+	// 2. Tasks: what ECS says of them.
+	for start := 0; start < len(launched); start += describeBatch {
+		batch := launched[start:min(start+describeBatch, len(launched))]
+		arns := make([]string, len(batch))
+		for i, j := range batch {
+			arns[i] = j.TaskARN
+		}
+		out, err := r.ECS.DescribeTasks(ctx, &ecs.DescribeTasksInput{Cluster: aws.String(r.Cluster), Tasks: arns})
+		if err != nil {
+			fail(fmt.Errorf("reconcile: describe %d tasks: %w", len(arns), err))
+			continue
+		}
+		tasks := map[string]types.Task{}
+		for _, t := range out.Tasks {
+			tasks[aws.ToString(t.TaskArn)] = t
+		}
+		for _, j := range batch {
+			t, ok := tasks[j.TaskARN]
+			switch {
+			case !ok:
+				if now.Sub(j.ClaimedAt) > missingGrace {
+					log.Warn("reconcile: task missing from ECS", "job", j.ID, "task", j.TaskARN)
+					fail(r.Store.TaskStopped(ctx, j.ID, j.Attempt, memstore.Exit{Infrastructure: true, Reason: "task missing from ECS"}, now))
+					rep.Requeued++
+				} else {
+					rep.Unchanged++
+				}
+			case aws.ToString(t.LastStatus) == "STOPPED":
+				kind, code, reason := taskevent.Classify(string(t.StopCode), aws.ToString(t.StoppedReason), containers(t), r.Events)
+				at := now
+				if t.StoppedAt != nil {
+					at = *t.StoppedAt
+				}
+				log.Warn("reconcile: lost STOPPED event", "job", j.ID, "task", j.TaskARN, "kind", string(kind))
+				fail(r.Store.TaskStopped(ctx, j.ID, j.Attempt, taskevent.ExitOf(kind, code, reason), at))
+				rep.Ended++
+			case j.State == "LAUNCHED" && aws.ToString(t.LastStatus) == "RUNNING":
+				at := now
+				if t.StartedAt != nil {
+					at = *t.StartedAt
+				}
+				log.Warn("reconcile: lost RUNNING event", "job", j.ID, "task", j.TaskARN)
+				fail(r.Store.TaskStarted(ctx, j.ID, j.Attempt, at))
+				rep.Started++
+			case j.State == "RUNNING" && j.TimeoutSeconds > 0 && !j.StartedAt.IsZero() &&
+				now.Sub(j.StartedAt) > time.Duration(j.TimeoutSeconds)*time.Second:
+				reason := fmt.Sprintf("timeout: ran longer than %ds", j.TimeoutSeconds)
+				if _, err := r.ECS.StopTask(ctx, &ecs.StopTaskInput{Cluster: aws.String(r.Cluster), Task: aws.String(j.TaskARN), Reason: aws.String("evalsched: " + reason)}); err != nil {
+					fail(fmt.Errorf("reconcile: stop %s: %w", j.TaskARN, err))
+					continue
+				}
+				log.Info("reconcile: stopped a job past its timeout", "job", j.ID, "task", j.TaskARN)
+				fail(r.Store.TaskStopped(ctx, j.ID, j.Attempt, memstore.Exit{Code: -1, Reason: reason}, now))
+				rep.TimedOut++
+			default:
+				rep.Unchanged++
+			}
+		}
+	}
+	return rep, errors.Join(errs...)
+}
+
+// findTask returns the task started for a job, running or stopped, or "".
+func (r *Reconciler) findTask(ctx context.Context, jobID string) (string, error) {
+	for _, status := range []types.DesiredStatus{types.DesiredStatusRunning, types.DesiredStatusStopped} {
+		out, err := r.ECS.ListTasks(ctx, &ecs.ListTasksInput{Cluster: aws.String(r.Cluster), StartedBy: aws.String(jobID), DesiredStatus: status})
+		if err != nil {
+			return "", fmt.Errorf("reconcile: list tasks of %s: %w", jobID, err)
+		}
+		if len(out.TaskArns) > 0 {
+			return out.TaskArns[0], nil
+		}
+	}
+	return "", nil
+}
+
+func containers(t types.Task) []taskevent.Container {
+	out := make([]taskevent.Container, len(t.Containers))
+	for i, c := range t.Containers {
+		out[i] = taskevent.Container{Name: aws.ToString(c.Name), Reason: aws.ToString(c.Reason)}
+		if c.ExitCode != nil {
+			code := int(*c.ExitCode)
+			out[i].ExitCode = &code
+		}
+	}
+	return out
+}

@@ -1,0 +1,145 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ecs"
+
+	"github.com/evalsched/evalsched/internal/awsfake"
+	"github.com/evalsched/evalsched/internal/ecslauncher"
+	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+// world is a store with six claimed jobs, an ECS fake and a launcher on it.
+type world struct {
+	store *memstore.Store
+	fake  *awsfake.ECS
+	ecs   *ecs.Client
+	jobs  []scheduler.Job
+	r     *Reconciler
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	ctx := context.Background()
+	w := &world{store: memstore.New(scheduler.ModelConfig{}), fake: awsfake.NewECS()}
+	t.Cleanup(w.fake.Close)
+	w.ecs = ecs.New(ecs.Options{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("t", "t", ""),
+		BaseEndpoint: aws.String(w.fake.URL()), RetryMaxAttempts: 1})
+	spec := memstore.BatchSpec{Account: "acme", Project: "p", Batch: "b", Model: "gpt", Tier: -1, TimeoutSeconds: 600}
+	for i := range 6 {
+		spec.Jobs = append(spec.Jobs, memstore.JobSpec{Key: fmt.Sprint(i)})
+	}
+	if _, err := w.store.Submit(ctx, spec, t0); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := w.store.Commit(ctx, scheduler.Plan{At: t0, Models: []scheduler.ModelPlan{{Model: "gpt", Grants: []scheduler.Grant{{
+		Queue: scheduler.QueueKey{Account: "acme", Project: "p", Batch: "b", Model: "gpt"}, Count: 6}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.jobs = jobs
+	w.r = &Reconciler{Store: w.store, ECS: w.ecs, Cluster: "sandbox", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	return w
+}
+
+// launch starts tasks for the jobs through the real launcher.
+func (w *world) launch(t *testing.T, jobs ...scheduler.Job) []scheduler.LaunchResult {
+	t.Helper()
+	l := ecslauncher.New(w.ecs, ecslauncher.Config{Cluster: "sandbox", Subnets: []string{"s"}, ContainerName: "sandbox",
+		DefaultTaskDefinition: "td:1", Rate: 1000, Burst: 1000}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return l.Launch(context.Background(), jobs)
+}
+
+func (w *world) state(t *testing.T, i int) memstore.Job {
+	t.Helper()
+	j, _ := w.store.Job(w.jobs[i].ID)
+	return j
+}
+
+func TestReconcileRepairsEveryLostEvent(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	// Job 0: claimed, then the pass died before RunTask: no task.
+	// Job 1: claimed, RunTask started a task, the pass died before recording it.
+	w.launch(t, w.jobs[1])
+	// Jobs 2–5: launched and recorded.
+	res := w.launch(t, w.jobs[2:]...)
+	if err := w.store.RecordLaunches(ctx, t0, res); err != nil {
+		t.Fatal(err)
+	}
+	arn := func(i int) string { return res[i-2].TaskARN }
+	// Job 2: its RUNNING event was lost.
+	w.fake.SetStatus(arn(2), "RUNNING")
+	// Job 3: its STOPPED (exit 0) event was lost; it ran.
+	zero := 0
+	if err := w.store.TaskStarted(ctx, w.jobs[3].ID, 1, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	w.fake.Stop(arn(3), "EssentialContainerExited", "Essential container in task exited", &zero)
+	// Job 4: running past its 600 s timeout.
+	if err := w.store.TaskStarted(ctx, w.jobs[4].ID, 1, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	w.fake.SetStatus(arn(4), "RUNNING")
+	// Job 5: ECS forgot its task.
+	w.fake.Forget(arn(5))
+
+	rep, err := w.r.Run(ctx, t0.Add(12*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Report{InFlight: 6, Recorded: 1, Requeued: 2, Started: 1, Ended: 1, TimedOut: 1}
+	if rep != want {
+		t.Errorf("got %+v, want %+v", rep, want)
+	}
+	for i, st := range []memstore.State{memstore.Waiting, memstore.Launched, memstore.Running, memstore.Succeeded, memstore.Failed, memstore.Waiting} {
+		if got := w.state(t, i); got.State != st {
+			t.Errorf("job %d: got %s (%s), want %s", i, got.State, got.Reason, st)
+		}
+	}
+	if j := w.state(t, 4); !strings.Contains(j.Reason, "timeout") {
+		t.Errorf("job 4: got reason %q, want the timeout", j.Reason)
+	}
+	if j := w.state(t, 0); j.Attempt != 2 {
+		t.Errorf("job 0: got attempt %d, want 2", j.Attempt)
+	}
+	if w.fake.Calls["StopTask"] != 1 {
+		t.Errorf("got %d StopTask calls, want 1", w.fake.Calls["StopTask"])
+	}
+	if err := w.store.Check(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A second run finds nothing more to repair (and the recorded job 1 is
+	// now seen through DescribeTasks).
+	rep, err = w.r.Run(ctx, t0.Add(13*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Recorded+rep.Requeued+rep.Started+rep.Ended+rep.TimedOut != 0 {
+		t.Errorf("second run repaired again: %+v", rep)
+	}
+}
+
+func TestReconcileLeavesYoungClaimsAlone(t *testing.T) {
+	w := newWorld(t)
+	rep, err := w.r.Run(context.Background(), t0.Add(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Unchanged != 6 || w.fake.Calls["ListTasks"] != 0 {
+		t.Errorf("got %+v with %d ListTasks, want six untouched claims", rep, w.fake.Calls["ListTasks"])
+	}
+}
