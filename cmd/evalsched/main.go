@@ -6,6 +6,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -25,6 +26,9 @@ type command struct {
 var commands = []command{
 	simCommand,
 	validateCommand,
+	pinCommand,
+	statusCommand,
+	whyCommand,
 }
 
 // Exit codes.
@@ -66,4 +70,20 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, "\nRun '%s <command> -h' for the flags of a command.\n", programName)
+}
+
+// parseInterspersed parses fs from args, letting flags follow the positional
+// arguments too (pin SCOPE TIER --note x), and returns the positional ones.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
 }

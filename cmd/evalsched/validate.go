@@ -42,20 +42,12 @@ func validate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	def := batchmsg.DefaultConfig()
 	tiers := fs.Int("tiers", def.Tiers, "the deployment's number of tiers `N`: a message's tier must be 0..N-1")
 	defaultTier := fs.Int("default-tier", def.DefaultTier, "the deployment's default tier `T`, 0..tiers-1")
-	// Flags may follow the file too: parse up to each argument in turn.
-	var files []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return exitOK
-			}
-			return exitUsage
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		files = append(files, fs.Arg(0))
-		args = fs.Args()[1:]
+	files, err := parseInterspersed(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		return exitUsage
 	}
 	usageErr := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "evalsched validate: "+format+"\n", a...)

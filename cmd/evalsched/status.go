@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/evalsched/evalsched/internal/priority"
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+var statusCommand = command{
+	name:    "status",
+	summary: "per model: limit, depth, running, waiting, breaker and what the next pass would do; per batch: tier and waiting",
+	run:     runStatus,
+}
+
+var whyCommand = command{
+	name:    "why",
+	summary: "why a batch's jobs wait: its tier and where it came from, its model's limit, depth, breaker and share",
+	run:     runWhy,
+}
+
+// view is the state of the system as the next pass would see it: the
+// snapshot and a dry run of Decide (nothing is claimed or written).
+type view struct {
+	At      time.Time             `json:"at"`
+	Models  []modelView           `json:"models"`
+	Batches []batchView           `json:"batches"`
+	Warns   []string              `json:"warnings,omitempty"`
+	plan    scheduler.Plan        // the dry run
+	pins    priority.Table        // compiled pins
+	queues  []scheduler.Queue     // the snapshot's queues
+	byModel map[string]*modelView // index into Models
+}
+
+type modelView struct {
+	Model       string  `json:"model"`
+	Limit       int     `json:"limit"`
+	LimitReason string  `json:"limit_reason"`
+	Depth       float64 `json:"depth"`
+	DepthAgeS   float64 `json:"depth_age_s"` // -1: never seen
+	Target      float64 `json:"target_depth"`
+	Running     int     `json:"running"`
+	Starting    int     `json:"starting"`
+	Waiting     int     `json:"waiting"`
+	Breaker     string  `json:"breaker"`
+	NextAdmit   int     `json:"next_pass_admits"`
+	Why         string  `json:"why_waiting,omitempty"`
+}
+
+type batchView struct {
+	Batch      string `json:"batch"`
+	Model      string `json:"model"`
+	Tier       int    `json:"tier"`
+	TierSource string `json:"tier_source"`
+	Waiting    int    `json:"waiting"`
+	NextAdmit  int    `json:"next_pass_admits"`
+}
+
+// look reads the store and dry-runs the next pass at now.
+func look(ctx context.Context, sf storeFlags, now time.Time) (*view, error) {
+	st, cfg, err := sf.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := st.Snapshot(ctx, now)
+	if err != nil {
+		return nil, err
+	}
+	sc := scheduler.DefaultConfig()
+	sc.Tiers, sc.TierWeight, sc.DefaultTier, sc.GlobalMaxRunning = cfg.Tiers, cfg.TierWeight, cfg.DefaultTier, cfg.GlobalMaxRunning
+	sc.MaxLaunchesPerPass = max(1, int(cfg.LaunchRate*10))
+	// The depth the last pass saw, from each model's state: status reads no
+	// CloudWatch, so it works with DynamoDB access alone.
+	depths := map[string]scheduler.Depth{}
+	for _, m := range snap.Models {
+		if l := m.State.Limit; !l.SeenAt.IsZero() {
+			depths[m.Config.Name] = scheduler.Depth{Value: l.Smoothed, At: l.SeenAt}
+		}
+	}
+	v := &view{At: now, plan: scheduler.Decide(sc, snap, depths, now), queues: snap.Queues, byModel: map[string]*modelView{}}
+	v.Warns = v.plan.Warnings
+	v.pins, _ = priority.Compile(snap.Pins, sc.Tiers, now)
+	targets := map[string]float64{}
+	for _, m := range snap.Models {
+		targets[m.Config.Name] = m.Config.TargetDepth
+	}
+	admits := map[scheduler.QueueKey]int{}
+	for _, mp := range v.plan.Models {
+		age := -1.0
+		if !mp.Depth.At.IsZero() {
+			age = now.Sub(mp.Depth.At).Seconds()
+		}
+		phase := string(mp.State.Breaker.Phase)
+		if phase == "" {
+			phase = "CLOSED"
+		}
+		v.Models = append(v.Models, modelView{
+			Model: mp.Model, Limit: mp.State.Limit.Limit, LimitReason: mp.Limit.Reason, Depth: mp.Depth.Value, DepthAgeS: age,
+			Target: targets[mp.Model], Running: mp.Running, Starting: mp.Starting, Waiting: mp.Waiting,
+			Breaker: phase, NextAdmit: mp.Admitted, Why: mp.Why,
+		})
+		for _, g := range mp.Grants {
+			admits[g.Queue] += g.Count
+		}
+	}
+	for i := range v.Models {
+		v.byModel[v.Models[i].Model] = &v.Models[i]
+	}
+	for _, q := range snap.Queues {
+		tier, src := v.pins.Tier(q.Account, q.Project, q.Batch, q.SubmittedTier, sc.DefaultTier)
+		v.Batches = append(v.Batches, batchView{
+			Batch: q.Account + "/" + q.Project + "/" + q.Batch, Model: q.Model, Tier: tier, TierSource: string(src),
+			Waiting: q.Waiting, NextAdmit: admits[q.Key()],
+		})
+	}
+	return v, nil
+}
+
+func runStatus(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	sf := addStoreFlags(fs)
+	asJSON := fs.Bool("json", false, "print JSON for scripts")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	if len(pos) != 0 {
+		fmt.Fprintf(stderr, "%s status: unexpected argument %q\n", programName, pos[0])
+		return exitUsage
+	}
+	v, err := look(context.Background(), sf, time.Now())
+	if err != nil {
+		fmt.Fprintf(stderr, "%s status: %v\n", programName, err)
+		return exitFailed
+	}
+	if *asJSON {
+		return writeJSON(stdout, stderr, v)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MODEL\tLIMIT\tDEPTH/TARGET\tRUNNING\tSTARTING\tWAITING\tBREAKER\tNEXT PASS\t")
+	for _, m := range v.Models {
+		depth := "-"
+		if m.DepthAgeS >= 0 {
+			depth = fmt.Sprintf("%.0f/%.0f (%.0fs ago)", m.Depth, m.Target, m.DepthAgeS)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%s\t+%d\t\n", m.Model, m.Limit, depth, m.Running, m.Starting, m.Waiting, m.Breaker, m.NextAdmit)
+	}
+	tw.Flush()
+	if len(v.Batches) > 0 {
+		fmt.Fprintln(stdout)
+		tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "BATCH\tMODEL\tTIER\tWAITING\tNEXT PASS\t")
+		for _, b := range v.Batches {
+			fmt.Fprintf(tw, "%s\t%s\t%d (%s)\t%d\t+%d\t\n", b.Batch, b.Model, b.Tier, b.TierSource, b.Waiting, b.NextAdmit)
+		}
+		tw.Flush()
+	}
+	for _, w := range v.Warns {
+		fmt.Fprintf(stdout, "warning: %s\n", w)
+	}
+	return exitOK
+}
+
+func runWhy(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("why", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	sf := addStoreFlags(fs)
+	asJSON := fs.Bool("json", false, "print JSON for scripts")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: %s why [flags] ACCOUNT/PROJECT/BATCH\n\n", programName)
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	v, err := look(context.Background(), sf, time.Now())
+	if err != nil {
+		fmt.Fprintf(stderr, "%s why: %v\n", programName, err)
+		return exitFailed
+	}
+	type answer struct {
+		Batch batchView `json:"batch"`
+		Model modelView `json:"model"`
+	}
+	var answers []answer
+	for _, b := range v.Batches {
+		if b.Batch == pos[0] {
+			answers = append(answers, answer{b, *v.byModel[b.Model]})
+		}
+	}
+	if len(answers) == 0 {
+		fmt.Fprintf(stderr, "%s why: batch %q has no waiting jobs (it is done, running, or unknown)\n", programName, pos[0])
+		return exitFailed
+	}
+	if *asJSON {
+		return writeJSON(stdout, stderr, answers)
+	}
+	for _, a := range answers {
+		b, m := a.Batch, a.Model
+		fmt.Fprintf(stdout, "%s on %s: %d waiting, tier %d (%s)\n", b.Batch, b.Model, b.Waiting, b.Tier, b.TierSource)
+		fmt.Fprintf(stdout, "  model %s: limit %d (%s)\n", m.Model, m.Limit, m.LimitReason)
+		fmt.Fprintf(stdout, "  %d running, %d starting, %d waiting across its batches; breaker %s\n", m.Running, m.Starting, m.Waiting, m.Breaker)
+		switch {
+		case b.NextAdmit > 0:
+			fmt.Fprintf(stdout, "  the next pass would start %d of its jobs\n", b.NextAdmit)
+		case m.Why != "":
+			fmt.Fprintf(stdout, "  the next pass starts none of its jobs: %s\n", strings.TrimSpace(m.Why))
+		}
+		if m.NextAdmit > 0 && b.NextAdmit == 0 {
+			fmt.Fprintf(stdout, "  the model's %d free slots go to batches of more urgent tiers or earlier turns\n", m.NextAdmit)
+		}
+	}
+	return exitOK
+}
+
+func writeJSON(stdout, stderr io.Writer, v any) int {
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", programName, err)
+		return exitFailed
+	}
+	return exitOK
+}

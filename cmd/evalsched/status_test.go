@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/evalsched/evalsched/internal/dynamostore"
+	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+// withTables starts DynamoDB Local, creates the tables under a prefix and
+// points the CLI at them through the environment, as an operator would.
+func withTables(t *testing.T) *dynamostore.Store {
+	t.Helper()
+	ctx := context.Background()
+	endpoint := localaws.DynamoDB(t)
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "local")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "local")
+	t.Setenv("EVALSCHED_TABLE_PREFIX", "cli-")
+	client, err := dynamostore.LocalClient(ctx, endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := dynamostore.New(client, dynamostore.DefaultTables("cli-"), scheduler.ModelConfig{Enabled: true, MinLimit: 1, MaxLimit: 100, TargetDepth: 10, InitialLimit: 4})
+	if err := st.CreateTables(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The model's operator item: the CLI reads it like the pass does.
+	if err := st.PutModel(ctx, scheduler.ModelConfig{Name: "gpt-5.5", Enabled: true, MinLimit: 1, MaxLimit: 100, TargetDepth: 10, InitialLimit: 4}); err != nil {
+		t.Fatal(err)
+	}
+	b := memstore.BatchSpec{Account: "acme", Project: "search", Batch: "b17", Model: "gpt-5.5", Tier: 2}
+	b2 := memstore.BatchSpec{Account: "lab", Project: "bulk", Batch: "big", Model: "gpt-5.5", Tier: 2}
+	for _, k := range []string{"a", "b", "c"} {
+		b.Jobs = append(b.Jobs, memstore.JobSpec{Key: k})
+		b2.Jobs = append(b2.Jobs, memstore.JobSpec{Key: k})
+	}
+	for _, spec := range []memstore.BatchSpec{b2, b} {
+		if _, err := st.Submit(ctx, spec, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return st
+}
+
+func cli(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+func TestPinStatusWhy(t *testing.T) {
+	withTables(t)
+
+	// A bad pin is refused with the pass's own reason, and nothing is written.
+	if _, stderr, code := cli(t, "pin", "account#acme", "urgent"); code != exitFailed || !strings.Contains(stderr, `"urgent"`) {
+		t.Fatalf("bad tier: got code %d, %q", code, stderr)
+	}
+	if _, stderr, code := cli(t, "pin", "acme", "0"); code != exitFailed || !strings.Contains(stderr, "scope") {
+		t.Fatalf("bad scope: got code %d, %q", code, stderr)
+	}
+	out, stderr, code := cli(t, "pin", "account#acme", "0", "--expires", "2h", "--note", "launch week")
+	if code != exitOK || !strings.Contains(out, "pinned account#acme to tier 0") {
+		t.Fatalf("pin: got %d %q %q", code, out, stderr)
+	}
+
+	out, stderr, code = cli(t, "status")
+	if code != exitOK {
+		t.Fatalf("status: %d %s", code, stderr)
+	}
+	for _, want := range []string{"gpt-5.5", "acme/search/b17", "0 (account pin)", "lab/bulk/big", "2 (submitted)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status output lacks %q:\n%s", want, out)
+		}
+	}
+
+	out, _, code = cli(t, "status", "--json")
+	var v struct {
+		Models []modelView `json:"models"`
+	}
+	if code != exitOK || json.Unmarshal([]byte(out), &v) != nil || len(v.Models) != 1 || v.Models[0].Waiting != 6 || v.Models[0].Limit != 4 || v.Models[0].NextAdmit != 4 {
+		t.Fatalf("status --json: got %d %+v from %s", code, v, out)
+	}
+
+	out, _, code = cli(t, "why", "acme/search/b17")
+	if code != exitOK || !strings.Contains(out, "tier 0 (account pin)") || !strings.Contains(out, "limit 4") {
+		t.Errorf("why: got %d\n%s", code, out)
+	}
+	if _, stderr, code := cli(t, "why", "nobody/none/none"); code != exitFailed || !strings.Contains(stderr, "no waiting jobs") {
+		t.Errorf("why unknown: got %d %q", code, stderr)
+	}
+
+	if out, _, code := cli(t, "pin", "--delete", "account#acme"); code != exitOK || !strings.Contains(out, "removed") {
+		t.Errorf("pin --delete: got %d %q", code, out)
+	}
+	out, _, _ = cli(t, "status")
+	if !strings.Contains(out, "2 (submitted)") || strings.Contains(out, "account pin") {
+		t.Errorf("after removing the pin:\n%s", out)
+	}
+}
