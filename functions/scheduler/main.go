@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-lambda-go/lambdacontext"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -35,13 +34,7 @@ func main() {
 		log.Error("scheduler cannot start", "err", err)
 		os.Exit(1)
 	}
-	lambda.Start(func(ctx context.Context) (runner.Result, error) {
-		owner := "local"
-		if lc, ok := lambdacontext.FromContext(ctx); ok {
-			owner = lc.AwsRequestID
-		}
-		return r.Run(ctx, owner)
-	})
+	lambda.Start(r.Handle)
 }
 
 func build(ctx context.Context, log *slog.Logger) (*runner.Runner, error) {

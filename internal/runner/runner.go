@@ -2,10 +2,13 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"time"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/evalsched/evalsched/internal/emf"
 	"github.com/evalsched/evalsched/internal/passloop"
@@ -79,6 +82,16 @@ func (r *Runner) Run(ctx context.Context, owner string) (Result, error) {
 		res.Stopped = err.Error()
 	}
 	return res, err
+}
+
+// Handle is the Lambda handler: the scheduled event carries nothing the
+// invocation needs; its request id names the lease owner.
+func (r *Runner) Handle(ctx context.Context, _ json.RawMessage) (Result, error) {
+	owner := "local"
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		owner = lc.AwsRequestID
+	}
+	return r.Run(ctx, owner)
 }
 
 // RealClock is the wall clock.

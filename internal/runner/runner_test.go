@@ -6,10 +6,14 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/passloop"
@@ -102,9 +106,16 @@ func TestRunPassesReportsAndHandsOver(t *testing.T) {
 		Reconcile: func(context.Context, time.Time) (any, error) { reconciled++; return nil, nil },
 		Log:       slog.New(slog.NewJSONHandler(&logs, nil)),
 	}
-	res, err := r.Run(context.Background(), "req-1")
-	if err != nil || res.Passes != 6 || res.Failed != 0 {
-		t.Fatalf("got %+v, %v; want six passes", res, err)
+	// Invoked as Lambda invokes it, with the scheduled event of events/.
+	payload, err := os.ReadFile("../../events/eventbridge-scheduled.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-1"})
+	out, err := lambda.NewHandler(r.Handle).Invoke(ctx, payload)
+	var res Result
+	if err != nil || json.Unmarshal(out, &res) != nil || res.Passes != 6 || res.Failed != 0 {
+		t.Fatalf("got %s, %v; want six passes", out, err)
 	}
 	if reconciled != 1 {
 		t.Errorf("reconciled %d times in one invocation, want once", reconciled)
