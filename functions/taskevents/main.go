@@ -31,9 +31,11 @@ func main() {
 	}
 	store := dynamostore.New(dynamodb.NewFromConfig(aws), dynamostore.DefaultTables(cfg.TablePrefix), cfg.DefaultModel())
 	h := &taskevent.Handler{
-		Store:  store,
-		Config: taskevent.Config{ProviderErrorCodes: cfg.ProviderErrorCodes, Container: cfg.ContainerName},
-		Log:    log,
+		Store:     store,
+		Config:    taskevent.Config{ProviderErrorCodes: cfg.ProviderErrorCodes, Container: cfg.ContainerName},
+		Log:       log,
+		Metrics:   os.Stdout,
+		Namespace: cfg.EMFNamespace,
 	}
 	lambda.Start(h.Handle)
 }

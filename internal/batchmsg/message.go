@@ -181,6 +181,10 @@ const jobIDLen = 32
 // attemptLen is the length of the longest EVALSCHED_ATTEMPT value, "10".
 const attemptLen = 2
 
+// submittedLen is the length of EVALSCHED_SUBMITTED_AT's value,
+// "2026-11-29T12:00:00Z".
+const submittedLen = 20
+
 // OverrideSize returns the size, in characters, of the environment list the
 // launcher sends for job j in RunTask's containerOverrides, written as JSON:
 //
@@ -189,10 +193,11 @@ const attemptLen = 2
 //	size = 2 + (n−1) + Σ (22 + esc(name) + esc(value))   over the n entries
 //
 // 2 for the brackets, n−1 commas, and per entry the 22 characters of
-// {"name":"","value":""}. The entries are the job's env plus the four the
+// {"name":"","value":""}. The entries are the job's env plus the five the
 // launcher adds: EVALSCHED_JOB_ID (32 characters), EVALSCHED_BATCH
 // (account/project/batch), EVALSCHED_MODEL (the job's model, else the
-// message's) and EVALSCHED_ATTEMPT (counted as "10", its longest).
+// message's), EVALSCHED_ATTEMPT (counted as "10", its longest) and
+// EVALSCHED_SUBMITTED_AT (RFC 3339 in UTC, 20 characters).
 //
 // esc(s) is the length of s between the quotes as encoding/json writes it:
 // one per byte of printable ASCII and of UTF-8 (bytes, not characters, so
@@ -205,7 +210,7 @@ const attemptLen = 2
 // own and not counted here.
 func OverrideSize(m Message, j Job) int {
 	const entry = len(`{"name":"","value":""}`) // 22
-	n := len(j.Env) + 4
+	n := len(j.Env) + 5
 	size := 2 + (n - 1) + n*entry
 	for name, value := range j.Env {
 		size += escLen(name) + escLen(value)
@@ -214,6 +219,7 @@ func OverrideSize(m Message, j Job) int {
 	size += len("EVALSCHED_BATCH") + escLen(m.Account) + 1 + escLen(m.Project) + 1 + escLen(m.Batch)
 	size += len("EVALSCHED_MODEL") + escLen(cmp.Or(j.Model, m.Model))
 	size += len("EVALSCHED_ATTEMPT") + attemptLen
+	size += len("EVALSCHED_SUBMITTED_AT") + submittedLen
 	return size
 }
 

@@ -341,6 +341,7 @@ func envList(m Message, j Job) []map[string]string {
 		map[string]string{"name": "EVALSCHED_BATCH", "value": m.ID()},
 		map[string]string{"name": "EVALSCHED_MODEL", "value": model},
 		map[string]string{"name": "EVALSCHED_ATTEMPT", "value": "10"},
+		map[string]string{"name": "EVALSCHED_SUBMITTED_AT", "value": "2026-11-29T12:00:00Z"},
 	)
 }
 

@@ -172,8 +172,14 @@ func (j *jobItem) schedulerJob() scheduler.Job {
 	return scheduler.Job{
 		ID: j.ID, Account: j.Account, Project: j.Project, Batch: j.Batch, Key: j.Key, Model: j.Model,
 		Tier: j.Tier, Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, TaskDefinition: j.TaskDefinition,
-		TimeoutSeconds: j.TimeoutSeconds, Env: j.Env,
+		TimeoutSeconds: j.TimeoutSeconds, Env: j.Env, SubmittedAt: j.submitted(),
 	}
+}
+
+// submitted reads SubmitAt; a malformed one (an item edited by hand) is zero.
+func (j *jobItem) submitted() time.Time {
+	t, _ := parseStamp(j.SubmitAt)
+	return t
 }
 
 // queueItem is one batch's jobs of one model: pk "QUEUE#<a>#<p>#<b>#<model>",

@@ -10,7 +10,9 @@
 //     timeout returns the task the first call started instead of a second one,
 //     and a ConflictException (the token already used) yields the existing task;
 //   - the container override carries the job's env plus EVALSCHED_JOB_ID,
-//     EVALSCHED_BATCH, EVALSCHED_MODEL and EVALSCHED_ATTEMPT, built only from
+//     EVALSCHED_BATCH, EVALSCHED_MODEL, EVALSCHED_ATTEMPT and
+//     EVALSCHED_SUBMITTED_AT (the task events echo it, so the task-events
+//     function measures each job's wait without a read), built only from
 //     validated names and values: nothing from a message reaches a command line.
 //
 // A token bucket (golang.org/x/time/rate) keeps launches under ECS's Fargate

@@ -297,6 +297,9 @@ func Environment(j scheduler.Job) []types.KeyValuePair {
 	env["EVALSCHED_BATCH"] = j.Account + "/" + j.Project + "/" + j.Batch
 	env["EVALSCHED_MODEL"] = j.Model
 	env["EVALSCHED_ATTEMPT"] = strconv.Itoa(j.Attempt)
+	if !j.SubmittedAt.IsZero() {
+		env["EVALSCHED_SUBMITTED_AT"] = j.SubmittedAt.UTC().Format(time.RFC3339)
+	}
 	out := make([]types.KeyValuePair, 0, len(env))
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		out = append(out, types.KeyValuePair{Name: aws.String(k), Value: aws.String(env[k])})

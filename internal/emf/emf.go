@@ -6,6 +6,8 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/evalsched/evalsched/internal/breaker"
 	"github.com/evalsched/evalsched/internal/scheduler"
@@ -87,4 +89,29 @@ func doc(namespace string, ts int64, dims []string, vals map[string]any, units m
 	}
 	d["_aws"] = meta{Timestamp: ts, CloudWatchMetrics: []directive{{Namespace: namespace, Dimensions: dimSets, Metrics: ms}}}
 	return d
+}
+
+// WriteValues emits one EMF document of the given values at time at, with
+// the dimensions (nil: none); values named *Seconds have unit Seconds, the
+// rest None. The task-events function writes per-job timings with it.
+func WriteValues(w io.Writer, namespace string, at time.Time, dims map[string]string, vals map[string]float64) error {
+	names := slices.Sorted(maps.Keys(dims))
+	anyVals := make(map[string]any, len(vals))
+	units := map[string]string{}
+	for k, v := range vals {
+		anyVals[k] = v
+		if strings.HasSuffix(k, "Seconds") {
+			units[k] = "Seconds"
+		} else {
+			units[k] = "None"
+		}
+	}
+	d := doc(namespace, at.UnixMilli(), names, anyVals, units)
+	if len(names) == 0 {
+		d = doc(namespace, at.UnixMilli(), nil, anyVals, units)
+	}
+	for k, v := range dims {
+		d[k] = v
+	}
+	return json.NewEncoder(w).Encode(d)
 }

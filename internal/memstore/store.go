@@ -189,7 +189,7 @@ func (s *Store) Submit(_ context.Context, b BatchSpec, now time.Time) (created i
 			Job: scheduler.Job{
 				ID: id, Account: b.Account, Project: b.Project, Batch: b.Batch, Key: js.Key, Model: mdl,
 				Attempt: 1, MaxAttempts: cmp.Or(b.MaxAttempts, 3), TaskDefinition: b.TaskDefinition,
-				TimeoutSeconds: b.TimeoutSeconds, Env: maps.Clone(js.Env),
+				TimeoutSeconds: b.TimeoutSeconds, Env: maps.Clone(js.Env), SubmittedAt: now,
 			},
 			State: Waiting, Seq: s.seq, SubmitAt: now, queue: q,
 		}

@@ -126,6 +126,7 @@ type Job struct {
 	TaskDefinition string
 	TimeoutSeconds int
 	Env            map[string]string
+	SubmittedAt    time.Time // when the intake accepted it: the start of its wait
 }
 
 // LaunchStatus says what became of a launch.

@@ -33,6 +33,13 @@ type Event struct {
 	ExitCode *int
 	Reason   string // stop code and reason, for the job's record
 	At       time.Time
+
+	// For the per-job metrics (zero when the event lacks them).
+	Model       string    // EVALSCHED_MODEL
+	SubmittedAt time.Time // EVALSCHED_SUBMITTED_AT: the job entered the queue
+	CreatedAt   time.Time // RunTask created the task
+	StartedAt   time.Time // the container runs
+	StoppedAt   time.Time
 }
 
 // ErrNotOurs marks an event of a task evalsched did not start (no startedBy
@@ -59,6 +66,7 @@ type detail struct {
 	StopCode      string      `json:"stopCode"`
 	StoppedReason string      `json:"stoppedReason"`
 	Version       int64       `json:"version"`
+	CreatedAt     *time.Time  `json:"createdAt"`
 	StartedAt     *time.Time  `json:"startedAt"`
 	StoppedAt     *time.Time  `json:"stoppedAt"`
 	Containers    []Container `json:"containers"`
@@ -102,9 +110,22 @@ func Decode(raw []byte, cfg Config) (Event, error) {
 	attempt := ""
 	for _, o := range d.Overrides.ContainerOverrides {
 		for _, kv := range o.Environment {
-			if kv.Name == "EVALSCHED_ATTEMPT" {
+			switch kv.Name {
+			case "EVALSCHED_ATTEMPT":
 				attempt = kv.Value
+			case "EVALSCHED_MODEL":
+				ev.Model = kv.Value
+			case "EVALSCHED_SUBMITTED_AT":
+				ev.SubmittedAt, _ = time.Parse(time.RFC3339, kv.Value)
 			}
+		}
+	}
+	for _, t := range []struct {
+		dst *time.Time
+		src *time.Time
+	}{{&ev.CreatedAt, d.CreatedAt}, {&ev.StartedAt, d.StartedAt}, {&ev.StoppedAt, d.StoppedAt}} {
+		if t.src != nil {
+			*t.dst = *t.src
 		}
 	}
 	if ev.JobID == "" || attempt == "" {

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
+	"github.com/evalsched/evalsched/internal/emf"
 	"github.com/evalsched/evalsched/internal/memstore"
 )
 
@@ -23,6 +25,13 @@ type Handler struct {
 	Store  Store
 	Config Config
 	Log    *slog.Logger
+	// Metrics receives each job's timings as EMF (os.Stdout in Lambda;
+	// nil: none): JobWaitSeconds (submitted → running), StartSeconds
+	// (RunTask → running), JobRunSeconds and JobWaitShare (wait / (wait +
+	// run)) when it ends, with the dimension Model, so p50 and p90 per model
+	// are CloudWatch statistics.
+	Metrics   io.Writer
+	Namespace string
 }
 
 // Handle applies one event. A malformed event or another service's task is
@@ -56,7 +65,40 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) error {
 		return fmt.Errorf("apply %s of job %s: %w", ev.Kind, ev.JobID, err)
 	}
 	log.Info("task event applied", attrs...)
+	h.timings(ev)
 	return nil
+}
+
+// timings writes the job's timings that this event completes.
+func (h *Handler) timings(ev Event) {
+	if h.Metrics == nil || ev.Model == "" {
+		return
+	}
+	vals := map[string]float64{}
+	switch {
+	case ev.Kind == Started && !ev.StartedAt.IsZero():
+		if !ev.SubmittedAt.IsZero() {
+			vals["JobWaitSeconds"] = ev.StartedAt.Sub(ev.SubmittedAt).Seconds()
+		}
+		if !ev.CreatedAt.IsZero() {
+			vals["StartSeconds"] = ev.StartedAt.Sub(ev.CreatedAt).Seconds()
+		}
+	case ev.Kind != Ignored && ev.Kind != Infrastructure && !ev.StartedAt.IsZero() && !ev.StoppedAt.IsZero():
+		run := ev.StoppedAt.Sub(ev.StartedAt).Seconds()
+		vals["JobRunSeconds"] = run
+		if !ev.SubmittedAt.IsZero() {
+			wait := ev.StartedAt.Sub(ev.SubmittedAt).Seconds()
+			if wait+run > 0 {
+				vals["JobWaitShare"] = wait / (wait + run)
+			}
+		}
+	}
+	if len(vals) == 0 {
+		return
+	}
+	if err := emf.WriteValues(h.Metrics, h.Namespace, ev.At, map[string]string{"Model": ev.Model}, vals); err != nil {
+		h.Log.Warn("write job metrics", "err", err)
+	}
 }
 
 // ExitOf is the store's record of a stop.

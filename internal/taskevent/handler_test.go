@@ -1,6 +1,7 @@
 package taskevent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -112,5 +113,46 @@ func TestHandlerReturnsStoreErrorsForARetry(t *testing.T) {
 	// The fixture's job id is unknown to this store: the store refuses.
 	if err := h.Handle(context.Background(), fixture(t, "ecs-running.json")); err == nil {
 		t.Error("got no error for an event the store could not apply")
+	}
+}
+
+func TestHandlerWritesJobTimings(t *testing.T) {
+	st, id := claimedJob(t)
+	var metrics bytes.Buffer
+	h := &Handler{Store: st, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: &metrics, Namespace: "evalsched"}
+	// The fixtures: submitted 12:00:30, created 12:00:52.123, running 12:01:38.456, stopped 12:11:05.
+	for _, f := range []string{"ecs-running.json", "ecs-stopped-exit0.json"} {
+		var ev map[string]any
+		if err := json.Unmarshal(fixture(t, f), &ev); err != nil {
+			t.Fatal(err)
+		}
+		d := ev["detail"].(map[string]any)
+		d["startedBy"] = id
+		env := d["overrides"].(map[string]any)["containerOverrides"].([]any)[0].(map[string]any)
+		env["environment"] = append(env["environment"].([]any), map[string]any{"name": "EVALSCHED_SUBMITTED_AT", "value": "2026-11-29T12:00:30Z"})
+		raw, _ := json.Marshal(ev)
+		if err := h.Handle(context.Background(), raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var docs []map[string]any
+	dec := json.NewDecoder(&metrics)
+	for dec.More() {
+		var d map[string]any
+		if err := dec.Decode(&d); err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, d)
+	}
+	if len(docs) != 2 {
+		t.Fatalf("got %d metric documents, want one at start and one at stop", len(docs))
+	}
+	near := func(got any, want float64) bool { f, ok := got.(float64); return ok && f > want-0.01 && f < want+0.01 }
+	if !near(docs[0]["JobWaitSeconds"], 68.456) || !near(docs[0]["StartSeconds"], 46.333) || docs[0]["Model"] != "gpt-5.5" {
+		t.Errorf("start: got %v", docs[0])
+	}
+	run := 566.544 // 12:01:38.456 → 12:11:05
+	if !near(docs[1]["JobRunSeconds"], run) || !near(docs[1]["JobWaitShare"], 68.456/(68.456+run)) {
+		t.Errorf("stop: got %v", docs[1])
 	}
 }
