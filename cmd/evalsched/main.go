@@ -27,6 +27,9 @@ var commands = []command{
 	simCommand,
 	validateCommand,
 	pinCommand,
+	pauseCommand,
+	resumeCommand,
+	cancelCommand,
 	statusCommand,
 	whyCommand,
 }

@@ -52,6 +52,7 @@ type modelView struct {
 	Breaker     string  `json:"breaker"`
 	NextAdmit   int     `json:"next_pass_admits"`
 	Why         string  `json:"why_waiting,omitempty"`
+	Paused      int     `json:"paused"`
 }
 
 type batchView struct {
@@ -61,6 +62,7 @@ type batchView struct {
 	TierSource string `json:"tier_source"`
 	Waiting    int    `json:"waiting"`
 	NextAdmit  int    `json:"next_pass_admits"`
+	PausedBy   string `json:"paused_by,omitempty"`
 }
 
 // look reads the store and dry-runs the next pass at now.
@@ -104,7 +106,7 @@ func look(ctx context.Context, sf storeFlags, now time.Time) (*view, error) {
 		v.Models = append(v.Models, modelView{
 			Model: mp.Model, Limit: mp.State.Limit.Limit, LimitReason: mp.Limit.Reason, Depth: mp.Depth.Value, DepthAgeS: age,
 			Target: targets[mp.Model], Running: mp.Running, Starting: mp.Starting, Waiting: mp.Waiting,
-			Breaker: phase, NextAdmit: mp.Admitted, Why: mp.Why,
+			Breaker: phase, NextAdmit: mp.Admitted, Why: mp.Why, Paused: mp.Paused,
 		})
 		for _, g := range mp.Grants {
 			admits[g.Queue] += g.Count
@@ -115,9 +117,10 @@ func look(ctx context.Context, sf storeFlags, now time.Time) (*view, error) {
 	}
 	for _, q := range snap.Queues {
 		tier, src := v.pins.Tier(q.Account, q.Project, q.Batch, q.SubmittedTier, sc.DefaultTier)
+		pausedBy, _ := v.pins.Paused(q.Account, q.Project, q.Batch)
 		v.Batches = append(v.Batches, batchView{
 			Batch: q.Account + "/" + q.Project + "/" + q.Batch, Model: q.Model, Tier: tier, TierSource: string(src),
-			Waiting: q.Waiting, NextAdmit: admits[q.Key()],
+			Waiting: q.Waiting, NextAdmit: admits[q.Key()], PausedBy: pausedBy,
 		})
 	}
 	return v, nil
@@ -159,7 +162,11 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "BATCH\tMODEL\tTIER\tWAITING\tNEXT PASS\t")
 		for _, b := range v.Batches {
-			fmt.Fprintf(tw, "%s\t%s\t%d (%s)\t%d\t+%d\t\n", b.Batch, b.Model, b.Tier, b.TierSource, b.Waiting, b.NextAdmit)
+			next := fmt.Sprintf("+%d", b.NextAdmit)
+			if b.PausedBy != "" {
+				next = "paused (" + b.PausedBy + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d (%s)\t%d\t%s\t\n", b.Batch, b.Model, b.Tier, b.TierSource, b.Waiting, next)
 		}
 		tw.Flush()
 	}
@@ -214,6 +221,8 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "  model %s: limit %d (%s)\n", m.Model, m.Limit, m.LimitReason)
 		fmt.Fprintf(stdout, "  %d running, %d starting, %d waiting across its batches; breaker %s\n", m.Running, m.Starting, m.Waiting, m.Breaker)
 		switch {
+		case b.PausedBy != "":
+			fmt.Fprintf(stdout, "  paused by the pin %s: run %s resume to admit it again\n", b.PausedBy, programName)
 		case b.NextAdmit > 0:
 			fmt.Fprintf(stdout, "  the next pass would start %d of its jobs\n", b.NextAdmit)
 		case m.Why != "":

@@ -8,7 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ecs"
+
+	"github.com/evalsched/evalsched/internal/awsfake"
 	"github.com/evalsched/evalsched/internal/dynamostore"
+	"github.com/evalsched/evalsched/internal/ecslauncher"
 	"github.com/evalsched/evalsched/internal/localaws"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/scheduler"
@@ -58,6 +64,12 @@ func cli(t *testing.T, args ...string) (string, string, int) {
 	return out.String(), errb.String(), code
 }
 
+func cliOut(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	out, _, code := cli(t, args...)
+	return out, code
+}
+
 func TestPinStatusWhy(t *testing.T) {
 	withTables(t)
 
@@ -99,11 +111,73 @@ func TestPinStatusWhy(t *testing.T) {
 		t.Errorf("why unknown: got %d %q", code, stderr)
 	}
 
+	// Pause the acme project: its jobs stop being admitted; the tier stays.
+	if out, _, code := cli(t, "pause", "acme/search"); code != exitOK || !strings.Contains(out, "paused acme/search") {
+		t.Fatalf("pause: got %d %q", code, out)
+	}
+	out, _, _ = cli(t, "status")
+	if !strings.Contains(out, "paused (project#acme/search)") {
+		t.Errorf("status after pause:\n%s", out)
+	}
+	out, _, _ = cli(t, "why", "acme/search/b17")
+	if !strings.Contains(out, "paused by the pin project#acme/search") {
+		t.Errorf("why after pause:\n%s", out)
+	}
+	if _, _, code := cli(t, "resume", "acme/search"); code != exitOK {
+		t.Fatal("resume failed")
+	}
+	if out, _ = cliOut(t, "status"); strings.Contains(out, "paused (") {
+		t.Errorf("status after resume:\n%s", out)
+	}
+	if _, stderr, code := cli(t, "pause", "acme//x"); code != exitUsage || !strings.Contains(stderr, "empty name") {
+		t.Errorf("pause of a bad scope: got %d %q", code, stderr)
+	}
+
+	// Cancel the lab account's waiting jobs.
+	if out, _, code := cli(t, "cancel", "lab"); code != exitOK || !strings.Contains(out, "cancelled 3 waiting jobs of lab") {
+		t.Errorf("cancel: got %d %q", code, out)
+	}
+	if out, _ = cliOut(t, "status"); strings.Contains(out, "lab/bulk/big") {
+		t.Errorf("status after cancel still lists the cancelled batch:\n%s", out)
+	}
+
 	if out, _, code := cli(t, "pin", "--delete", "account#acme"); code != exitOK || !strings.Contains(out, "removed") {
 		t.Errorf("pin --delete: got %d %q", code, out)
 	}
 	out, _, _ = cli(t, "status")
 	if !strings.Contains(out, "2 (submitted)") || strings.Contains(out, "account pin") {
 		t.Errorf("after removing the pin:\n%s", out)
+	}
+}
+
+func TestCancelStopsRunningTasks(t *testing.T) {
+	ctx := context.Background()
+	st := withTables(t)
+	fake := awsfake.NewECS()
+	defer fake.Close()
+	t.Setenv("AWS_ENDPOINT_URL_ECS", fake.URL())
+	// Two of lab/bulk/big's jobs are claimed and launched on the fake.
+	jobs, err := st.Commit(ctx, scheduler.Plan{At: time.Now(), Models: []scheduler.ModelPlan{{Model: "gpt-5.5", Grants: []scheduler.Grant{{
+		Queue: scheduler.QueueKey{Account: "lab", Project: "bulk", Batch: "big", Model: "gpt-5.5"}, Count: 2}}}}})
+	if err != nil || len(jobs) != 2 {
+		t.Fatalf("claim: %v %d", err, len(jobs))
+	}
+	client := ecs.New(ecs.Options{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("t", "t", ""), BaseEndpoint: aws.String(fake.URL())})
+	res := ecslauncher.New(client, ecslauncher.Config{Cluster: "sandbox", Subnets: []string{"s"}, ContainerName: "sandbox", DefaultTaskDefinition: "td:1"}, nil).Launch(ctx, jobs)
+	if err := st.RecordLaunches(ctx, time.Now(), res); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := cli(t, "cancel", "lab/bulk/big", "--stop-running", "--cluster", "sandbox")
+	if code != exitOK || !strings.Contains(out, "cancelled 1 waiting jobs") || !strings.Contains(out, "stopped 2 tasks") {
+		t.Fatalf("got %d %q %q", code, out, stderr)
+	}
+	if fake.Calls["StopTask"] != 2 {
+		t.Errorf("got %d StopTask calls, want 2", fake.Calls["StopTask"])
+	}
+	for _, j := range jobs {
+		got, _, err := st.Job(ctx, j.ID)
+		if err != nil || got.State != memstore.Failed || got.Reason != "cancelled by an operator" {
+			t.Errorf("job %s: got %s %q %v, want FAILED, cancelled by an operator", j.Key, got.State, got.Reason, err)
+		}
 	}
 }

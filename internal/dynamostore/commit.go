@@ -145,6 +145,13 @@ func (s *Store) commitStates(ctx context.Context, plan scheduler.Plan) error {
 // claim claims up to g.Count of the queue's oldest waiting jobs: retried
 // jobs (back items, oldest position first), then the cursor's.
 func (s *Store) claim(ctx context.Context, g scheduler.Grant, at time.Time) ([]scheduler.Job, error) {
+	return s.take(ctx, g, at, false)
+}
+
+// take moves up to g.Count of the queue's oldest waiting jobs out of the
+// queue: to CLAIMED (a pass's claim), or to CANCELLED (an operator's cancel;
+// no slot is taken and nothing is returned).
+func (s *Store) take(ctx context.Context, g scheduler.Grant, at time.Time, cancel bool) ([]scheduler.Job, error) {
 	pk := queuePK(g.Queue)
 	atKey := stamp(at)
 	var out []scheduler.Job
@@ -191,6 +198,11 @@ func (s *Store) claim(ctx context.Context, g scheduler.Grant, at time.Time) ([]s
 				Set(name("tier"), value(g.Tier)).
 				Set(name("claimed_at"), value(atKey)).
 				Set(name(attrInflight), value(inflightShard(j.ID)))
+			if cancel {
+				u = expression.Set(name("state"), value(memstore.Cancelled)).
+					Set(name("ended_at"), value(atKey)).
+					Set(name("reason"), value("cancelled by an operator"))
+			}
 			cond := name("state").Equal(value(memstore.Waiting)).And(name("attempt").Equal(value(j.Attempt)))
 			it, err := updateItem(s.tables.State, key(j.PK, skJob), u, cond)
 			if err != nil {
@@ -241,7 +253,7 @@ func (s *Store) claim(ctx context.Context, g scheduler.Grant, at time.Time) ([]s
 			return out, err
 		}
 		items = append(items, it)
-		if k > 0 {
+		if k > 0 && !cancel {
 			cu := addTo(expression.Add(name("starting"), value(k)), pendingEntry(atKey), k)
 			it, err := updateItem(s.tables.State, key(countersPK(g.Queue.Model), skCounters), cu, expression.ConditionBuilder{})
 			if err != nil {
@@ -272,6 +284,9 @@ func (s *Store) claim(ctx context.Context, g scheduler.Grant, at time.Time) ([]s
 		}
 		for _, j := range taken {
 			out = append(out, j.schedulerJob())
+		}
+		if cancel && len(taken) == 0 && len(backs) == 0 && nf == 0 {
+			return out, nil
 		}
 	}
 	return out, nil
@@ -421,4 +436,29 @@ func (s *Store) dropEmptyPending(ctx context.Context, plan scheduler.Plan) {
 			s.log().Warn("commit: drop empty pending entries", "model", mp.Model, "err", err)
 		}
 	}
+}
+
+// Cancel moves every waiting job inside the scope to CANCELLED, queue by
+// queue, with the same conditional transactions a claim uses (a job claimed
+// meanwhile stays claimed). It returns how many it cancelled. Jobs already
+// claimed, launched or running are not touched: the caller stops their tasks
+// if it wants them gone.
+func (s *Store) Cancel(ctx context.Context, scope scheduler.Scope, now time.Time) (int, error) {
+	queues, err := s.readActiveQueues(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, q := range queues {
+		k := scheduler.QueueKey{Account: q.Account, Project: q.Project, Batch: q.Batch, Model: q.Model}
+		if !scope.Matches(k) {
+			continue
+		}
+		jobs, err := s.take(ctx, scheduler.Grant{Queue: k, Count: int(q.Waiting)}, now, true)
+		n += len(jobs)
+		if err != nil {
+			return n, fmt.Errorf("cancel %s: %w", k, err)
+		}
+	}
+	return n, nil
 }

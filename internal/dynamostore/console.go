@@ -33,6 +33,7 @@ const (
 	attrNote         = "note"
 	attrTier         = "tier"
 	attrExpiresAt    = "expires_at"
+	attrPaused       = "paused"
 )
 
 var modelAttrs = []string{attrModel, attrEnabled, attrMinLimit, attrMaxLimit, attrTargetDepth, attrLimitPin, attrInitialLimit, attrNote}
@@ -82,9 +83,29 @@ func (s *Store) PutPin(ctx context.Context, p priority.Pin) error {
 	if p.Note != "" {
 		item[attrNote] = &types.AttributeValueMemberS{Value: p.Note}
 	}
+	if p.Paused == "true" {
+		item[attrPaused] = &types.AttributeValueMemberBOOL{Value: true}
+	}
 	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.tables.Pins), Item: item})
 	if err != nil {
 		return fmt.Errorf("put pin %q: %w", p.Scope, err)
+	}
+	return nil
+}
+
+// SetPaused pauses or resumes a scope: it sets the paused attribute of the
+// scope's pin item, creating the item if there is none, and leaves its tier
+// as it is.
+func (s *Store) SetPaused(ctx context.Context, scope string, paused bool) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.tables.Pins),
+		Key:                       map[string]types.AttributeValue{attrScope: &types.AttributeValueMemberS{Value: scope}},
+		UpdateExpression:          aws.String("SET #p = :p"),
+		ExpressionAttributeNames:  map[string]string{"#p": attrPaused},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberBOOL{Value: paused}},
+	})
+	if err != nil {
+		return fmt.Errorf("set paused of %q: %w", scope, err)
 	}
 	return nil
 }
@@ -230,7 +251,7 @@ func (s *Store) readPins(ctx context.Context) ([]priority.Pin, error) {
 	for _, it := range items {
 		pins = append(pins, priority.Pin{
 			Scope: text(it[attrScope]), Tier: text(it[attrTier]),
-			ExpiresAt: text(it[attrExpiresAt]), Note: text(it[attrNote]),
+			ExpiresAt: text(it[attrExpiresAt]), Note: text(it[attrNote]), Paused: text(it[attrPaused]),
 		})
 	}
 	slices.SortFunc(pins, func(a, b priority.Pin) int { return strings.Compare(a.Scope, b.Scope) })

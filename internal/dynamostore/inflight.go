@@ -14,6 +14,9 @@ import (
 
 type inflightItem struct {
 	ID             string `dynamodbav:"id"`
+	Account        string `dynamodbav:"account"`
+	Project        string `dynamodbav:"project"`
+	Batch          string `dynamodbav:"batch"`
 	Model          string `dynamodbav:"model"`
 	State          string `dynamodbav:"state"`
 	Attempt        int    `dynamodbav:"attempt"`
@@ -44,7 +47,7 @@ func (s *Store) InFlight(ctx context.Context) ([]scheduler.InFlight, error) {
 			if err := attributevalue.UnmarshalMap(it, &j); err != nil {
 				return nil, fmt.Errorf("list jobs in flight: %w", err)
 			}
-			f := scheduler.InFlight{ID: j.ID, Model: j.Model, State: j.State, Attempt: j.Attempt, TaskARN: j.TaskARN, TimeoutSeconds: j.TimeoutSeconds}
+			f := scheduler.InFlight{ID: j.ID, Account: j.Account, Project: j.Project, Batch: j.Batch, Model: j.Model, State: j.State, Attempt: j.Attempt, TaskARN: j.TaskARN, TimeoutSeconds: j.TimeoutSeconds}
 			f.ClaimedAt, _ = parseStamp(j.ClaimedAt)
 			if j.StartedAt != "" {
 				f.StartedAt, _ = parseStamp(j.StartedAt)

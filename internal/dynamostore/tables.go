@@ -72,7 +72,7 @@ func (t Tables) Definitions() []*dynamodb.CreateTableInput {
 				},
 				Projection: &types.Projection{
 					ProjectionType:   types.ProjectionTypeInclude,
-					NonKeyAttributes: []string{"id", "model", "state", "attempt", "task_arn", "started_at", "timeout_seconds"},
+					NonKeyAttributes: []string{"id", "account", "project", "batch", "model", "state", "attempt", "task_arn", "started_at", "timeout_seconds"},
 				},
 			}},
 		},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -139,6 +140,16 @@ func (s *Store) PutPin(_ context.Context, p priority.Pin) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pins[p.Scope] = p
+	return nil
+}
+
+// SetPaused pauses or resumes a scope, keeping its pin's tier.
+func (s *Store) SetPaused(_ context.Context, scope string, paused bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.pins[scope]
+	p.Scope, p.Paused = scope, strconv.FormatBool(paused)
+	s.pins[scope] = p
 	return nil
 }
 
@@ -405,6 +416,23 @@ func (s *Store) TaskStopped(_ context.Context, jobID string, attempt int, exit E
 	return nil
 }
 
+// Cancel moves every waiting job inside the scope to CANCELLED.
+func (s *Store) Cancel(_ context.Context, scope scheduler.Scope, now time.Time) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for key, q := range s.queues {
+		if !scope.Matches(key) {
+			continue
+		}
+		for j := q.take(); j != nil; j = q.take() {
+			j.State, j.EndedAt, j.Reason = Cancelled, now, "cancelled by an operator"
+			n++
+		}
+	}
+	return n, nil
+}
+
 // InFlight lists the jobs holding a slot, for the reconciler.
 func (s *Store) InFlight(context.Context) ([]scheduler.InFlight, error) {
 	s.mu.Lock()
@@ -414,7 +442,7 @@ func (s *Store) InFlight(context.Context) ([]scheduler.InFlight, error) {
 		switch j.State {
 		case Claimed, Launched, Running:
 			out = append(out, scheduler.InFlight{
-				ID: j.ID, Model: j.Model, State: string(j.State), Attempt: j.Attempt, TaskARN: j.TaskARN,
+				ID: j.ID, Account: j.Account, Project: j.Project, Batch: j.Batch, Model: j.Model, State: string(j.State), Attempt: j.Attempt, TaskARN: j.TaskARN,
 				ClaimedAt: j.LaunchedAt, StartedAt: j.StartedAt, TimeoutSeconds: j.TimeoutSeconds,
 			})
 		}

@@ -177,3 +177,28 @@ func TestPendingRaiseCountsLaunchesUpToTheRaise(t *testing.T) {
 		t.Errorf("got starting %d pending %d, want 4 and 2", m.Starting, m.PendingRaise)
 	}
 }
+
+func TestCancelTakesTheWaitingJobsOfTheScope(t *testing.T) {
+	ctx := context.Background()
+	s := New(scheduler.ModelConfig{})
+	for _, name := range []string{"b1", "b2"} {
+		if _, err := s.Submit(ctx, spec(name, "gpt", 3), t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim(t, s, "gpt", "b1", 1)
+	n, err := s.Cancel(ctx, scheduler.Scope{Account: "lab", Project: "sweep", Batch: "b1"}, t0)
+	if err != nil || n != 2 {
+		t.Fatalf("got %d, %v; want the two waiting jobs of b1", n, err)
+	}
+	c := s.Counts()
+	if c.Cancelled != 2 || c.Claimed != 1 || c.Waiting != 3 {
+		t.Errorf("got %+v, want 2 cancelled, the claimed one kept, b2's 3 waiting", c)
+	}
+	if n, _ := s.Cancel(ctx, scheduler.Scope{Account: "lab"}, t0); n != 3 {
+		t.Errorf("cancelling the account took %d, want b2's 3", n)
+	}
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+}

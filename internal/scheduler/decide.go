@@ -88,6 +88,7 @@ type ModelPlan struct {
 	Admitted int
 	ByTier   []int
 	Why      string // why the rest of the waiting jobs wait; "" when none wait
+	Paused   int    // waiting jobs of paused batches, not in Waiting
 }
 
 // Total returns the admitted jobs of the whole plan.
@@ -110,7 +111,21 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 		plan.Warnings = append(plan.Warnings, w.String())
 	}
 
-	byModel := groupQueues(snap.Queues)
+	// Paused batches hold no demand: their jobs wait without counting
+	// toward limits, capacity or admission until the pause is lifted.
+	active := snap.Queues
+	paused := map[string]int{}
+	if pins.PausedAny() {
+		active = make([]Queue, 0, len(snap.Queues))
+		for _, q := range snap.Queues {
+			if _, ok := pins.Paused(q.Account, q.Project, q.Batch); ok {
+				paused[q.Model] += q.Waiting
+				continue
+			}
+			active = append(active, q)
+		}
+	}
+	byModel := groupQueues(active)
 	known := make(map[string]bool, len(snap.Models))
 	for _, m := range snap.Models {
 		known[m.Config.Name] = true
@@ -138,6 +153,7 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 		for _, q := range byModel[m.Config.Name] {
 			mp.Waiting += q.Waiting
 		}
+		mp.Paused = paused[m.Config.Name]
 		if m.State.Limit.Limit == 0 {
 			// A model never steered starts at its initial limit, counted as a
 			// raise so the next one waits for these launches to run.
@@ -253,6 +269,9 @@ func groupQueues(qs []Queue) map[string][]Queue {
 func why(mp *ModelPlan, enabled bool, free int) string {
 	rest := mp.Waiting - mp.Admitted
 	if rest <= 0 {
+		if mp.Paused > 0 {
+			return fmt.Sprintf("%d paused", mp.Paused)
+		}
 		return ""
 	}
 	held := mp.Running + mp.Starting

@@ -9,6 +9,7 @@ import (
 
 	"github.com/evalsched/evalsched/internal/breaker"
 	"github.com/evalsched/evalsched/internal/limits"
+	"github.com/evalsched/evalsched/internal/priority"
 )
 
 var now = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -158,6 +159,22 @@ func TestDecide(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestDecideHoldsPausedBatches(t *testing.T) {
+	snap := Snapshot{
+		Models: []Model{newModel("a", 100).obj()},
+		Queues: []Queue{queue("a", "acme", "p", "paused", 1, 50), queue("a", "lab", "q", "live", 2, 5)},
+		Pins:   []priority.Pin{{Scope: "project#acme/p", Paused: "true"}},
+	}
+	plan := Decide(DefaultConfig(), snap, inBand("a"), now)
+	mp := plan.Models[0]
+	if mp.Admitted != 5 || mp.Waiting != 5 || mp.Paused != 50 || len(mp.Grants) != 1 || mp.Grants[0].Queue.Batch != "live" {
+		t.Fatalf("got admitted %d waiting %d paused %d grants %+v; want only the live batch's 5", mp.Admitted, mp.Waiting, mp.Paused, mp.Grants)
+	}
+	if mp.Why != "50 paused" {
+		t.Errorf("got why %q", mp.Why)
 	}
 }
 

@@ -152,6 +152,9 @@ type LaunchResult struct {
 // reconciler sees it: it compares these with ECS's view of their tasks.
 type InFlight struct {
 	ID             string
+	Account        string
+	Project        string
+	Batch          string
 	Model          string
 	State          string // CLAIMED, LAUNCHED or RUNNING
 	Attempt        int
@@ -159,4 +162,19 @@ type InFlight struct {
 	ClaimedAt      time.Time
 	StartedAt      time.Time // zero until it runs
 	TimeoutSeconds int       // 0: no timeout
+}
+
+// Key returns the queue the job came from.
+func (f InFlight) Key() QueueKey {
+	return QueueKey{Account: f.Account, Project: f.Project, Batch: f.Batch, Model: f.Model}
+}
+
+// Scope names an account, a project of it, or a batch of that: the unit an
+// operator cancels or pauses. Empty Project means the whole account; empty
+// Batch the whole project.
+type Scope struct{ Account, Project, Batch string }
+
+// Matches reports whether the queue is inside the scope.
+func (s Scope) Matches(q QueueKey) bool {
+	return q.Account == s.Account && (s.Project == "" || q.Project == s.Project) && (s.Batch == "" || q.Batch == s.Batch)
 }

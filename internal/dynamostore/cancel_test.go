@@ -1,0 +1,41 @@
+package dynamostore
+
+import (
+	"context"
+	"testing"
+
+	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+func TestCancelTakesTheWaitingJobsOfTheScope(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	b1, b2 := batch("lab", "sweep", "b1", "gpt", -1, 150), batch("lab", "other", "b2", "gpt", -1, 5)
+	submit(t, s, b1)
+	submit(t, s, b2)
+	claimed := commit(t, s, grant(t0, b1, 10))
+	// A retried job goes back in its place: cancel takes it too.
+	if err := s.RecordLaunches(ctx, t0, []scheduler.LaunchResult{{JobID: claimed[0].ID, Attempt: 1, Status: scheduler.Retry, Reason: "capacity"}}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.Cancel(ctx, scheduler.Scope{Account: "lab", Project: "sweep"}, t0)
+	if err != nil || n != 141 {
+		t.Fatalf("got %d, %v; want b1's 141 waiting jobs (150 − 10 claimed + 1 retried)", n, err)
+	}
+	c := counts(t, s)
+	if c[memstore.Cancelled] != 141 || c[memstore.Claimed] != 9 || c[memstore.Waiting] != 5 {
+		t.Errorf("got %v, want 141 cancelled, 9 claimed kept, b2's 5 waiting", c)
+	}
+	if err := checkErr(dump(t, s)); err != nil {
+		t.Fatal(err)
+	}
+	// The pass sees only b2 now.
+	snap := snapshot(t, s)
+	if len(snap.Queues) != 1 || snap.Queues[0].Batch != "b2" {
+		t.Errorf("got queues %+v, want only b2", snap.Queues)
+	}
+	if j := job(t, s, b1, 149); j.State != memstore.Cancelled {
+		t.Errorf("got %s, want CANCELLED", j.State)
+	}
+}
