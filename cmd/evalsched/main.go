@@ -26,6 +26,7 @@ type command struct {
 var commands = []command{
 	simCommand,
 	validateCommand,
+	submitCommand,
 	pinCommand,
 	pauseCommand,
 	resumeCommand,

@@ -1,0 +1,47 @@
+// Package intake is the intake function's logic: it turns the batch messages
+// submitters put on the intake queue into waiting jobs. It is the first step
+// of the pipeline:
+//
+//	submitter ──SQS──▶ Handler.Handle, per record, one at a time:
+//	                     1. parse    batchmsg.Parse with the deployment's Config
+//	                     2. submit   Store.Submit(spec): jobs WAITING, idempotent
+//	                     3. answer   done, dead-lettered, or a batch item failure
+//
+// # What happens to a record
+//
+//	valid, stored                  done (jobs created; a redelivery creates none)
+//	valid, some keys conflict      done: the conflicting jobs stay as they were,
+//	                               the others are stored; logged, IntakeConflicts
+//	invalid (a *batchmsg.Error)    to the dead-letter queue, body unchanged, with
+//	                               evalsched-reason and evalsched-source-message-id;
+//	                               logged, IntakeRejected; then done
+//	dead-letter send failed        batch item failure: SQS delivers it again
+//	store failed (throttled, …)    batch item failure: SQS delivers just it again
+//
+// Nothing is lost and nothing is silent: a record is reported done only once
+// its jobs are stored or it sits in the dead-letter queue with its reason.
+// The handler never fails the whole invocation; the valid messages of a
+// delivery are stored whatever happens to the others. On a FIFO queue a
+// failed record also fails the later records of its message group, so their
+// order holds.
+//
+// # Cost
+//
+// Records are handled one at a time, so memory is bounded by one message
+// (≤ 1 MiB, ≤ 10,000 jobs), not by the delivery. The store writes jobs 25 to
+// a BatchWriteItem call. One EMF document per invocation counts messages,
+// jobs, rejections, conflicts, retries and parts (see Counts).
+//
+// # Parts
+//
+// A batch too large for one message comes as parts (part, parts): each part
+// is stored as it arrives, so its jobs can run before the rest are sent. The
+// store does not yet record which parts have arrived; until it does, the
+// "message stored" log line names the batch and the part, and IntakeParts
+// counts them. A batch is complete when every part has a line; in Logs
+// Insights:
+//
+//	filter parts > 0 and msg like /^message (stored|conflicts)/
+//	| stats count_distinct(part) as arrived, max(parts) as parts by batch
+//	| filter arrived < parts
+package intake

@@ -1,0 +1,107 @@
+package localaws
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// FauxqsDir is where npm puts fauxqs 1.9.2, the SQS stand-in, relative to
+// the repository root.
+const FauxqsDir = "node_modules/fauxqs"
+
+// fauxqsScript serves fauxqs on 127.0.0.1 only: its own startFauxqs binds
+// every interface. The port is the script's one argument.
+const fauxqsScript = `import("fauxqs").then(async ({buildApp}) => {
+  await buildApp({logger: false}).listen({port: Number(process.argv[1]), host: "127.0.0.1"});
+}).catch((err) => { console.error(err); process.exit(1); });`
+
+// SQS starts fauxqs for the test and stops it in t.Cleanup. It fails the
+// test when the server cannot start; a missing node_modules says to run
+// `make test`, which installs it.
+//
+// Queue URLs are those CreateQueue returns (fauxqs names its host
+// "sqs.<region>.localhost"): requests go to endpoint, and the URL in them
+// must match the one fauxqs made, character for character.
+func SQS(t testing.TB) (endpoint string) {
+	t.Helper()
+	s, err := StartSQS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	return s.Endpoint
+}
+
+// StartSQS starts fauxqs on a free port of 127.0.0.1 and waits until it
+// answers. It is for TestMain, which may share one server per test binary;
+// the caller must Stop it.
+func StartSQS() (*Server, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(root, FauxqsDir, "package.json")); err != nil {
+		return nil, fmt.Errorf("fauxqs is not installed (%s missing): run `make test`, which runs npm ci first, or `npm ci` in %s", FauxqsDir, root)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		return nil, errors.New("fauxqs needs node (20 or newer) on PATH")
+	}
+	var last error
+	// As for DynamoDB Local: the free port may be taken between the probe
+	// and the listen, so a start that dies early is tried again.
+	for range 3 {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		s, err := startFauxqs(root, node, port)
+		if err == nil {
+			return s, nil
+		}
+		last = err
+	}
+	return nil, last
+}
+
+func startFauxqs(root, node string, port int) (*Server, error) {
+	// Run from the repository root, so import("fauxqs") finds node_modules.
+	cmd := exec.Command(node, "-e", fauxqsScript, strconv.Itoa(port))
+	cmd.Dir = root
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start fauxqs: %w", err)
+	}
+	s := &Server{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, out: out, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(s.done) }()
+
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		select {
+		case <-s.done:
+			return nil, fmt.Errorf("fauxqs exited before it answered on %s: %s", addr, out.String())
+		default:
+		}
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return s, nil
+		}
+		if time.Now().After(deadline) {
+			s.Stop()
+			return nil, fmt.Errorf("fauxqs did not answer on %s within 15 s: %s", addr, out.String())
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
