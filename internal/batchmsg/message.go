@@ -111,7 +111,7 @@ func (m Message) Spec() memstore.BatchSpec {
 	return memstore.BatchSpec{
 		Account: m.Account, Project: m.Project, Batch: m.Batch, Model: m.Model,
 		Tier: tier, MaxAttempts: cmp.Or(m.MaxAttempts, 3), TaskDefinition: m.TaskDefinition,
-		TimeoutSeconds: m.TimeoutSeconds, Jobs: jobs,
+		TimeoutSeconds: m.TimeoutSeconds, Part: m.Part, Parts: m.Parts, Jobs: jobs,
 	}
 }
 

@@ -2,6 +2,8 @@ package dynamostore
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/evalsched/evalsched/internal/memstore"
@@ -37,5 +39,30 @@ func TestCancelTakesTheWaitingJobsOfTheScope(t *testing.T) {
 	}
 	if j := job(t, s, b1, 149); j.State != memstore.Cancelled {
 		t.Errorf("got %s, want CANCELLED", j.State)
+	}
+}
+
+func TestSubmitRecordsTheParts(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	for _, part := range []int{2, 3, 2} { // out of order, and a redelivery
+		b := batch("lab", "sweep", "multi", "gpt", -1, 4)
+		for i := range b.Jobs {
+			b.Jobs[i].Key = fmt.Sprintf("p%d-%d", part, i)
+		}
+		b.Part, b.Parts = part, 3
+		if _, err := s.Submit(ctx, b, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen, total, err := s.BatchParts(ctx, "lab", "sweep", "multi")
+	if err != nil || total != 3 || !slices.Equal(seen, []int{2, 3}) {
+		t.Fatalf("got parts %v of %d, %v; want 2 and 3 of 3", seen, total, err)
+	}
+	if c := counts(t, s); c[memstore.Waiting] != 8 {
+		t.Errorf("got %v, want the 8 jobs of two parts waiting", c)
+	}
+	if _, total, _ := s.BatchParts(ctx, "lab", "sweep", "none"); total != 0 {
+		t.Errorf("an unknown batch has %d parts", total)
 	}
 }

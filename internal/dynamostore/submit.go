@@ -46,6 +46,56 @@ var (
 // redelivered message overwrites; after 4 the redelivery finds every job
 // registered and writes nothing but the lock.
 func (s *Store) Submit(ctx context.Context, b memstore.BatchSpec, now time.Time) (created int, err error) {
+	created, err = s.submit(ctx, b, now)
+	if b.Parts > 0 && (err == nil || errors.Is(err, ErrConflict)) {
+		// The part arrived (a conflicting job does not undo the rest). Marked
+		// after the jobs are registered: a crash in between leaves it
+		// unmarked until the redelivery, never marked with jobs missing.
+		if perr := s.markPart(ctx, b); perr != nil {
+			return created, errors.Join(err, perr)
+		}
+	}
+	return created, err
+}
+
+// markPart records a part of a multi-part batch on its batch item.
+func (s *Store) markPart(ctx context.Context, b memstore.BatchSpec) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.tables.State),
+		Key:                       key(batchPK(b.Account, b.Project, b.Batch), skBatch),
+		UpdateExpression:          aws.String("ADD parts_seen :p SET parts = :n"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberNS{Value: []string{strconv.Itoa(b.Part)}}, ":n": &types.AttributeValueMemberN{Value: strconv.Itoa(b.Parts)}},
+	})
+	if err != nil {
+		return fmt.Errorf("submit batch %s/%s/%s: record part %d of %d: %w", b.Account, b.Project, b.Batch, b.Part, b.Parts, err)
+	}
+	return nil
+}
+
+// BatchParts returns the parts of a multi-part batch that arrived, in
+// order, and how many it has; total 0 for a batch of one message.
+func (s *Store) BatchParts(ctx context.Context, account, project, batch string) ([]int, int, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.tables.State), Key: key(batchPK(account, project, batch), skBatch)})
+	if err != nil {
+		return nil, 0, fmt.Errorf("read batch %s/%s/%s: %w", account, project, batch, err)
+	}
+	var seen []int
+	if ns, ok := out.Item["parts_seen"].(*types.AttributeValueMemberNS); ok {
+		for _, v := range ns.Value {
+			if n, err := strconv.Atoi(v); err == nil {
+				seen = append(seen, n)
+			}
+		}
+	}
+	slices.Sort(seen)
+	total := 0
+	if n, ok := out.Item["parts"].(*types.AttributeValueMemberN); ok {
+		total, _ = strconv.Atoi(n.Value)
+	}
+	return seen, total, nil
+}
+
+func (s *Store) submit(ctx context.Context, b memstore.BatchSpec, now time.Time) (created int, err error) {
 	if err := validate(b); err != nil {
 		return 0, err
 	}

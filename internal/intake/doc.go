@@ -35,13 +35,9 @@
 // # Parts
 //
 // A batch too large for one message comes as parts (part, parts): each part
-// is stored as it arrives, so its jobs can run before the rest are sent. The
-// store does not yet record which parts have arrived; until it does, the
-// "message stored" log line names the batch and the part, and IntakeParts
-// counts them. A batch is complete when every part has a line; in Logs
-// Insights:
-//
-//	filter parts > 0 and msg like /^message (stored|conflicts)/
-//	| stats count_distinct(part) as arrived, max(parts) as parts by batch
-//	| filter arrived < parts
+// is stored as it arrives, so its jobs can run before the rest are sent, and
+// the store records the part on the batch (after its jobs are registered, so
+// a recorded part never has jobs missing). The batch is complete when every
+// part is recorded: `evalsched status` shows "parts 3/4" until then. The
+// "message stored" log line names the batch and the part too.
 package intake

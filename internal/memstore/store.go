@@ -42,7 +42,10 @@ type BatchSpec struct {
 	MaxAttempts             int    // 0: 3
 	TaskDefinition          string
 	TimeoutSeconds          int
-	Jobs                    []JobSpec
+	// Part of Parts: a large batch arrives over several messages; the batch
+	// records which parts arrived (0, 0: a batch of one message).
+	Part, Parts int
+	Jobs        []JobSpec
 }
 
 // JobSpec is one job of a batch.
@@ -90,7 +93,13 @@ type Store struct {
 	jobs     map[string]*Job
 	all      []*Job // every job in submission order, for recounts
 	pins     map[string]priority.Pin
+	parts    map[string]*partsSeen // by account/project/batch
 	seq      int64
+}
+
+type partsSeen struct {
+	total int
+	seen  map[int]bool
 }
 
 type model struct {
@@ -123,6 +132,7 @@ func New(defaults scheduler.ModelConfig) *Store {
 		queues:   map[scheduler.QueueKey]*queue{},
 		jobs:     map[string]*Job{},
 		pins:     map[string]priority.Pin{},
+		parts:    map[string]*partsSeen{},
 	}
 }
 
@@ -210,6 +220,15 @@ func (s *Store) Submit(_ context.Context, b BatchSpec, now time.Time) (created i
 		q.waiting++
 		s.model(mdl)
 		created++
+	}
+	if b.Parts > 0 {
+		k := b.Account + "/" + b.Project + "/" + b.Batch
+		p := s.parts[k]
+		if p == nil {
+			p = &partsSeen{seen: map[int]bool{}}
+			s.parts[k] = p
+		}
+		p.total, p.seen[b.Part] = b.Parts, true
 	}
 	if len(conflicts) > 0 {
 		return created, fmt.Errorf("batch %s/%s/%s: %d jobs conflict with existing jobs of the same key (first: %q)",
@@ -414,6 +433,18 @@ func (s *Store) TaskStopped(_ context.Context, jobID string, attempt int, exit E
 	}
 	j.Exit = exit
 	return nil
+}
+
+// BatchParts returns the parts of a multi-part batch that arrived, in
+// order, and how many it has; total 0 for a batch of one message.
+func (s *Store) BatchParts(_ context.Context, account, project, batch string) ([]int, int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.parts[account+"/"+project+"/"+batch]
+	if p == nil {
+		return nil, 0, nil
+	}
+	return slices.Sorted(maps.Keys(p.seen)), p.total, nil
 }
 
 // Cancel moves every waiting job inside the scope to CANCELLED.

@@ -202,3 +202,21 @@ func TestCancelTakesTheWaitingJobsOfTheScope(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestSubmitRecordsTheParts(t *testing.T) {
+	ctx := context.Background()
+	s := New(scheduler.ModelConfig{})
+	for _, part := range []int{3, 1} {
+		b := spec("multi", "gpt", 2)
+		for i := range b.Jobs {
+			b.Jobs[i].Key = fmt.Sprintf("p%d-%d", part, i)
+		}
+		b.Part, b.Parts = part, 3
+		if _, err := s.Submit(ctx, b, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if seen, total, _ := s.BatchParts(ctx, "lab", "sweep", "multi"); total != 3 || len(seen) != 2 || seen[0] != 1 || seen[1] != 3 {
+		t.Errorf("got parts %v of %d, want 1 and 3 of 3", seen, total)
+	}
+}
