@@ -63,6 +63,7 @@ type batchView struct {
 	Waiting    int    `json:"waiting"`
 	NextAdmit  int    `json:"next_pass_admits"`
 	PausedBy   string `json:"paused_by,omitempty"`
+	Parts      string `json:"parts,omitempty"` // "3/4" while a multi-part batch is still arriving
 }
 
 // look reads the store and dry-runs the next pass at now.
@@ -115,12 +116,28 @@ func look(ctx context.Context, sf storeFlags, now time.Time) (*view, error) {
 	for i := range v.Models {
 		v.byModel[v.Models[i].Model] = &v.Models[i]
 	}
+	parts := map[string]string{}
+	for _, q := range snap.Queues {
+		id := q.Account + "/" + q.Project + "/" + q.Batch
+		if _, done := parts[id]; done {
+			continue
+		}
+		seen, total, err := st.BatchParts(ctx, q.Account, q.Project, q.Batch)
+		if err != nil {
+			return nil, err
+		}
+		parts[id] = ""
+		if total > 0 && len(seen) < total {
+			parts[id] = fmt.Sprintf("%d/%d", len(seen), total)
+		}
+	}
 	for _, q := range snap.Queues {
 		tier, src := v.pins.Tier(q.Account, q.Project, q.Batch, q.SubmittedTier, sc.DefaultTier)
 		pausedBy, _ := v.pins.Paused(q.Account, q.Project, q.Batch)
 		v.Batches = append(v.Batches, batchView{
 			Batch: q.Account + "/" + q.Project + "/" + q.Batch, Model: q.Model, Tier: tier, TierSource: string(src),
 			Waiting: q.Waiting, NextAdmit: admits[q.Key()], PausedBy: pausedBy,
+			Parts: parts[q.Account+"/"+q.Project+"/"+q.Batch],
 		})
 	}
 	return v, nil
@@ -165,6 +182,9 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 			next := fmt.Sprintf("+%d", b.NextAdmit)
 			if b.PausedBy != "" {
 				next = "paused (" + b.PausedBy + ")"
+			}
+			if b.Parts != "" {
+				next += ", parts " + b.Parts + " arrived"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%d (%s)\t%d\t%s\t\n", b.Batch, b.Model, b.Tier, b.TierSource, b.Waiting, next)
 		}
