@@ -1,0 +1,31 @@
+// Package template holds the tests of the SAM application, ../../template.yaml:
+// the template is the last link between the code and AWS, and nothing else
+// checks it before `sam deploy` (cfn-lint's spec is too old to be useful
+// here, see /work/shared/LOCAL_AWS.md).
+//
+// The test reads the template twice: with goformation, for the structure
+// CloudFormation and SAM define (resource types, typed properties), and with
+// its own walk of the YAML (gopkg.in/yaml.v3), which keeps the short-form
+// intrinsics (!Ref, !GetAtt, !Sub, !If, …) that goformation resolves to
+// nothing and applies SAM's Globals, which goformation does not. On that walk
+// it checks what a deployment depends on:
+//
+//   - every reference names a parameter, a resource or a pseudo-parameter;
+//   - every function is built by the Makefile's build-<LogicalId> target, for
+//     its architecture, with -tags lambda.norpc, from ./functions/<dir>;
+//   - every function's IAM policy grants exactly the calls its code can make:
+//     the calls come from the consumer-side interfaces it is wired with
+//     (reflection over dynamostore.DynamoDBAPI, ecslauncher.API, …), minus a
+//     commented list of calls that function never makes, plus what the
+//     platform needs (logs, the SQS poller); each call on the resources it
+//     touches and nothing broader;
+//   - the sandbox's task role reaches nothing of the scheduler's;
+//   - the tables are dynamostore's Tables.Definitions(), on demand, with PITR;
+//   - the schedule, the queue and the event rule are the ones the design
+//     needs (rate(1 minute) without retries, ReportBatchItemFailures, a
+//     dead-letter queue, ECS task state changes of the sandbox cluster);
+//   - the dashboard and the alarms name metrics the code emits.
+//
+// The table of what each function calls is functions in spec_test.go: change
+// it with the function's wiring (functions/<dir>/main.go).
+package template
