@@ -54,7 +54,7 @@ func build(ctx context.Context, log *slog.Logger) (*runner.Runner, error) {
 	sc := scheduler.DefaultConfig()
 	sc.Tiers, sc.TierWeight, sc.DefaultTier = cfg.Tiers, cfg.TierWeight, cfg.DefaultTier
 	sc.GlobalMaxRunning = cfg.GlobalMaxRunning
-	sc.MaxLaunchesPerPass = max(1, int(cfg.LaunchRate*10))
+	sc.MaxLaunchesPerPass = max(1, int(cfg.LaunchRate*cfg.PassInterval.Seconds()))
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}
@@ -86,6 +86,8 @@ func build(ctx context.Context, log *slog.Logger) (*runner.Runner, error) {
 		Clock:     clock,
 		Metrics:   os.Stdout,
 		Namespace: cfg.EMFNamespace,
+		Interval:  cfg.PassInterval,
+		Passes:    cfg.Passes,
 		Reconcile: func(ctx context.Context, now time.Time) (any, error) { return rec.Run(ctx, now) },
 		Log:       log,
 	}, nil

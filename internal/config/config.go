@@ -37,6 +37,12 @@ type Config struct {
 	DLQURL             string
 	ProviderErrorCodes []int
 
+	// PassInterval and Passes shape one scheduler invocation: a pass every
+	// PassInterval, Passes of them (10 s × 6 covers EventBridge's minute).
+	// Tests and the local mode shorten them.
+	PassInterval time.Duration
+	Passes       int
+
 	// The model settings of a model that has no item in the models table.
 	DefaultMinLimit     int
 	DefaultMaxLimit     int
@@ -86,6 +92,8 @@ func Load(getenv Getenv) (Config, error) {
 		DefaultMaxLimit:       r.integer("EVALSCHED_DEFAULT_MAX_LIMIT", 10000, 1, 1_000_000),
 		DefaultTargetDepth:    r.float("EVALSCHED_DEFAULT_TARGET_DEPTH", 20, 0, 1e6),
 		DefaultInitialLimit:   r.integer("EVALSCHED_DEFAULT_INITIAL_LIMIT", 10, 1, 1_000_000),
+		PassInterval:          time.Duration(r.integer("EVALSCHED_PASS_INTERVAL_SECONDS", 10, 1, 60)) * time.Second,
+		Passes:                r.integer("EVALSCHED_PASSES", 6, 1, 60),
 	}
 	if c.DefaultMaxLimit < c.DefaultMinLimit {
 		r.fail("EVALSCHED_DEFAULT_MAX_LIMIT", "%d is below EVALSCHED_DEFAULT_MIN_LIMIT %d", c.DefaultMaxLimit, c.DefaultMinLimit)

@@ -25,6 +25,8 @@
 //	EVALSCHED_EMF_NAMESPACE         namespace of evalsched's own metrics (default "evalsched")
 //	EVALSCHED_DLQ_URL               the intake dead-letter queue (intake)
 //	EVALSCHED_PROVIDER_ERROR_EXIT_CODES  comma-separated exit codes (default "75")
+//	EVALSCHED_PASS_INTERVAL_SECONDS one pass every N seconds (default 10)
+//	EVALSCHED_PASSES                passes per scheduler invocation (default 6: one minute)
 //	EVALSCHED_DEFAULT_MIN_LIMIT, _MAX_LIMIT, _TARGET_DEPTH, _INITIAL_LIMIT
 //	                                a model without an item in the models table (1, 10000, 20, 10)
 package config

@@ -20,8 +20,10 @@ type Runner struct {
 	Scheduler *scheduler.Scheduler
 	Lease     func(owner string) passloop.Lease // the lease handle of one invocation
 	Clock     passloop.Clock
-	Metrics   io.Writer // EMF documents; os.Stdout in Lambda
-	Namespace string    // EMF namespace
+	Metrics   io.Writer     // EMF documents; os.Stdout in Lambda
+	Namespace string        // EMF namespace
+	Interval  time.Duration // between passes (default 10 s)
+	Passes    int           // per invocation (default 6)
 	// Reconcile, when set, runs in the invocation's first slot, before its
 	// pass: once a minute, under the lease.
 	Reconcile func(ctx context.Context, now time.Time) (any, error)
@@ -45,9 +47,11 @@ func (r *Runner) Run(ctx context.Context, owner string) (Result, error) {
 	}
 	first := true
 	loop := &passloop.Loop{
-		Clock: r.Clock,
-		Lease: r.Lease(owner),
-		Log:   log,
+		Interval: r.Interval,
+		Window:   time.Duration(r.Passes) * r.Interval,
+		Clock:    r.Clock,
+		Lease:    r.Lease(owner),
+		Log:      log,
 		Pass: func(ctx context.Context) error {
 			if r.Reconcile != nil && first {
 				first = false
