@@ -6,7 +6,7 @@ PKGS     := ./...
 SCENARIO ?= scenarios/seed-hot-lanes.json
 REPORT   ?= out/report.html
 
-.PHONY: run test lint bench fuzz build clean
+.PHONY: run test lint bench fuzz build clean local
 
 run: ## simulate seed-hot-lanes under all three policies, print the table, write the report
 	@mkdir -p $(dir $(REPORT))
@@ -34,6 +34,9 @@ fuzz: ## each fuzz target for FUZZTIME
 	  done; \
 	done
 
+local: node_modules ## the whole system on this machine (DynamoDB Local, fauxqs, a simulated world); Ctrl-C stops it
+	$(GO) run ./cmd/evalsched local
+
 build: ## the operator CLI into bin/
 	$(GO) build -o bin/evalsched ./cmd/evalsched
 
@@ -59,3 +62,29 @@ build-IntakeFunction:
 build-TaskEventsFunction:
 	@test -n "$(ARTIFACTS_DIR)" || { echo "ARTIFACTS_DIR is not set (sam build sets it)"; exit 1; }
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -buildvcs=false -ldflags='-s -w' -o $(ARTIFACTS_DIR)/bootstrap ./functions/taskevents
+
+# --- chaos: the simulator with every fault (internal/sim/doc.go, "Faults") ---
+# Each shipped scenario under policy dynamic with --faults all, for 20 seeds:
+# one summary line per run, then a total; the target fails when a run lost a
+# job, launched one twice or broke an invariant (what broke, with times and
+# jobs: out/chaos/SCENARIO-SEED.err).
+
+CHAOS_SCENARIOS ?= seed-hot-lanes small-behind-big tiers-saturated
+CHAOS_SEEDS     ?= $(shell seq 1 20)
+CHAOS_JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
+
+.PHONY: chaos
+
+chaos: ## every fault kind on the shipped scenarios, 20 seeds each; fails on any broken invariant
+	@mkdir -p out/chaos && rm -f out/chaos/*
+	$(GO) build -o bin/evalsched ./cmd/evalsched
+	@for s in $(CHAOS_SCENARIOS); do for n in $(CHAOS_SEEDS); do echo "$$s $$n"; done; done | \
+	  xargs -P $(CHAOS_JOBS) -L 1 sh -c 'bin/evalsched sim --scenario scenarios/$$0.json --policy dynamic --faults all --seed $$1 --summary --quiet >out/chaos/$$0-$$1.txt 2>out/chaos/$$0-$$1.err'; \
+	runs=0; bad=0; \
+	for s in $(CHAOS_SCENARIOS); do for n in $(CHAOS_SEEDS); do \
+	  runs=$$((runs+1)); f=out/chaos/$$s-$$n; \
+	  if [ -s $$f.txt ]; then cat $$f.txt; else echo "$$s seed=$$n: no summary line (see $$f.err)"; fi; \
+	  grep -q ' ok$$' $$f.txt 2>/dev/null || bad=$$((bad+1)); \
+	done; done; \
+	echo "chaos: $$runs runs, $$bad broke an invariant"; \
+	test $$bad -eq 0

@@ -33,6 +33,7 @@ var commands = []command{
 	cancelCommand,
 	statusCommand,
 	whyCommand,
+	localCommand,
 }
 
 // Exit codes.

@@ -1,0 +1,205 @@
+package localmode
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/evalsched/evalsched/internal/config"
+	"github.com/evalsched/evalsched/internal/dynamolease"
+	"github.com/evalsched/evalsched/internal/dynamostore"
+	"github.com/evalsched/evalsched/internal/intake"
+	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/passloop"
+	"github.com/evalsched/evalsched/internal/runner"
+	"github.com/evalsched/evalsched/internal/scheduler"
+	"github.com/evalsched/evalsched/internal/taskevent"
+)
+
+// Options shape a local run.
+type Options struct {
+	DynamoDB string // endpoint; "" starts DynamoDB Local
+	SQS      string // endpoint; "" starts fauxqs
+	Prefix   string // table prefix (default "evalsched-")
+	Speed    float64
+	Interval time.Duration // between passes (default 10 s)
+	Models   []Model
+	Out      io.Writer // the progress lines and the exports
+	Log      *slog.Logger
+	// Ready, when set, receives the queue URL once everything runs.
+	Ready func(queueURL string)
+}
+
+// Run runs the local system until ctx ends.
+func Run(ctx context.Context, opt Options) error {
+	if opt.Prefix == "" {
+		opt.Prefix = "evalsched-"
+	}
+	if opt.Speed <= 0 {
+		opt.Speed = 1
+	}
+	if opt.Interval == 0 {
+		opt.Interval = 10 * time.Second
+	}
+	if opt.Out == nil {
+		opt.Out = os.Stdout
+	}
+	log := opt.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+
+	// 1. The stand-ins, started unless given.
+	if opt.DynamoDB == "" {
+		s, err := localaws.StartDynamoDB()
+		if err != nil {
+			return fmt.Errorf("start DynamoDB Local: %w", err)
+		}
+		defer s.Stop()
+		opt.DynamoDB = s.Endpoint
+	}
+	if opt.SQS == "" {
+		s, err := localaws.StartSQS()
+		if err != nil {
+			return fmt.Errorf("start fauxqs: %w", err)
+		}
+		defer s.Stop()
+		opt.SQS = s.Endpoint
+	}
+	ddb, err := dynamostore.LocalClient(ctx, opt.DynamoDB)
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(nil)
+	if err != nil {
+		return err
+	}
+	tables := dynamostore.DefaultTables(opt.Prefix)
+	store := dynamostore.New(ddb, tables, cfg.DefaultModel())
+	if err := store.CreateTables(ctx); err != nil {
+		return err
+	}
+	sq := sqs.New(sqs.Options{Region: dynamostore.LocalRegion, BaseEndpoint: aws.String(opt.SQS),
+		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
+	queueURL, err := createQueue(ctx, sq, opt.Prefix+"intake")
+	if err != nil {
+		return err
+	}
+	dlqURL, err := createQueue(ctx, sq, opt.Prefix+"intake-dlq")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(opt.Out, "evalsched local: DynamoDB Local %s, fauxqs %s\n", opt.DynamoDB, opt.SQS)
+	fmt.Fprintf(opt.Out, "in another shell:\n  export AWS_REGION=%s AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local\n", dynamostore.LocalRegion)
+	fmt.Fprintf(opt.Out, "  export AWS_ENDPOINT_URL_DYNAMODB=%s AWS_ENDPOINT_URL_SQS=%s EVALSCHED_TABLE_PREFIX=%s\n", opt.DynamoDB, opt.SQS, opt.Prefix)
+	fmt.Fprintf(opt.Out, "  evalsched submit batch.json --queue-url %s\n  evalsched status\n", queueURL)
+
+	// 2. The functions' code, wired to the stand-ins and the world.
+	cfg.DLQURL = dlqURL
+	icfg, err := intake.ConfigFrom(cfg)
+	if err != nil {
+		return err
+	}
+	in := &intake.Handler{Store: store, DLQ: sq, Config: icfg, Log: log, Metrics: io.Discard}
+	te := &taskevent.Handler{Store: store, Config: taskevent.Config{ProviderErrorCodes: cfg.ProviderErrorCodes}, Log: log}
+	world := newWorld(ctx, opt.Speed, opt.Models, te)
+	sc := scheduler.DefaultConfig()
+	sc.Tiers, sc.TierWeight, sc.DefaultTier, sc.GlobalMaxRunning = cfg.Tiers, cfg.TierWeight, cfg.DefaultTier, cfg.GlobalMaxRunning
+	sc.MaxLaunchesPerPass = max(1, int(cfg.LaunchRate*opt.Interval.Seconds()))
+	run := &runner.Runner{
+		Scheduler: &scheduler.Scheduler{Store: store, Depths: world, Launcher: world, Clock: runner.RealClock{}, Config: sc, Log: log},
+		Lease:     func(owner string) passloop.Lease { return dynamolease.New(ddb, tables.State, owner) },
+		Clock:     runner.RealClock{},
+		Interval:  opt.Interval,
+		Passes:    6,
+		Log:       log,
+	}
+
+	// 3. The loops: intake polls the queue; the scheduler runs invocation
+	// after invocation; progress every few passes.
+	go pollIntake(ctx, sq, queueURL, in, log)
+	go progress(ctx, store, opt.Out, 3*opt.Interval)
+	if opt.Ready != nil {
+		opt.Ready(queueURL)
+	}
+	for n := 0; ctx.Err() == nil; n++ {
+		if _, err := run.Run(ctx, fmt.Sprintf("local-%d", n)); err != nil && ctx.Err() == nil {
+			log.Error("scheduler invocation", "err", err)
+		}
+	}
+	world.wg.Wait()
+	return nil
+}
+
+func createQueue(ctx context.Context, sq *sqs.Client, name string) (string, error) {
+	out, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
+	if err != nil {
+		return "", fmt.Errorf("create queue %s: %w", name, err)
+	}
+	return aws.ToString(out.QueueUrl), nil
+}
+
+// pollIntake is SQS's event source mapping: receive, invoke, delete what
+// the handler did not report as failed.
+func pollIntake(ctx context.Context, sq *sqs.Client, url string, h *intake.Handler, log *slog.Logger) {
+	for ctx.Err() == nil {
+		out, err := sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+		if err != nil || len(out.Messages) == 0 {
+			continue
+		}
+		var ev events.SQSEvent
+		for _, m := range out.Messages {
+			ev.Records = append(ev.Records, events.SQSMessage{MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle), Body: aws.ToString(m.Body), EventSource: "aws:sqs"})
+		}
+		resp, err := h.Handle(ctx, ev)
+		if err != nil {
+			log.Error("intake", "err", err)
+			continue
+		}
+		failed := map[string]bool{}
+		for _, f := range resp.BatchItemFailures {
+			failed[f.ItemIdentifier] = true
+		}
+		for _, m := range out.Messages {
+			if !failed[aws.ToString(m.MessageId)] {
+				_, _ = sq.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle})
+			}
+		}
+	}
+}
+
+// progress prints one line per model with work, now and then.
+func progress(ctx context.Context, store *dynamostore.Store, out io.Writer, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		snap, err := store.Snapshot(ctx, time.Now())
+		if err != nil {
+			continue
+		}
+		waiting := map[string]int{}
+		for _, q := range snap.Queues {
+			waiting[q.Model] += q.Waiting
+		}
+		for _, m := range snap.Models {
+			if m.Running+m.Starting+waiting[m.Config.Name] == 0 {
+				continue
+			}
+			fmt.Fprintf(out, "%s  %-20s limit %4d  running %4d  starting %4d  waiting %6d\n",
+				time.Now().Format("15:04:05"), m.Config.Name, m.State.Limit.Limit, m.Running, m.Starting, waiting[m.Config.Name])
+		}
+	}
+}

@@ -1,0 +1,91 @@
+package localmode
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/evalsched/evalsched/internal/dynamostore"
+	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// TestLocalRunsASubmittedBatch runs the local mode against the servers the
+// test starts, submits a batch to its queue as `evalsched submit` would, and
+// waits for every job to succeed.
+func TestLocalRunsASubmittedBatch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the local mode for several seconds")
+	}
+	ddb, sqsURL := localaws.DynamoDB(t), localaws.SQS(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	out := &syncBuf{}
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Options{
+			DynamoDB: ddb, SQS: sqsURL, Prefix: "local-", Speed: 50, Interval: time.Second, Out: out,
+			Models: []Model{{Name: "gpt-5.5", Concurrency: 4, Call: 2 * time.Second, Think: time.Second, Calls: 3, Start: 10 * time.Second}},
+			Ready:  func(u string) { ready <- u },
+		})
+	}()
+	var queueURL string
+	select {
+	case queueURL = <-ready:
+	case err := <-done:
+		t.Fatalf("local mode ended before it was ready: %v\n%s", err, out)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("local mode not ready after 30 s\n%s", out)
+	}
+	defer func() { cancel(); <-done }()
+
+	sq := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(sqsURL), Credentials: credentials.NewStaticCredentialsProvider("l", "l", "")})
+	var jobs []map[string]any
+	for i := range 8 {
+		jobs = append(jobs, map[string]any{"key": fmt.Sprint(i)})
+	}
+	body, _ := json.Marshal(map[string]any{"version": 1, "account": "dev", "project": "try", "batch": "b1", "model": "gpt-5.5", "jobs": jobs})
+	if _, err := sq.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String(string(body))}); err != nil {
+		t.Fatal(err)
+	}
+
+	client, err := dynamostore.LocalClient(ctx, ddb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := dynamostore.New(client, dynamostore.DefaultTables("local-"), scheduler.ModelConfig{})
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ok := 0
+		for i := range 8 {
+			j, found, err := store.Job(ctx, scheduler.JobID("dev", "try", "b1", fmt.Sprint(i)))
+			if err == nil && found && j.State == memstore.Succeeded {
+				ok++
+			}
+		}
+		if ok == 8 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 8 jobs succeeded after 60 s\n%s", ok, out)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}

@@ -1,0 +1,165 @@
+package localmode
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+// Model is one simulated model: a provider serving Concurrency calls at
+// once behind a FIFO gateway, and what its sandboxes do.
+type Model struct {
+	Name        string
+	Concurrency int           // provider concurrency
+	Call        time.Duration // one call's service time (mean, exponential)
+	Think       time.Duration // sandbox time between calls
+	Calls       int           // calls per job
+	Start       time.Duration // RunTask → container running
+}
+
+// DefaultModel is the model of a job whose model the world was not told.
+func DefaultModel(name string) Model {
+	return Model{Name: name, Concurrency: 20, Call: 8 * time.Second, Think: 4 * time.Second, Calls: 10, Start: 30 * time.Second}
+}
+
+// events receives the task state changes the world's sandboxes produce.
+type eventHandler interface {
+	Handle(ctx context.Context, raw json.RawMessage) error
+}
+
+// world is the simulated gateway and Fargate. It implements
+// scheduler.DepthReader and scheduler.Launcher.
+type world struct {
+	speed  float64
+	events eventHandler
+	mu     sync.Mutex
+	models map[string]*gateway
+	known  map[string]Model
+	seq    atomic.Int64
+	wg     sync.WaitGroup
+	ctx    context.Context
+}
+
+// gateway is one model's queue in front of its provider.
+type gateway struct {
+	slots   chan struct{} // provider concurrency
+	waiting atomic.Int64  // calls queued, not in service: the depth
+}
+
+func newWorld(ctx context.Context, speed float64, models []Model, ev eventHandler) *world {
+	w := &world{speed: speed, events: ev, models: map[string]*gateway{}, known: map[string]Model{}, ctx: ctx}
+	for _, m := range models {
+		w.known[m.Name] = m
+	}
+	return w
+}
+
+func (w *world) model(name string) (Model, *gateway) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m, ok := w.known[name]
+	if !ok {
+		m = DefaultModel(name)
+		w.known[name] = m
+	}
+	g, ok := w.models[name]
+	if !ok {
+		g = &gateway{slots: make(chan struct{}, m.Concurrency)}
+		w.models[name] = g
+	}
+	return m, g
+}
+
+// sleep waits d compressed by the speed, or until the world stops.
+func (w *world) sleep(d time.Duration) bool {
+	t := time.NewTimer(time.Duration(float64(d) / w.speed))
+	defer t.Stop()
+	select {
+	case <-w.ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// Depths implements scheduler.DepthReader: the gateway's queue now.
+func (w *world) Depths(_ context.Context, models []string, now time.Time) (map[string]scheduler.Depth, error) {
+	out := map[string]scheduler.Depth{}
+	for _, name := range models {
+		_, g := w.model(name)
+		out[name] = scheduler.Depth{Value: float64(g.waiting.Load()), At: now}
+	}
+	return out, nil
+}
+
+// Launch implements scheduler.Launcher: every task starts (Fargate never
+// refuses here) and runs its job in a goroutine.
+func (w *world) Launch(_ context.Context, jobs []scheduler.Job) []scheduler.LaunchResult {
+	out := make([]scheduler.LaunchResult, len(jobs))
+	for i, j := range jobs {
+		arn := fmt.Sprintf("arn:aws:ecs:local:000000000000:task/local/%032x", w.seq.Add(1))
+		out[i] = scheduler.LaunchResult{JobID: j.ID, Attempt: j.Attempt, Status: scheduler.Launched, TaskARN: arn}
+		w.wg.Add(1)
+		go w.run(j, arn)
+	}
+	return out
+}
+
+// run is one sandbox: start, call the gateway Calls times, stop.
+func (w *world) run(j scheduler.Job, arn string) {
+	defer w.wg.Done()
+	m, g := w.model(j.Model)
+	rng := rand.New(rand.NewPCG(uint64(w.seq.Load()), 7))
+	created := time.Now()
+	if !w.sleep(m.Start) {
+		return
+	}
+	started := time.Now()
+	w.emit(j, arn, "RUNNING", created, started, nil)
+	for range m.Calls {
+		g.waiting.Add(1)
+		select {
+		case g.slots <- struct{}{}:
+		case <-w.ctx.Done():
+			return
+		}
+		g.waiting.Add(-1)
+		ok := w.sleep(time.Duration(rng.ExpFloat64() * float64(m.Call)))
+		<-g.slots
+		if !ok || !w.sleep(m.Think) {
+			return
+		}
+	}
+	code := 0
+	w.emit(j, arn, "STOPPED", created, started, &code)
+}
+
+// emit hands the task-events handler the event ECS would send.
+func (w *world) emit(j scheduler.Job, arn, status string, created, started time.Time, exit *int) {
+	env := []map[string]string{
+		{"name": "EVALSCHED_JOB_ID", "value": j.ID},
+		{"name": "EVALSCHED_MODEL", "value": j.Model},
+		{"name": "EVALSCHED_ATTEMPT", "value": fmt.Sprint(j.Attempt)},
+	}
+	if !j.SubmittedAt.IsZero() {
+		env = append(env, map[string]string{"name": "EVALSCHED_SUBMITTED_AT", "value": j.SubmittedAt.UTC().Format(time.RFC3339)})
+	}
+	container := map[string]any{"name": "sandbox", "lastStatus": status}
+	detail := map[string]any{
+		"taskArn": arn, "startedBy": j.ID, "group": "model:" + j.Model, "lastStatus": status,
+		"createdAt": created.UTC(), "startedAt": started.UTC(), "containers": []any{container},
+		"overrides": map[string]any{"containerOverrides": []any{map[string]any{"name": "sandbox", "environment": env}}},
+	}
+	if exit != nil {
+		container["exitCode"] = *exit
+		detail["stopCode"], detail["stoppedReason"], detail["stoppedAt"] = "EssentialContainerExited", "Essential container in task exited", time.Now().UTC()
+	}
+	raw, _ := json.Marshal(map[string]any{"version": "0", "source": "aws.ecs", "detail-type": "ECS Task State Change", "time": time.Now().UTC(), "detail": detail})
+	_ = w.events.Handle(w.ctx, raw) // a failure is logged by the handler; the world goes on
+}
