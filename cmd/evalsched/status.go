@@ -202,7 +202,7 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 	sf := addStoreFlags(fs)
 	asJSON := fs.Bool("json", false, "print JSON for scripts")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: %s why [flags] ACCOUNT/PROJECT/BATCH\n\n", programName)
+		fmt.Fprintf(stderr, "usage: %s why [flags] ACCOUNT/PROJECT/BATCH | JOB_ID\n\n", programName)
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterspersed(fs, args)
@@ -213,7 +213,31 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitUsage
 	}
-	v, err := look(context.Background(), sf, time.Now())
+	ctx := context.Background()
+	target := pos[0]
+	if isJobID(target) {
+		// A job: say where it is; if it waits, explain its batch.
+		st, _, err := sf.open(ctx)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s why: %v\n", programName, err)
+			return exitFailed
+		}
+		j, ok, err := st.Job(ctx, target)
+		if err != nil || !ok {
+			fmt.Fprintf(stderr, "%s why: no job %s (%v)\n", programName, target, err)
+			return exitFailed
+		}
+		fmt.Fprintf(stdout, "job %s (%s of %s/%s/%s on %s): %s, attempt %d of %d", j.ID, j.Key, j.Account, j.Project, j.Batch, j.Model, j.State, j.Attempt, j.MaxAttempts)
+		if j.Reason != "" {
+			fmt.Fprintf(stdout, ", %s", j.Reason)
+		}
+		fmt.Fprintln(stdout)
+		if j.State != "WAITING" {
+			return exitOK
+		}
+		target = j.Account + "/" + j.Project + "/" + j.Batch
+	}
+	v, err := look(ctx, sf, time.Now())
 	if err != nil {
 		fmt.Fprintf(stderr, "%s why: %v\n", programName, err)
 		return exitFailed
@@ -224,12 +248,12 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 	}
 	var answers []answer
 	for _, b := range v.Batches {
-		if b.Batch == pos[0] {
+		if b.Batch == target {
 			answers = append(answers, answer{b, *v.byModel[b.Model]})
 		}
 	}
 	if len(answers) == 0 {
-		fmt.Fprintf(stderr, "%s why: batch %q has no waiting jobs (it is done, running, or unknown)\n", programName, pos[0])
+		fmt.Fprintf(stderr, "%s why: batch %q has no waiting jobs (it is done, running, or unknown)\n", programName, target)
 		return exitFailed
 	}
 	if *asJSON {
@@ -263,4 +287,17 @@ func writeJSON(stdout, stderr io.Writer, v any) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// isJobID tells a job id (32 lowercase hex characters) from a batch.
+func isJobID(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }

@@ -107,6 +107,11 @@ func TestPinStatusWhy(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "tier 0 (account pin)") || !strings.Contains(out, "limit 4") {
 		t.Errorf("why: got %d\n%s", code, out)
 	}
+	jobID := scheduler.JobID("acme", "search", "b17", "a")
+	out, _, code = cli(t, "why", jobID)
+	if code != exitOK || !strings.Contains(out, "WAITING, attempt 1 of 3") || !strings.Contains(out, "tier 0 (account pin)") {
+		t.Errorf("why JOB: got %d\n%s", code, out)
+	}
 	if _, stderr, code := cli(t, "why", "nobody/none/none"); code != exitFailed || !strings.Contains(stderr, "no waiting jobs") {
 		t.Errorf("why unknown: got %d %q", code, stderr)
 	}
