@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +28,12 @@ Runs the real scheduler pass against a simulated gateway, providers and
 Fargate (scenario format: scenarios/README.md) and prints the metrics per
 policy side by side. Same scenario and seed, same numbers.
 
+--faults injects, at times drawn from the seed, the faults the real system
+meets (crash, overlap, events, runtask, store, metrics, intake, provider;
+see internal/sim/doc.go) into policy dynamic; the baselines ignore them.
+Same scenario, seed and faults, same numbers. With --faults the command
+exits 1 when a run lost a job, launched one twice or broke an invariant.
+
 flags:
 `
 
@@ -45,6 +52,8 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	trace := fs.Bool("trace", false, "with --json: add every pass of every model (passes)")
 	report := fs.String("report", "", "write a self-contained HTML report with plots to `FILE`")
 	passLog := fs.String("pass-log", "", "write the dynamic policy's pass log (limit decisions, why jobs wait) to `FILE`")
+	faultsFlag := fs.String("faults", "", "inject faults into policy dynamic: all, or a comma-separated list of `KINDS` ("+faultKinds()+")")
+	summary := fs.Bool("summary", false, "print one summary line per policy (faults, lost, double launched, invariant violations) instead of the table")
 	quiet := fs.Bool("quiet", false, "no progress line on stderr")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -64,6 +73,8 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		return usageErr("--scenario is required")
 	case *trace && !*asJSON:
 		return usageErr("--trace needs --json")
+	case *summary && *asJSON:
+		return usageErr("--summary and --json exclude each other")
 	case *seed < -1:
 		return usageErr("--seed must not be negative")
 	case *duration < 0 || *duration > sim.MaxDurationS:
@@ -72,6 +83,10 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	policies, err := sim.ParsePolicy(*policy)
 	if err != nil {
 		return usageErr("--policy: %v", err)
+	}
+	faults, err := sim.ParseFaults(*faultsFlag)
+	if err != nil {
+		return usageErr("--faults: %v", err)
 	}
 
 	sc, err := sim.LoadScenario(*scenario)
@@ -86,7 +101,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		sc.DurationS = *duration
 	}
 
-	opt := sim.Options{Trace: *trace}
+	opt := sim.Options{Trace: *trace, Faults: faults}
 	if *passLog != "" {
 		f, err := os.Create(*passLog)
 		if err != nil {
@@ -127,6 +142,13 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		for _, r := range results { // invariants go to stderr, never into the JSON
 			sim.WriteNotes(stderr, r)
 		}
+	} else if *summary {
+		sim.WriteSummary(stdout, results)
+		for _, r := range results {
+			if sim.Broken(r) { // what broke, with times and jobs
+				sim.WriteNotes(stderr, r)
+			}
+		}
 	} else if err := sim.WriteTable(stdout, results); err != nil {
 		fmt.Fprintf(stderr, "evalsched sim: %v\n", err)
 		return exitFailed
@@ -134,7 +156,19 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	if *report != "" && !*asJSON {
 		fmt.Fprintf(stdout, "\nreport: %s\n", *report)
 	}
+	if faults != 0 && slices.ContainsFunc(results, sim.Broken) {
+		return exitFailed
+	}
 	return exitOK
+}
+
+// faultKinds lists the fault kinds for the usage text.
+func faultKinds() string {
+	var names []string
+	for _, k := range sim.FaultKinds() {
+		names = append(names, k.String())
+	}
+	return strings.Join(names, ", ")
 }
 
 // writeFile writes through a temporary file so a failed run leaves no

@@ -234,8 +234,13 @@ func taskJSON(t *Task) map[string]any {
 	if t.ExitCode != nil {
 		c["exitCode"] = *t.ExitCode
 	}
+	var env []any
+	for k, v := range t.Env {
+		env = append(env, map[string]any{"name": k, "value": v})
+	}
 	out := map[string]any{"taskArn": t.ARN, "startedBy": t.StartedBy, "group": t.Group,
-		"taskDefinitionArn": t.TaskDefinition, "lastStatus": t.LastStatus, "containers": []any{c}}
+		"taskDefinitionArn": t.TaskDefinition, "lastStatus": t.LastStatus, "containers": []any{c},
+		"overrides": map[string]any{"containerOverrides": []any{map[string]any{"name": "sandbox", "environment": orEmpty(env)}}}}
 	if t.StopCode != "" {
 		out["stopCode"], out["stoppedReason"] = t.StopCode, t.StoppedReason
 	}

@@ -22,6 +22,7 @@ type Config struct {
 	BindingShare float64       // the limit binds when running+starting ≥ BindingShare·limit
 	RaiseSettled float64       // share of the previous raise's launches that must be running
 	DrainShare   float64       // a lowering takes at most this share of the slots freed by ended jobs
+	CeilingTTL   time.Duration // the saturation load is remembered this long (providers change)
 }
 
 // DefaultConfig returns the tuning measured in the simulator (see BENCHMARKS.md).
@@ -38,6 +39,7 @@ func DefaultConfig() Config {
 		BindingShare: 0.9,
 		RaiseSettled: 0.3,
 		DrainShare:   0.9,
+		CeilingTTL:   15 * time.Minute,
 	}
 }
 
@@ -66,6 +68,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("limits: raise_settled %g is outside [0, 1]", c.RaiseSettled)
 	case c.DrainShare < 0 || c.DrainShare > 1:
 		return fmt.Errorf("limits: drain_share %g is outside [0, 1]", c.DrainShare)
+	case c.CeilingTTL < 0:
+		return fmt.Errorf("limits: ceiling_ttl %v must not be negative", c.CeilingTTL)
 	}
 	return nil
 }
@@ -90,7 +94,8 @@ type State struct {
 	PeakSince float64   // highest datapoint measured since SettledAt
 	// Ceiling is the load at which the depth last went past the target: a
 	// cold raise goes fast up to it and carefully beyond. 0 = not yet seen.
-	Ceiling int
+	Ceiling   int
+	CeilingAt time.Time // when Ceiling was last seen
 	// Recent holds the running count of the last passes, so a datapoint
 	// measured a while ago is compared with the load it measured.
 	Recent []Sample
@@ -218,8 +223,14 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 		// since have already lowered the load.
 		excess := depth - m.Target
 		measured := st.runningAt(in.DepthAt, in.Running)
+		if measured == 0 {
+			// None of ours ran when the depth was measured: the queue is
+			// someone else's (or a failing provider's), not a sign of too
+			// many jobs. Lowering now would throw the limit to its floor.
+			return hold("depth %s > target %s, but none of its jobs ran when it was measured", num(depth), num(m.Target))
+		}
 		want := clamp(measured+in.Starting-int(math.Ceil(cfg.LowerGain*excess)), m.Min, m.Max)
-		next.Ceiling = want
+		next.Ceiling, next.CeilingAt = want, in.Now
 		// Lowering evicts nothing: running jobs drain as they end. Falling
 		// at most DrainShare of the slots they free keeps a trickle of
 		// admissions, so tiers and project turns still act during a drain.
@@ -255,6 +266,9 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 		}
 		f := 1 + cfg.StepGain*gap
 		want := int(math.Ceil(float64(cur) * f))
+		if next.Ceiling > 0 && cfg.CeilingTTL > 0 && in.Now.Sub(next.CeilingAt) > cfg.CeilingTTL {
+			next.Ceiling = 0 // an old saturation says little about the provider now
+		}
 		fastTo := int(cfg.FastUpTo * float64(next.Ceiling))
 		if next.PeakSince <= cfg.FarBelow*m.Target && (next.Ceiling == 0 || cur < fastTo) {
 			// Every reading since the last raise settled was far below:

@@ -30,7 +30,8 @@ func (s *stb) raised(by int, filled, settled *time.Duration) *stb {
 	}
 	return s
 }
-func (s *stb) ceiling(n int) *stb { s.Ceiling = n; return s }
+func (s *stb) ceiling(n int) *stb      { s.Ceiling, s.CeilingAt = n, t0.Add(-time.Hour); return s }
+func (s *stb) freshCeiling(n int) *stb { s.Ceiling, s.CeilingAt = n, t0.Add(-time.Minute); return s }
 func (s *stb) ranAt(ago time.Duration, running int) *stb {
 	s.Recent = append(s.Recent, Sample{At: t0.Add(-ago), Running: running})
 	return s
@@ -54,7 +55,7 @@ func TestNext(t *testing.T) {
 		{"missing datapoint holds", gpt, steady(300), Input{Now: t0, Running: 300, Waiting: 10}, 300, Held, "no depth datapoint"},
 		{"stale datapoint holds", gpt, steady(300), Input{Now: t0, DepthAt: t0.Add(-5 * time.Minute), Running: 300, Waiting: 10}, 300, Held, "old >"},
 		{"cold model at depth 0 raises fast", gpt, steady(10), in(0, 10, 0, 20000), 40, Raised, "raise ×4: depth 0 < target 40, 20000 waiting"},
-		{"fast raises stop short of the old ceiling", gpt, steady(500).ceiling(1000), in(0, 500, 0, 20000), 800, Raised, "raise ×1.6"},
+		{"fast raises stop short of the ceiling", gpt, steady(500).freshCeiling(1000), in(0, 500, 0, 20000), 800, Raised, "raise ×1.6"},
 		{"near target raises a little", gpt, steady(1000), in(15, 990, 10, 500), 1032, Raised, "raise ×1.03"},
 		{"inside the band holds", gpt, steady(1000), in(35, 990, 10, 500), 1000, Held, "within 20..60"},
 		{"nothing waiting holds", gpt, steady(1000), in(0, 990, 10, 0), 1000, Held, "nothing waiting"},
@@ -67,6 +68,8 @@ func TestNext(t *testing.T) {
 		{"overshoot lowers by the excess from the load it measured", gpt, steady(2000).ranAt(20*time.Second, 1900), in(140, 1700, 0, 900), 1850, Lowered, "lower to 1850"},
 		{"lowering never raises", gpt, steady(1000), in(100, 1040, 30, 900), 1000, Held, "draining"},
 		{"lowering stops at min", Model{Target: 5, Min: 55, Max: 100}, steady(80), in(200, 50, 0, 10), 55, Lowered, "lower to 55"},
+		{"a queue none of ours made lowers nothing", gpt, steady(300), in(200, 0, 0, 900), 300, Held, "none of its jobs ran"},
+		{"an old ceiling is forgotten", gpt, steady(100).ceiling(150), in(0, 100, 0, 900), 400, Raised, "raise ×4"},
 		{"raise stops at max", Model{Target: 40, Min: 1, Max: 1500}, steady(1000), in(0, 1000, 0, 900), 1500, Raised, "raise"},
 		{"at max holds", Model{Target: 40, Min: 1, Max: 1000}, steady(1000), in(0, 1000, 0, 900), 1000, Held, "at max 1000"},
 		{"a limit of 1 still grows", Model{Target: 5, Min: 1, Max: 100}, steady(1), in(2, 1, 0, 10), 2, Raised, "raise"},

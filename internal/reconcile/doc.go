@@ -4,10 +4,13 @@
 //
 //   - a job CLAIMED longer than ClaimGrace (a pass died between claim and
 //     launch, or between launch and record): if ECS has a task started by the
-//     job (ListTasks by startedBy), the launch is recorded; otherwise the job
-//     goes back to waiting with attempt+1. The clientToken makes a RunTask
-//     retried after such a crash return the task it started, so a claim is
-//     never launched twice for one attempt;
+//     job for its attempt (ListTasks by startedBy, DescribeTasks for the
+//     attempt in the container override), the launch is recorded; otherwise
+//     the job goes back to waiting with attempt+1. The clientToken makes a
+//     RunTask retried after such a crash return the task it started, so a
+//     claim is never launched twice for one attempt. A job RUNNING without a
+//     task ARN (its RUNNING event came, its launch was never recorded) is
+//     looked up the same way and judged with the others below;
 //   - a job LAUNCHED or RUNNING: DescribeTasks, 100 tasks a call; a task that
 //     runs marks the job running, a stopped one ends it exactly as its
 //     STOPPED event would have (taskevent.Classify), one ECS no longer knows

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -83,25 +84,37 @@ func (r *Reconciler) Run(ctx context.Context, now time.Time) (Report, error) {
 		}
 	}
 
-	// 1. Claims never recorded.
+	// 1. Launches never recorded: a claim whose pass died, or a job whose
+	// RUNNING event came before (or instead of) the record of its launch.
 	var launched []scheduler.InFlight
 	for _, j := range jobs {
 		switch {
-		case j.State == "CLAIMED" && j.TaskARN == "" && now.Sub(j.ClaimedAt) > claimGrace:
-			arn, err := r.findTask(ctx, j.ID)
+		case j.TaskARN == "" && (j.State == "CLAIMED" || j.State == "RUNNING") && now.Sub(j.ClaimedAt) > claimGrace:
+			task, err := r.findTask(ctx, j)
 			if err != nil {
 				fail(err)
 				continue
 			}
-			res := scheduler.LaunchResult{JobID: j.ID, Attempt: j.Attempt, Status: scheduler.Launched, TaskARN: arn}
-			if arn == "" {
-				res.Status, res.Reason = scheduler.Retry, "claimed by a pass that never launched it"
-				rep.Requeued++
-			} else {
+			arn := aws.ToString(task.TaskArn)
+			log.Warn("reconcile: launch never recorded", "job", j.ID, "state", j.State, "task", arn)
+			switch {
+			case j.State == "CLAIMED" && arn != "":
+				fail(r.Store.RecordLaunches(ctx, now, []scheduler.LaunchResult{{JobID: j.ID, Attempt: j.Attempt, Status: scheduler.Launched, TaskARN: arn}}))
 				rep.Recorded++
+			case j.State == "CLAIMED":
+				fail(r.Store.RecordLaunches(ctx, now, []scheduler.LaunchResult{{JobID: j.ID, Attempt: j.Attempt, Status: scheduler.Retry, Reason: "claimed by a pass that never launched it"}}))
+				rep.Requeued++
+			case arn != "":
+				// Running, its task found: judge it with the others below.
+				j.TaskARN = arn
+				launched = append(launched, j)
+				rep.Recorded++
+			case now.Sub(j.ClaimedAt) > missingGrace:
+				fail(r.Store.TaskStopped(ctx, j.ID, j.Attempt, memstore.Exit{Infrastructure: true, Reason: "task missing from ECS"}, now))
+				rep.Requeued++
+			default:
+				rep.Unchanged++
 			}
-			log.Warn("reconcile: claim never recorded", "job", j.ID, "task", arn)
-			fail(r.Store.RecordLaunches(ctx, now, []scheduler.LaunchResult{res}))
 		case j.TaskARN != "":
 			launched = append(launched, j)
 		default:
@@ -171,18 +184,47 @@ func (r *Reconciler) Run(ctx context.Context, now time.Time) (Report, error) {
 	return rep, errors.Join(errs...)
 }
 
-// findTask returns the task started for a job, running or stopped, or "".
-func (r *Reconciler) findTask(ctx context.Context, jobID string) (string, error) {
+// findTask returns the task started for the job's attempt, running or
+// stopped, or a zero Task when there is none. ListTasks finds the job's tasks
+// by startedBy (every attempt's); DescribeTasks tells the attempt from the
+// container override's EVALSCHED_ATTEMPT.
+func (r *Reconciler) findTask(ctx context.Context, j scheduler.InFlight) (types.Task, error) {
+	var arns []string
 	for _, status := range []types.DesiredStatus{types.DesiredStatusRunning, types.DesiredStatusStopped} {
-		out, err := r.ECS.ListTasks(ctx, &ecs.ListTasksInput{Cluster: aws.String(r.Cluster), StartedBy: aws.String(jobID), DesiredStatus: status})
+		out, err := r.ECS.ListTasks(ctx, &ecs.ListTasksInput{Cluster: aws.String(r.Cluster), StartedBy: aws.String(j.ID), DesiredStatus: status})
 		if err != nil {
-			return "", fmt.Errorf("reconcile: list tasks of %s: %w", jobID, err)
+			return types.Task{}, fmt.Errorf("reconcile: list tasks of %s: %w", j.ID, err)
 		}
-		if len(out.TaskArns) > 0 {
-			return out.TaskArns[0], nil
+		arns = append(arns, out.TaskArns...)
+	}
+	if len(arns) == 0 {
+		return types.Task{}, nil
+	}
+	out, err := r.ECS.DescribeTasks(ctx, &ecs.DescribeTasksInput{Cluster: aws.String(r.Cluster), Tasks: arns[:min(len(arns), describeBatch)]})
+	if err != nil {
+		return types.Task{}, fmt.Errorf("reconcile: describe tasks of %s: %w", j.ID, err)
+	}
+	for _, t := range out.Tasks {
+		if a, ok := attemptOf(t); !ok || a == strconv.Itoa(j.Attempt) {
+			return t, nil
 		}
 	}
-	return "", nil
+	return types.Task{}, nil
+}
+
+// attemptOf reads EVALSCHED_ATTEMPT from a task's container overrides.
+func attemptOf(t types.Task) (string, bool) {
+	if t.Overrides == nil {
+		return "", false
+	}
+	for _, c := range t.Overrides.ContainerOverrides {
+		for _, kv := range c.Environment {
+			if aws.ToString(kv.Name) == "EVALSCHED_ATTEMPT" {
+				return aws.ToString(kv.Value), true
+			}
+		}
+	}
+	return "", false
 }
 
 func containers(t types.Task) []taskevent.Container {

@@ -143,3 +143,41 @@ func TestReconcileLeavesYoungClaimsAlone(t *testing.T) {
 		t.Errorf("got %+v with %d ListTasks, want six untouched claims", rep, w.fake.Calls["ListTasks"])
 	}
 }
+
+func TestReconcileFindsTheTaskOfARunningJobWithoutARecordedLaunch(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	// Job 0's task started and ran, its launch never recorded, its RUNNING
+	// event applied (the job is RUNNING without an ARN), its STOPPED lost.
+	res := w.launch(t, w.jobs[0])
+	if err := w.store.TaskStarted(ctx, w.jobs[0].ID, 1, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	zero := 0
+	w.fake.Stop(res[0].TaskARN, "EssentialContainerExited", "exited", &zero)
+	// Job 1 was retried once: attempt 1's task exists (stopped), attempt 2
+	// was claimed and never launched. The old task must not count for it.
+	old := w.launch(t, w.jobs[1])
+	w.fake.Stop(old[0].TaskARN, "TaskFailedToStart", "capacity", nil)
+	if err := w.store.RecordLaunches(ctx, t0, []scheduler.LaunchResult{{JobID: w.jobs[1].ID, Attempt: 1, Status: scheduler.Retry, Reason: "capacity"}}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := w.store.Commit(ctx, scheduler.Plan{At: t0, Models: []scheduler.ModelPlan{{Model: "gpt", Grants: []scheduler.Grant{{
+		Queue: scheduler.QueueKey{Account: "acme", Project: "p", Batch: "b", Model: "gpt"}, Count: 1}}}}})
+	if err != nil || len(again) != 1 || again[0].Attempt != 2 {
+		t.Fatalf("re-claim: %v %+v", err, again)
+	}
+
+	if _, err := w.r.Run(ctx, t0.Add(10*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if j := w.state(t, 0); j.State != memstore.Succeeded {
+		t.Errorf("job 0: got %s (%s), want SUCCEEDED from its stopped task", j.State, j.Reason)
+	}
+	if j := w.state(t, 1); j.State != memstore.Waiting || j.Attempt != 3 {
+		t.Errorf("job 1: got %s attempt %d, want back to waiting as attempt 3 (attempt 1's task is not attempt 2's)", j.State, j.Attempt)
+	}
+	if err := w.store.Check(); err != nil {
+		t.Fatal(err)
+	}
+}

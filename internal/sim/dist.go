@@ -103,9 +103,11 @@ func splitmix64(x uint64) uint64 {
 // Stream tags: each kind of randomness has its own family of PCG sources, so
 // adding draws of one kind never shifts the draws of another.
 const (
-	streamCalls uint64 = iota + 1 // per batch: each job's number of calls, in job order
-	streamStart                   // per batch: each job's container start latency, in job order
-	streamJob                     // per job: its calls' service times, error coins and think times
+	streamCalls     uint64 = iota + 1 // per batch: each job's number of calls, in job order
+	streamStart                       // per batch: each job's container start latency, in job order
+	streamJob                         // per job: its calls' service times, error coins and think times
+	streamFaultPlan                   // per fault source: its episodes (faults.go)
+	streamFaultDraw                   // per fault kind: the draws made as the run meets opportunities
 )
 
 // newPCG returns the source of stream (tag, key) under seed.

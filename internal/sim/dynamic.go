@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"strconv"
 	"time"
 
@@ -18,24 +17,37 @@ import (
 // dynamicPolicy is evalsched itself: the real scheduler.Pass over the
 // in-memory store, with the simulator as its depth reader, launcher and
 // clock. The simulator keeps its own record of every job beside the store's,
-// so a job the store loses or launches twice shows up in the totals.
+// so a job the store loses or launches twice shows up in the totals; and it
+// reads back every job the store changes, so a broken invariant shows up at
+// the step that broke it (invariants.go).
 type dynamicPolicy struct {
 	e     *engine
 	store *memstore.Store
-	sched *scheduler.Scheduler
+	main  *handle // the scheduler of the simulator's own passes (no faults)
+	next  *handle // the scheduler the next pass runs, when not main
+	cfg   scheduler.Config
 	ctx   context.Context
 	ids   []string         // job → store id, set when its batch arrives
 	byID  map[string]int32 // store id → job
 	index map[string]int   // model name → index
+	// versions counts, per model, the commits that wrote its state: the
+	// DynamoDB store's optimistic lock ("ver"), which the in-memory store
+	// lacks. A commit from a snapshot older than the last commit is refused.
+	versions map[string]uint64
 
-	retried    []int32        // jobs given Retry this pass
-	retries    map[string]int // refused launches by reason
-	checkFails int
-	passErrs   int
-	violations []string
-	warned     map[string]bool
-	warnings   []string
-	log        io.Writer
+	retries     map[string]int // refused launches by reason
+	checkFails  int
+	passErrs    int
+	violations  []string
+	nViolations int
+	warned      map[string]bool
+	warnings    []string
+	log         io.Writer
+
+	sh shadow // the store as the simulator last read it
+	fx *chaos // the faults' machinery; nil without faults
+
+	unlocked bool // tests: commits skip the version check, as the in-memory store alone would
 }
 
 // maxViolations keeps the first broken invariants with their times.
@@ -64,18 +76,21 @@ func newDynamic(e *engine, opt Options) (*dynamicPolicy, error) {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
 	d := &dynamicPolicy{
-		e:       e,
-		log:     opt.PassLog,
-		ctx:     context.Background(),
-		ids:     make([]string, len(e.jobs)),
-		byID:    make(map[string]int32, len(e.jobs)),
-		index:   map[string]int{},
-		warned:  map[string]bool{},
-		retries: map[string]int{},
+		e:        e,
+		cfg:      cfg,
+		log:      opt.PassLog,
+		ctx:      context.Background(),
+		ids:      make([]string, len(e.jobs)),
+		byID:     make(map[string]int32, len(e.jobs)),
+		index:    map[string]int{},
+		versions: map[string]uint64{},
+		warned:   map[string]bool{},
+		retries:  map[string]int{},
 		store: memstore.New(scheduler.ModelConfig{
 			Enabled: true, MinLimit: DefaultMinLimit, MaxLimit: DefaultMaxLimit,
 			InitialLimit: DefaultInitialLimit, TargetDepth: 1,
 		}),
+		sh: newShadow(len(e.jobs), len(e.models)),
 	}
 	for i, m := range e.sc.Models {
 		d.index[m.Name] = i
@@ -85,11 +100,45 @@ func newDynamic(e *engine, opt Options) (*dynamicPolicy, error) {
 		})
 		e.models[i].limit = m.InitialLimit
 	}
-	d.sched = &scheduler.Scheduler{
-		Store: d.store, Depths: d, Launcher: d, Clock: d, Config: cfg,
-		Log: slog.New(slog.DiscardHandler),
+	// Job ids are known up front (they derive from batch and key), so a
+	// message or an event naming a job maps to it whenever it comes.
+	for bi := range e.batches {
+		b := &e.batches[bi]
+		for k := range b.n {
+			id := scheduler.JobID(b.cfg.Account, b.cfg.Project, b.cfg.Batch, strconv.Itoa(int(k)))
+			d.ids[b.first+k] = id
+			d.byID[id] = b.first + k
+		}
 	}
+	d.main = d.newHandle(nil)
 	return d, nil
+}
+
+// handle is one scheduler instance and its adapters: its view of the store,
+// with the versions its last Snapshot read (each DynamoDB store instance
+// keeps its own), and its launcher. The simulator's own passes use one;
+// with faults each invocation builds its own, as each Lambda does, and so
+// does an overlapping pass.
+type handle struct {
+	d         *dynamicPolicy
+	inv       *invocation // nil: not an invocation (no faults, or an overlapping pass)
+	sched     *scheduler.Scheduler
+	seen      map[string]uint64
+	committed bool  // the pass in progress committed its plan
+	err       error // of the last pass
+
+	// Faults armed for the pass in progress (invocation.go).
+	crash int           // a crash point, or -1
+	pause time.Duration // the pass stalls this long after reading
+	rival bool          // an overlapping pass commits between this one's read and commit
+}
+
+func (d *dynamicPolicy) newHandle(inv *invocation) *handle {
+	h := &handle{d: d, inv: inv, seen: map[string]uint64{}, crash: -1}
+	h.sched = &scheduler.Scheduler{
+		Store: h, Depths: d, Launcher: h, Clock: d, Config: d.cfg, Log: discardLog,
+	}
+	return h
 }
 
 // Now is the simulated time: the pass's clock.
@@ -97,53 +146,178 @@ func (d *dynamicPolicy) Now() time.Time { return Epoch.Add(d.e.now) }
 
 // Depths returns each model's datapoint as CloudWatch would serve it:
 // the newest whole-second sample at least metric_delay_s old, with its time.
+// A metrics fault hides, ages or corrupts the datapoints of its episode.
 func (d *dynamicPolicy) Depths(_ context.Context, models []string, _ time.Time) (map[string]scheduler.Depth, error) {
+	e := d.e
+	var ep *episode
+	if d.fx != nil {
+		ep, _ = d.fx.plan.active(srcMetrics, e.now)
+	}
+	if ep != nil && ep.mode == metricsError {
+		d.fx.plan.count(FaultMetrics)
+		return nil, errDepths
+	}
 	out := make(map[string]scheduler.Depth, len(models))
 	for _, name := range models {
 		i, ok := d.index[name]
 		if !ok {
 			continue
 		}
-		if v, at, ok := d.e.depthSeen(i); ok {
-			out[name] = scheduler.Depth{Value: v, At: Epoch.Add(at)}
+		v, at, ok := e.depthSeen(i)
+		if !ok {
+			continue
 		}
+		if ep != nil && (ep.model < 0 || ep.model == i) {
+			d.fx.plan.count(FaultMetrics)
+			switch ep.mode {
+			case metricsMissing:
+				continue
+			case metricsStale:
+				s := int(at/time.Second) - 600
+				if s < 0 {
+					continue
+				}
+				v, at = float64(e.models[i].depth[s]), time.Duration(s)*time.Second
+			case metricsTenfold:
+				v *= 10
+			case metricsZero:
+				v = 0
+			}
+		}
+		out[name] = scheduler.Depth{Value: v, At: Epoch.Add(at)}
 	}
 	return out, nil
+}
+
+// Snapshot implements scheduler.Store: the in-memory store's snapshot, with
+// the versions it read. A slow pass stalls here, after reading, so what it
+// read ages; an overlapping pass commits here, between this pass's read and
+// its commit.
+func (h *handle) Snapshot(ctx context.Context, now time.Time) (scheduler.Snapshot, error) {
+	d := h.d
+	h.committed = false
+	snap, err := d.store.Snapshot(ctx, now)
+	for _, m := range snap.Models {
+		h.seen[m.Config.Name] = d.versions[m.Config.Name]
+	}
+	if h.pause > 0 {
+		p := h.pause
+		h.pause = 0
+		if err := h.inv.Sleep(ctx, p); err != nil {
+			return snap, fmt.Errorf("stalled pass: %w", err)
+		}
+	}
+	if h.rival {
+		h.rival = false
+		d.passWith(d.newHandle(nil))
+	}
+	return snap, err
+}
+
+// Commit implements scheduler.Store with the DynamoDB store's conditions: a
+// throttled write fails before any effect, and a plan made from a snapshot
+// older than another pass's commit is refused as stale.
+func (h *handle) Commit(ctx context.Context, plan scheduler.Plan) ([]scheduler.Job, error) {
+	d := h.d
+	if d.fx != nil && d.fx.throttled(0.5) {
+		return nil, fmt.Errorf("commit: %w", errThrottled)
+	}
+	for _, mp := range plan.Models {
+		if d.versions[mp.Model] != h.seen[mp.Model] && !d.unlocked {
+			if d.fx != nil {
+				d.fx.stats.StaleRefused++
+			}
+			return nil, fmt.Errorf("commit state of %s: %w", mp.Model, errStale)
+		}
+	}
+	d.sh.inCommit = true
+	jobs, err := d.store.Commit(ctx, plan)
+	for _, j := range jobs {
+		d.observeID(j.ID)
+	}
+	d.sh.inCommit = false
+	for _, mp := range plan.Models {
+		d.versions[mp.Model]++
+	}
+	h.committed = true
+	d.bound(plan)
+	if h.crash == crashAfterCommit && len(jobs) > 0 {
+		h.die()
+	}
+	return jobs, err
+}
+
+// RecordLaunches implements scheduler.Store: throttled before any effect,
+// like Commit; each job it touches is read back.
+func (h *handle) RecordLaunches(ctx context.Context, now time.Time, results []scheduler.LaunchResult) error {
+	d := h.d
+	if h.crash == crashAfterLaunch {
+		h.die()
+	}
+	if d.fx != nil && d.fx.throttled(0.3) {
+		return fmt.Errorf("record launches: %w", errThrottled)
+	}
+	err := d.store.RecordLaunches(ctx, now, results)
+	for _, r := range results {
+		d.observeID(r.JobID)
+	}
+	return err
 }
 
 // Launch starts one task per job, paced by the launch token bucket like
 // rate.Limiter.Wait: a job whose token comes within this pass interval
 // launches at that token's time; one whose token would come later gets
 // Retry, as would a RunTask over the account's task quota.
-func (d *dynamicPolicy) Launch(_ context.Context, jobs []scheduler.Job) []scheduler.LaunchResult {
-	e := d.e
-	deadline := e.now + e.interval
+func (h *handle) Launch(_ context.Context, jobs []scheduler.Job) []scheduler.LaunchResult {
+	d := h.d
+	deadline := d.e.now + d.e.interval
 	res := make([]scheduler.LaunchResult, len(jobs))
 	for i, jb := range jobs {
+		if h.crash == crashMidLaunch && i == len(jobs)/2 {
+			h.die()
+		}
 		r := &res[i]
 		r.JobID, r.Attempt = jb.ID, jb.Attempt
 		j, ok := d.byID[jb.ID]
-		switch {
-		case !ok:
+		if !ok {
 			r.Status, r.Reason = scheduler.Failed, "simulator: unknown job"
 			continue
-		case e.holding >= e.sc.GlobalMaxRunning:
-			d.retry(r, j, retryQuota)
+		}
+		if d.fx == nil {
+			d.launch(r, j, jb, deadline)
 			continue
 		}
-		g, ok := e.bucket.reserve(e.now, deadline)
-		if !ok {
-			d.retry(r, j, retryThrottled)
-			continue
-		}
-		// A job that has a task already counts as double launched; RunTask
-		// answers with a task either way (an idempotent repeat).
-		e.reserve(j, jb.Attempt, jb.Tier, g)
-		r.Status = scheduler.Launched
-		r.TaskARN = "arn:aws:ecs:sim:000000000000:task/sim/" + jb.ID + "-" + strconv.Itoa(jb.Attempt)
+		d.fx.launch(r, j, jb, deadline)
 	}
 	return res
 }
+
+// launch makes one RunTask: refused over the account's task quota or
+// without a launch token before the next pass, else the task starts at its
+// token's time. A job that has a task already counts as double launched;
+// RunTask answers with a task either way (an idempotent repeat).
+func (d *dynamicPolicy) launch(r *scheduler.LaunchResult, j int32, jb scheduler.Job, deadline time.Duration) {
+	e := d.e
+	if e.holding >= e.sc.GlobalMaxRunning {
+		d.retry(r, retryQuota)
+		return
+	}
+	g, ok := e.bucket.reserve(e.now, deadline)
+	if !ok {
+		d.retry(r, retryThrottled)
+		return
+	}
+	e.reserve(j, jb.Attempt, jb.Tier, g)
+	r.Status, r.TaskARN = scheduler.Launched, taskARN(jb.ID, jb.Attempt)
+}
+
+// taskARN is the task of a job's attempt. ECS makes up its own ids; the
+// simulator's say whose task it is, which is all it needs.
+func taskARN(id string, attempt int) string {
+	return taskARNPrefix + id + "-" + strconv.Itoa(attempt)
+}
+
+const taskARNPrefix = "arn:aws:ecs:sim:000000000000:task/sim/"
 
 // The reasons a simulated RunTask is refused.
 const (
@@ -151,43 +325,50 @@ const (
 	retryThrottled = "throttled: no launch token before the next pass"
 )
 
-func (d *dynamicPolicy) retry(r *scheduler.LaunchResult, j int32, reason string) {
+func (d *dynamicPolicy) retry(r *scheduler.LaunchResult, reason string) {
 	r.Status, r.Reason = scheduler.Retry, reason
 	d.retries[reason]++
-	d.retried = append(d.retried, j)
 }
 
 func (d *dynamicPolicy) violation(format string, a ...any) {
+	d.nViolations++
 	if len(d.violations) < maxViolations {
 		d.violations = append(d.violations, fmt.Sprintf("t=%gs: ", d.e.now.Seconds())+fmt.Sprintf(format, a...))
 	}
 }
 
+// passWith runs the next pass on h's scheduler and returns its error.
+func (d *dynamicPolicy) passWith(h *handle) error {
+	d.next = h
+	d.e.pass()
+	return h.err
+}
+
 func (d *dynamicPolicy) pass(e *engine) {
-	d.retried = d.retried[:0]
-	rep, err := d.sched.Pass(d.ctx)
-	if err != nil {
+	h := d.next
+	d.next = nil
+	if h == nil {
+		h = d.main
+	}
+	seen := e.seen // this pass's: another may run while this one stalls
+	rep, err := h.sched.Pass(d.ctx)
+	h.err = err
+	if err != nil && (d.fx == nil || !onlyInjected(err) && !d.fx.settling) {
 		d.passErrs++
 		d.violation("pass: %v", err)
 	}
-	// A refused launch goes back to waiting with attempt+1, or fails past
-	// its attempts: follow the store's verdict.
-	for _, j := range d.retried {
-		if sj, ok := d.store.Job(d.ids[j]); ok && sj.State == memstore.Failed {
-			e.launchFailed(j)
-		}
-	}
-	if err := d.store.Check(); err != nil {
-		d.checkFails++
-		d.violation("store check: %v", err)
-	}
+	d.checkStore("after a pass")
 	for _, mp := range rep.Plan.Models {
-		if d.log != nil && mp.Running+mp.Starting+mp.Waiting > 0 {
+		if d.log != nil && h.committed && mp.Running+mp.Starting+mp.Waiting > 0 {
 			fmt.Fprintf(d.log, "t=%gs %s limit=%d running=%d starting=%d waiting=%d admitted=%d: %s | %s\n",
 				e.now.Seconds(), mp.Model, mp.State.Limit.Limit, mp.Running, mp.Starting, mp.Waiting, mp.Admitted, mp.Limit.Reason, mp.Why)
 		}
 		if i, ok := d.index[mp.Model]; ok {
-			e.seen[i] = seenModel{limit: mp.State.Limit.Limit, depth: mp.Depth.Value, hasDepth: !mp.Depth.At.IsZero()}
+			if h.committed {
+				seen[i] = seenModel{limit: mp.State.Limit.Limit, depth: mp.Depth.Value, hasDepth: !mp.Depth.At.IsZero()}
+			} else {
+				seen[i].limit = e.models[i].limit // nothing persisted: the limit is what it was
+			}
 		}
 	}
 	for _, w := range rep.Plan.Warnings {
@@ -198,25 +379,47 @@ func (d *dynamicPolicy) pass(e *engine) {
 	}
 }
 
-func (d *dynamicPolicy) submitted(bi int) {
-	e := d.e
-	b := &e.batches[bi]
+// spec is batch bi's message, with jobs lo..hi-1.
+func (d *dynamicPolicy) spec(bi int, lo, hi int32) memstore.BatchSpec {
+	b := &d.e.batches[bi]
 	cfg := b.cfg
 	spec := memstore.BatchSpec{
 		Account: cfg.Account, Project: cfg.Project, Batch: cfg.Batch, Model: cfg.Model,
 		Tier: cfg.Tier, MaxAttempts: 3, TaskDefinition: "evalsched-sim",
-		Jobs: make([]memstore.JobSpec, b.n),
+		Jobs: make([]memstore.JobSpec, hi-lo),
 	}
-	for k := range b.n {
-		key := strconv.Itoa(int(k))
-		spec.Jobs[k].Key = key
-		id := scheduler.JobID(cfg.Account, cfg.Project, cfg.Batch, key)
-		d.ids[b.first+k] = id
-		d.byID[id] = b.first + k
+	for k := lo; k < hi; k++ {
+		spec.Jobs[k-lo].Key = strconv.Itoa(int(k))
 	}
-	created, err := d.store.Submit(d.ctx, spec, Epoch.Add(e.now))
-	if err != nil || created != int(b.n) {
-		d.violation("submit %s: created %d of %d jobs: %v", cfg.Key(), created, b.n, err)
+	return spec
+}
+
+func (d *dynamicPolicy) submitted(bi int) {
+	if d.fx != nil && d.fx.plan.on.Has(FaultIntake) {
+		d.fx.intake(bi)
+		return
+	}
+	d.submit(bi, 0, d.e.batches[bi].n)
+}
+
+// submit hands jobs lo..hi-1 of batch bi to the store, as the intake
+// function does with one message. Submit is idempotent: it creates exactly
+// the jobs it has not seen, and a message it has seen creates nothing.
+func (d *dynamicPolicy) submit(bi int, lo, hi int32) {
+	e := d.e
+	b := &e.batches[bi]
+	want := 0
+	for k := lo; k < hi; k++ {
+		if d.sh.state[b.first+k] == sUnknown {
+			want++
+		}
+	}
+	created, err := d.store.Submit(d.ctx, d.spec(bi, lo, hi), Epoch.Add(e.now))
+	if err != nil || created != want {
+		d.violation("submit %s jobs %d..%d: created %d, want %d: %v", b.cfg.Key(), lo, hi-1, created, want, err)
+	}
+	for k := lo; k < hi; k++ {
+		d.observe(b.first + k)
 	}
 }
 
@@ -225,13 +428,23 @@ func (d *dynamicPolicy) pinned(p Pin) {
 }
 
 func (d *dynamicPolicy) started(j int32) {
+	if d.fx != nil {
+		d.fx.emit(j, false)
+		return
+	}
 	jb := &d.e.jobs[j]
 	if err := d.store.TaskStarted(d.ctx, d.ids[j], int(jb.attempt), Epoch.Add(d.e.now)); err != nil {
 		d.violation("task started: %v", err)
 	}
+	d.observe(j)
+	d.checkEvent()
 }
 
 func (d *dynamicPolicy) stopped(j int32) {
+	if d.fx != nil {
+		d.fx.emit(j, true)
+		return
+	}
 	jb := &d.e.jobs[j]
 	exit := memstore.Exit{}
 	if jb.state == jobFailed {
@@ -240,11 +453,23 @@ func (d *dynamicPolicy) stopped(j int32) {
 	if err := d.store.TaskStopped(d.ctx, d.ids[j], int(jb.attempt), exit, Epoch.Add(d.e.now)); err != nil {
 		d.violation("task stopped: %v", err)
 	}
+	d.observe(j)
+	d.checkEvent()
 }
 
+// event handles the engine events of the faults' machinery.
+func (d *dynamicPolicy) event(kind eventKind, arg int32) { d.fx.event(kind, arg) }
+
 // finish compares the store's states with the simulator's: a job the store
-// holds in no state (or still CLAIMED after its pass ended) is lost.
+// holds in no state (or still CLAIMED after its pass ended) is lost. With
+// faults the system has settled first (chaos.settle): pending messages and
+// events landed and the reconciler ran past its grace periods. Every job
+// must be where the world says it is.
 func (d *dynamicPolicy) finish(r *Result) {
+	if d.fx != nil {
+		r.Chaos = &d.fx.stats
+	}
+	d.settled()
 	c := d.store.Counts()
 	inState := c.Waiting + c.Launched + c.Running + c.Succeeded + c.Failed + c.Cancelled
 	r.Totals.Lost = max(r.Totals.Lost, r.Totals.Submitted-inState)
@@ -266,5 +491,6 @@ func (d *dynamicPolicy) finish(r *Result) {
 	r.CheckViolations = d.checkFails
 	r.PassErrors = d.passErrs
 	r.Violations = append(r.Violations, d.violations...)
+	r.ViolationCount += d.nViolations
 	r.Warnings = append(r.Warnings, d.warnings...)
 }

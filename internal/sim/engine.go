@@ -75,6 +75,13 @@ type modelSim struct {
 	laneHead   int     // lanes[:laneHead] are drained
 	calls      int64   // calls served
 	callErrors int64
+
+	// A provider fault (faults.go) overlays the scenario's provider: while
+	// faultErr > 0 calls fail at that rate; while slow > 0 they take that
+	// many times their drawn service time.
+	faultErr     float64
+	faultErrCall time.Duration
+	slow         float64
 }
 
 // batchSim is one batch's progress.
@@ -149,6 +156,12 @@ type engine struct {
 	series    *Series
 
 	progress func(simS float64, events int64)
+
+	// With faults: the plan, and the policy's handler of the fault events.
+	faults *faultPlan
+	ext    interface {
+		event(kind eventKind, arg int32)
+	}
 }
 
 // jobSource lets one rand.Rand draw from whichever job's PCG is current, so
@@ -234,10 +247,16 @@ func newEngine(sc *Scenario, name Policy) *engine {
 	for i, p := range sc.Pins {
 		e.schedule(seconds(p.AtS), evPin, int32(i))
 	}
+	return e
+}
+
+// schedulePasses schedules a pass every pass interval. Without faults the
+// passes are the simulator's own; with faults, scheduler invocations under
+// the lease run them (invocation.go).
+func (e *engine) schedulePasses() {
 	for t := time.Duration(0); t < e.end; t += e.interval {
 		e.schedule(t, evPass, 0)
 	}
-	return e
 }
 
 func (e *engine) schedule(at time.Duration, kind eventKind, arg int32) {
@@ -274,6 +293,10 @@ func (e *engine) run() {
 			e.exit(ev.arg, false)
 		case evThinkEnd:
 			e.send(ev.arg)
+		case evProvider:
+			e.providerFault(ev.arg)
+		default:
+			e.ext.event(ev.kind, ev.arg)
 		}
 	}
 	e.sampleBefore(e.end + 1)
@@ -353,6 +376,26 @@ func (e *engine) change(mi, ci int) {
 	e.serve(m)
 }
 
+// providerFault begins or ends a provider episode (faults.go): the model's
+// provider fails fast or slows down for a while, over the scenario's own
+// changes.
+func (e *engine) providerFault(arg int32) {
+	ep := &e.faults.src[srcProvider].episodes[arg/2]
+	m := &e.models[ep.model]
+	e.touch(m)
+	m.faultErr, m.faultErrCall, m.slow = 0, 0, 0
+	if arg%2 == 1 {
+		return // the episode ends
+	}
+	e.faults.count(FaultProvider)
+	switch ep.mode {
+	case providerFailing:
+		m.faultErr, m.faultErrCall = 0.8, 500*time.Millisecond
+	case providerSlow:
+		m.slow = 3
+	}
+}
+
 func (e *engine) pin(i int) {
 	p := e.sc.Pins[i]
 	e.pins = append(e.pins, priority.Pin{Scope: p.Scope, Tier: strconv.Itoa(p.Tier)})
@@ -369,17 +412,25 @@ func (e *engine) tierOf(bi int) int {
 	return t
 }
 
+// pass runs one pass of the policy. Each pass has its own seen slice and
+// trace row, so passes that overlap (with faults, a pass may stall while
+// another runs) each record their own; the epilogue also runs when a
+// crash unwinds the pass.
 func (e *engine) pass() {
-	for i := range e.seen {
-		e.seen[i] = seenModel{limit: e.models[i].limit}
+	seen := make([]seenModel, len(e.models))
+	for i := range seen {
+		seen[i] = seenModel{limit: e.models[i].limit}
 	}
-	e.series.beforePass(e)
+	e.seen = seen
+	row := e.series.beforePass(e)
+	defer func() {
+		for i := range seen {
+			e.models[i].limit = seen[i].limit
+		}
+		e.series.afterPass(row, seen)
+		e.passes++
+	}()
 	e.pol.pass(e)
-	for i := range e.seen {
-		e.models[i].limit = e.seen[i].limit
-	}
-	e.series.afterPass(e)
-	e.passes++
 }
 
 // reserve launches job j: a launch token at time g ≥ now has been taken, so
@@ -393,6 +444,7 @@ func (e *engine) reserve(j int32, attempt, tier int, g time.Duration) bool {
 	}
 	jb.state = jobReserved
 	jb.attempt = int32(attempt)
+	jb.admitAt = g // RunTask time; runTask sets the same
 	jb.tier = int8(min(max(tier, 0), e.sc.Tiers-1))
 	m := &e.models[jb.model]
 	m.holding++
@@ -456,11 +508,18 @@ func (e *engine) send(j int32) {
 	jb.callDur = m.cfg.CallS.Duration(e.rnd)
 	coin := e.rnd.Float64()
 	jb.thinkDur = e.batches[jb.batch].cfg.ThinkS.Duration(e.rnd)
-	if m.errRate > 0 && coin < m.errRate {
+	rate, errCall := m.errRate, m.errCall
+	if m.faultErr > rate {
+		rate, errCall = m.faultErr, m.faultErrCall
+	}
+	if m.slow > 0 {
+		jb.callDur = time.Duration(float64(jb.callDur) * m.slow)
+	}
+	if rate > 0 && coin < rate {
 		// A failing provider answers fast with 429/5xx: the call takes no
 		// provider slot and does not queue, so the gateway looks idle.
 		m.callErrors++
-		e.schedule(e.now+m.errCall, evCallFail, j)
+		e.schedule(e.now+errCall, evCallFail, j)
 		return
 	}
 	if m.queue.len() == 0 && m.inService < m.conc {

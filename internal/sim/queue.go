@@ -18,6 +18,13 @@ const (
 	evCallEnd                       // a call's service ends (arg: job)
 	evCallFail                      // a call fails with a provider error (arg: job)
 	evThinkEnd                      // a job is done thinking and sends its next call (arg: job)
+
+	// With faults (policy dynamic only): see faults.go and invocation.go.
+	evInvoke   // EventBridge starts a scheduler invocation (arg: 1 for a duplicate)
+	evWake     // a sleeping invocation wakes up (arg: invocation)
+	evDeliver  // a task event reaches the task-events function (arg: delivery)
+	evIntake   // an SQS message reaches the intake function (arg: delivery)
+	evProvider // a provider episode begins or ends (arg: 2·episode + 1 when it ends)
 )
 
 // event is one entry of the event queue: 24 bytes, no pointers, so the

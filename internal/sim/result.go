@@ -27,8 +27,13 @@ type Result struct {
 	// pass, passes that errored, store and simulator disagreeing. Each must
 	// be zero; the first few are kept with their time.
 	Violations      []string `json:"-"`
+	ViolationCount  int      `json:"-"` // every broken invariant, also those not kept
 	CheckViolations int      `json:"-"` // passes after which Store.Check failed
 	PassErrors      int      `json:"-"`
+	// Faults counts the faults injected by kind (nil without faults);
+	// Chaos says how the system met them (dynamic with faults only).
+	Faults map[string]int `json:"-"`
+	Chaos  *ChaosStats    `json:"-"`
 	// Retries are launches refused (over the account quota, no token
 	// before the next pass); a store fails a job after its last attempt.
 	Retries  map[string]int `json:"-"`
@@ -42,17 +47,21 @@ type Result struct {
 
 // Totals counts jobs at the end of the run. Running counts jobs holding a
 // container (starting or running), so submitted = succeeded + failed +
-// cancelled + waiting + running + lost.
+// cancelled + waiting + running + lost. FaultsInjected counts the faults
+// of --faults (doc.go); InvariantViolations every broken invariant, each
+// reported with its time (and job) in the notes.
 type Totals struct {
-	Submitted      int `json:"submitted"`
-	Succeeded      int `json:"succeeded"`
-	Failed         int `json:"failed"`
-	Cancelled      int `json:"cancelled"`
-	Waiting        int `json:"waiting"`
-	Running        int `json:"running"`
-	Lost           int `json:"lost"`
-	DoubleLaunched int `json:"double_launched"`
-	Launches       int `json:"launches"`
+	Submitted           int `json:"submitted"`
+	Succeeded           int `json:"succeeded"`
+	Failed              int `json:"failed"`
+	Cancelled           int `json:"cancelled"`
+	Waiting             int `json:"waiting"`
+	Running             int `json:"running"`
+	Lost                int `json:"lost"`
+	DoubleLaunched      int `json:"double_launched"`
+	Launches            int `json:"launches"`
+	FaultsInjected      int `json:"faults_injected"`
+	InvariantViolations int `json:"invariant_violations"`
 }
 
 // ModelResult is one model's metrics (definitions in scenarios/README.md).

@@ -1,12 +1,12 @@
 package sim
 
 import (
-	"io"
-
 	"fmt"
-	"github.com/evalsched/evalsched/internal/limits"
+	"io"
 	"sync"
 	"time"
+
+	"github.com/evalsched/evalsched/internal/limits"
 )
 
 // Policy names a scheduling policy.
@@ -48,6 +48,14 @@ type Options struct {
 	// PassLog, when set, receives one line per model and pass of policy
 	// dynamic: the limit decision and why the rest waits.
 	PassLog io.Writer
+	// Faults are the kinds of fault to inject into policy dynamic (doc.go,
+	// "Faults"); the baselines ignore them. Unlike the other options they
+	// change the results: the same faults give the same results.
+	Faults Faults
+
+	// faultHook, in tests, shapes the fault plan (and the policy) before
+	// the run starts.
+	faultHook func(*dynamicPolicy, *faultPlan)
 }
 
 // Run simulates the scenario under one policy. Same scenario and seed, same
@@ -69,16 +77,27 @@ func simulate(sc *Scenario, p Policy, opt Options) (*engine, *Result, error) {
 			return nil, nil, err
 		}
 		e.pol = d
+		if opt.Faults != 0 {
+			plan := newFaultPlan(sc, opt.Faults)
+			if opt.faultHook != nil {
+				opt.faultHook(d, plan)
+			}
+			d.withFaults(plan)
+		} else {
+			e.schedulePasses()
+		}
 	case Static:
 		e.pol = &staticPolicy{}
 		for i := range e.models {
 			e.models[i].limit = e.models[i].cfg.StaticCap
 		}
+		e.schedulePasses()
 	case Unbounded:
 		e.pol = &unboundedPolicy{}
 		for i := range e.models {
 			e.models[i].limit = sc.GlobalMaxRunning
 		}
+		e.schedulePasses()
 	default:
 		return nil, nil, fmt.Errorf("unknown policy %q", p)
 	}
@@ -86,8 +105,19 @@ func simulate(sc *Scenario, p Policy, opt Options) (*engine, *Result, error) {
 		e.progress = func(simS float64, events int64) { opt.Progress(p, simS, events) }
 	}
 	e.run()
+	if d, ok := e.pol.(*dynamicPolicy); ok && d.fx != nil {
+		d.fx.settle() // the world may still change: a requeue past the last attempt fails a job
+	}
 	r := e.result(opt.Trace)
 	e.pol.finish(r)
+	if e.faults != nil {
+		r.Faults = make(map[string]int, numFaultKinds)
+		for k, n := range e.faults.injected {
+			r.Faults[FaultKind(k).String()] = n
+			r.Totals.FaultsInjected += n
+		}
+	}
+	r.Totals.InvariantViolations = max(r.ViolationCount, len(r.Violations))
 	r.Wall = time.Since(wall)
 	return e, r, nil
 }

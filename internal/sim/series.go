@@ -38,13 +38,18 @@ func newSeries(e *engine) *Series {
 	return s
 }
 
-func (s *Series) beforePass(e *engine) {
+// beforePass records what a pass sees before it runs and returns its row;
+// afterPass fills in the row's limit and depth. Rows are reserved in pass
+// order, so a pass that stalls while another runs keeps its own row.
+func (s *Series) beforePass(e *engine) int {
 	s.T = append(s.T, int(e.now.Seconds()))
 	for i := range e.models {
 		m := &e.models[i]
 		s.Running[i] = append(s.Running[i], m.running)
 		s.Waiting[i] = append(s.Waiting[i], m.waiting)
 		s.Capacity[i] = append(s.Capacity[i], m.conc)
+		s.Limit[i] = append(s.Limit[i], 0)
+		s.Depth[i] = append(s.Depth[i], math.NaN())
 	}
 	for t, n := range s.tierNow {
 		s.TierStarts[t] = append(s.TierStarts[t], n)
@@ -52,16 +57,17 @@ func (s *Series) beforePass(e *engine) {
 	for p, n := range s.projNow {
 		s.ProjectStarts[p] = append(s.ProjectStarts[p], n)
 	}
+	return len(s.T) - 1
 }
 
-func (s *Series) afterPass(e *engine) {
-	for i := range e.models {
+func (s *Series) afterPass(row int, seen []seenModel) {
+	for i := range seen {
 		d := math.NaN()
-		if e.seen[i].hasDepth {
-			d = e.seen[i].depth
+		if seen[i].hasDepth {
+			d = seen[i].depth
 		}
-		s.Limit[i] = append(s.Limit[i], e.seen[i].limit)
-		s.Depth[i] = append(s.Depth[i], d)
+		s.Limit[i][row] = seen[i].limit
+		s.Depth[i][row] = d
 	}
 }
 

@@ -110,6 +110,26 @@ func WriteTable(w io.Writer, results []*Result) error {
 	row("", "lost", t(func(x Totals) int { return x.Lost })...)
 	row("", "double launched", t(func(x Totals) int { return x.DoubleLaunched })...)
 	row("", "store check violations", each(func(r *Result) string { return strconv.Itoa(r.CheckViolations) })...)
+	row("", "invariant violations", t(func(x Totals) int { return x.InvariantViolations })...)
+	if slices.ContainsFunc(results, func(r *Result) bool { return r.Faults != nil }) {
+		blank()
+		row("FAULTS INJECTED", "", head...)
+		faults := func(kind string) []string {
+			return each(func(r *Result) string {
+				if r.Faults == nil {
+					return "–" // the baselines ignore faults
+				}
+				if kind == "" {
+					return strconv.Itoa(r.Totals.FaultsInjected)
+				}
+				return strconv.Itoa(r.Faults[kind])
+			})
+		}
+		row("", "all", faults("")...)
+		for _, k := range FaultKinds() {
+			row("", k.String(), faults(k.String())...)
+		}
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -128,16 +148,26 @@ func WriteTable(w io.Writer, results []*Result) error {
 }
 
 // WriteNotes prints what went wrong in a run: broken invariants, refused
-// launches, pass warnings. Nothing when all is well.
+// launches, pass warnings; with faults, how the system met them. Nothing
+// when all is well.
 func WriteNotes(w io.Writer, r *Result) {
 	var retries []string
 	for _, reason := range slices.Sorted(maps.Keys(r.Retries)) {
 		retries = append(retries, fmt.Sprintf("%d × %s", r.Retries[reason], reason))
 	}
-	if len(r.Violations)+len(retries)+len(r.Warnings) == 0 {
+	if len(r.Violations)+len(retries)+len(r.Warnings) == 0 && r.Chaos == nil {
 		return
 	}
 	fmt.Fprintf(w, "\n%s:\n", r.Policy)
+	if c := r.Chaos; c != nil {
+		fmt.Fprintf(w, "  faults met: %d invocations (%d exited on a held lease, %d stopped on losing it, %d crashed), %d passes failed, %d stale commits refused\n",
+			c.Invocations, c.LeaseHeldExits, c.LeaseLost, c.Crashes, c.PassesFailed, c.StaleRefused)
+		fmt.Fprintf(w, "  reconciler: %d runs; launches recorded %d, requeued %d, lost RUNNING %d, lost STOPPED %d; %d task events lost, %d redelivered\n",
+			c.Reconciles, c.Repairs.Recorded, c.Repairs.Requeued, c.Repairs.Started, c.Repairs.Ended, c.EventsLost, c.EventRetries)
+	}
+	if n := r.Totals.InvariantViolations; n > len(r.Violations) {
+		fmt.Fprintf(w, "  %d invariant violations, the first %d:\n", n, len(r.Violations))
+	}
 	for _, v := range r.Violations {
 		fmt.Fprintf(w, "  VIOLATION %s\n", v)
 	}
@@ -161,4 +191,35 @@ func share(p *float64) string {
 		return "–"
 	}
 	return fmt.Sprintf("%.2f", *p)
+}
+
+// WriteSummary prints one line per run: the scenario, seed and policy, the
+// faults injected by kind, and the invariants (lost, double launched,
+// invariant violations), each of which must be 0.
+func WriteSummary(w io.Writer, results []*Result) {
+	for _, r := range results {
+		fmt.Fprintf(w, "%s seed=%d %s", r.Scenario, r.Seed, r.Policy)
+		if r.Faults != nil {
+			fmt.Fprintf(w, " faults=%d", r.Totals.FaultsInjected)
+			var kinds []string
+			for _, k := range FaultKinds() {
+				kinds = append(kinds, fmt.Sprintf("%s=%d", k, r.Faults[k.String()]))
+			}
+			fmt.Fprintf(w, " (%s)", strings.Join(kinds, " "))
+		}
+		t := r.Totals
+		verdict := "ok"
+		if Broken(r) {
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(w, " succeeded=%d lost=%d double_launched=%d invariant_violations=%d wall=%.1fs %s\n",
+			t.Succeeded, t.Lost, t.DoubleLaunched, t.InvariantViolations, r.Wall.Seconds(), verdict)
+	}
+}
+
+// Broken reports whether a run broke an invariant: a job lost or launched
+// twice, or any other violation.
+func Broken(r *Result) bool {
+	t := r.Totals
+	return t.Lost+t.DoubleLaunched+t.InvariantViolations > 0
 }
