@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/evalsched/evalsched/internal/breaker"
 	"github.com/evalsched/evalsched/internal/priority"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -53,6 +54,10 @@ type modelView struct {
 	NextAdmit   int     `json:"next_pass_admits"`
 	Why         string  `json:"why_waiting,omitempty"`
 	Paused      int     `json:"paused"`
+	// EndedPerMin is the rate jobs ended over the breaker's window (5 min);
+	// DrainS the time the waiting jobs take at that rate (-1: unknown).
+	EndedPerMin float64 `json:"ended_per_min"`
+	DrainS      float64 `json:"drain_s"`
 }
 
 type batchView struct {
@@ -64,6 +69,9 @@ type batchView struct {
 	NextAdmit  int    `json:"next_pass_admits"`
 	PausedBy   string `json:"paused_by,omitempty"`
 	Parts      string `json:"parts,omitempty"` // "3/4" while a multi-part batch is still arriving
+	// ETAS bounds when the batch's last job starts: its model's waiting
+	// jobs, all of them ahead at worst, at the model's recent rate (-1: unknown).
+	ETAS float64 `json:"eta_s"`
 }
 
 // look reads the store and dry-runs the next pass at now.
@@ -104,7 +112,12 @@ func look(ctx context.Context, sf storeFlags, now time.Time) (*view, error) {
 		if phase == "" {
 			phase = "CLOSED"
 		}
+		rate, drain := endedRate(mp.State.Breaker.Buckets, now), -1.0
+		if rate > 0 {
+			drain = float64(mp.Waiting) / rate * 60
+		}
 		v.Models = append(v.Models, modelView{
+			EndedPerMin: rate, DrainS: drain,
 			Model: mp.Model, Limit: mp.State.Limit.Limit, LimitReason: mp.Limit.Reason, Depth: mp.Depth.Value, DepthAgeS: age,
 			Target: targets[mp.Model], Running: mp.Running, Starting: mp.Starting, Waiting: mp.Waiting,
 			Breaker: phase, NextAdmit: mp.Admitted, Why: mp.Why, Paused: mp.Paused,
@@ -138,9 +151,41 @@ func look(ctx context.Context, sf storeFlags, now time.Time) (*view, error) {
 			Batch: q.Account + "/" + q.Project + "/" + q.Batch, Model: q.Model, Tier: tier, TierSource: string(src),
 			Waiting: q.Waiting, NextAdmit: admits[q.Key()], PausedBy: pausedBy,
 			Parts: parts[q.Account+"/"+q.Project+"/"+q.Batch],
+			ETAS:  v.byModelDrain(q.Model),
 		})
 	}
 	return v, nil
+}
+
+// endedRate is jobs ended per minute over the breaker's buckets.
+func endedRate(buckets []breaker.Bucket, now time.Time) float64 {
+	if len(buckets) == 0 {
+		return 0
+	}
+	n := 0
+	for _, b := range buckets {
+		n += b.OK + b.Failed
+	}
+	span := now.Sub(buckets[0].Start).Minutes()
+	if span <= 0 || n == 0 {
+		return 0
+	}
+	return float64(n) / span
+}
+
+func (v *view) byModelDrain(model string) float64 {
+	if m, ok := v.byModel[model]; ok {
+		return m.DrainS
+	}
+	return -1
+}
+
+// human prints a duration in seconds as 45s, 12m, 3h10m; "-" when unknown.
+func human(s float64) string {
+	if s < 0 {
+		return "-"
+	}
+	return (time.Duration(s) * time.Second).Round(time.Minute).String()
 }
 
 func runStatus(args []string, stdout, stderr io.Writer) int {
@@ -165,19 +210,19 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		return writeJSON(stdout, stderr, v)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MODEL\tLIMIT\tDEPTH/TARGET\tRUNNING\tSTARTING\tWAITING\tBREAKER\tNEXT PASS\t")
+	fmt.Fprintln(tw, "MODEL\tLIMIT\tDEPTH/TARGET\tRUNNING\tSTARTING\tWAITING\tENDED/MIN\tDRAINS IN\tBREAKER\tNEXT PASS\t")
 	for _, m := range v.Models {
 		depth := "-"
 		if m.DepthAgeS >= 0 {
 			depth = fmt.Sprintf("%.0f/%.0f (%.0fs ago)", m.Depth, m.Target, m.DepthAgeS)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%s\t+%d\t\n", m.Model, m.Limit, depth, m.Running, m.Starting, m.Waiting, m.Breaker, m.NextAdmit)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%.1f\t%s\t%s\t+%d\t\n", m.Model, m.Limit, depth, m.Running, m.Starting, m.Waiting, m.EndedPerMin, human(m.DrainS), m.Breaker, m.NextAdmit)
 	}
 	tw.Flush()
 	if len(v.Batches) > 0 {
 		fmt.Fprintln(stdout)
 		tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "BATCH\tMODEL\tTIER\tWAITING\tNEXT PASS\t")
+		fmt.Fprintln(tw, "BATCH\tMODEL\tTIER\tWAITING\tALL STARTED BY\tNEXT PASS\t")
 		for _, b := range v.Batches {
 			next := fmt.Sprintf("+%d", b.NextAdmit)
 			if b.PausedBy != "" {
@@ -186,7 +231,11 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 			if b.Parts != "" {
 				next += ", parts " + b.Parts + " arrived"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d (%s)\t%d\t%s\t\n", b.Batch, b.Model, b.Tier, b.TierSource, b.Waiting, next)
+			eta := "-"
+			if b.ETAS >= 0 {
+				eta = "≤ " + human(b.ETAS)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d (%s)\t%d\t%s\t%s\t\n", b.Batch, b.Model, b.Tier, b.TierSource, b.Waiting, eta, next)
 		}
 		tw.Flush()
 	}
