@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -36,37 +37,46 @@ const maxConflicts = 8
 //  1. state   every model's new state and acknowledged outcomes, in
 //     transactions of up to 100 models, each conditioned on the version the
 //     last Snapshot read (ErrStale if another pass wrote since)
-//  2. claim   per grant, in plan order, transactions of up to 90 jobs that
-//     move the queue's cursor (conditioned on its old value), the jobs'
-//     states and the model's starting counter together
+//  2. claim   per grant, transactions of up to 90 jobs that move the
+//     queue's cursor (conditioned on its old value), the jobs' states and
+//     the model's starting counter together; a model's grants in plan
+//     order, several models at a time
 //  3. tidy    drop pending entries that reached 0
 //
 // A failure in 2 after some jobs were claimed returns those jobs and no
-// error: the pass launches them and the rest waits for the next pass.
+// error: the pass launches them and the rest of that model's grants wait
+// for the next pass.
 func (s *Store) Commit(ctx context.Context, plan scheduler.Plan) ([]scheduler.Job, error) {
 	// 1. State.
 	if err := s.commitStates(ctx, plan); err != nil {
 		return nil, err
 	}
 
-	// 2. Claims.
-	var claimed []scheduler.Job
-	for _, mp := range plan.Models {
-		for _, g := range mp.Grants {
+	// 2. Claims: several models at a time (a model's claims move its own
+	// counters item, so they never meet another model's), each model's
+	// grants in plan order, the jobs returned in plan order.
+	claims := make([][]scheduler.Job, len(plan.Models))
+	errs := make([]error, len(plan.Models))
+	_ = parallel(ctx, len(plan.Models), func(ctx context.Context, i int) error {
+		for _, g := range plan.Models[i].Grants {
 			if g.Count <= 0 {
 				continue
 			}
 			jobs, err := s.claim(ctx, g, plan.At)
-			claimed = append(claimed, jobs...)
+			claims[i] = append(claims[i], jobs...)
 			if err != nil {
-				err = fmt.Errorf("claim jobs of %s: %w", g.Queue, err)
-				if len(claimed) == 0 {
-					return nil, err
-				}
-				s.log().Warn("commit: claimed fewer jobs than granted", "claimed", len(claimed), "err", err)
-				return claimed, nil
+				errs[i] = fmt.Errorf("claim jobs of %s: %w", g.Queue, err)
+				return nil // this model's later grants wait for the next pass
 			}
 		}
+		return nil
+	})
+	claimed := slices.Concat(claims...)
+	if i := slices.IndexFunc(errs, func(err error) bool { return err != nil }); i >= 0 {
+		if len(claimed) == 0 {
+			return nil, errs[i]
+		}
+		s.log().Warn("commit: claimed fewer jobs than granted", "claimed", len(claimed), "err", errs[i])
 	}
 
 	// 3. Tidy: best effort, the next pass tries again.
@@ -362,6 +372,9 @@ func (s *Store) chunkAt(ctx context.Context, pk string, pos int64) (chunkItem, e
 		return c, fmt.Errorf("read queue order: queue %s has no chunk for position %d", pk, pos)
 	}
 	s.mu.Lock()
+	if len(s.chunks) >= maxCachedChunks {
+		clear(s.chunks) // a cache: what it forgets is read again
+	}
 	s.chunks[pk] = c
 	s.mu.Unlock()
 	return c, nil
@@ -408,11 +421,15 @@ func (s *Store) dropEmptyPending(ctx context.Context, plan scheduler.Plan) {
 	empty := s.emptyPending
 	s.emptyPending = nil
 	s.mu.Unlock()
+	var models []string
 	for _, mp := range plan.Models {
-		keys := empty[mp.Model]
-		if len(keys) == 0 {
-			continue
+		if len(empty[mp.Model]) > 0 {
+			models = append(models, mp.Model)
 		}
+	}
+	// One write per model, several at a time: each its own counters item.
+	_ = parallel(ctx, len(models), func(ctx context.Context, i int) error {
+		model, keys := models[i], empty[models[i]]
 		var u expression.UpdateBuilder
 		var cond expression.ConditionBuilder
 		for i, at := range keys {
@@ -427,15 +444,16 @@ func (s *Store) dropEmptyPending(ctx context.Context, plan scheduler.Plan) {
 		e, err := expression.NewBuilder().WithUpdate(u).WithCondition(cond).Build()
 		if err == nil {
 			_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-				TableName: aws.String(s.tables.State), Key: key(countersPK(mp.Model), skCounters),
+				TableName: aws.String(s.tables.State), Key: key(countersPK(model), skCounters),
 				UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
 				ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 			})
 		}
 		if err != nil && !isConditionFailed(err) {
-			s.log().Warn("commit: drop empty pending entries", "model", mp.Model, "err", err)
+			s.log().Warn("commit: drop empty pending entries", "model", model, "err", err)
 		}
-	}
+		return nil // best effort: the next pass tries again
+	})
 }
 
 // Cancel moves every waiting job inside the scope to CANCELLED, queue by

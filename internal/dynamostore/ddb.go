@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,29 +25,35 @@ const (
 	parallelism   = 8   // concurrent requests of one operation
 )
 
-// batchGet reads items by key, in any order.
+// batchGet reads items by key, in any order: calls of 100 keys, several
+// calls at a time (a Snapshot of 10,000 active queues makes 100 calls).
 func (s *Store) batchGet(ctx context.Context, table string, keys []map[string]types.AttributeValue, projection *string, names map[string]string) ([]map[string]types.AttributeValue, error) {
-	var out []map[string]types.AttributeValue
-	for start := 0; start < len(keys); start += batchGetMax {
+	n := (len(keys) + batchGetMax - 1) / batchGetMax
+	parts := make([][]map[string]types.AttributeValue, n)
+	err := parallel(ctx, n, func(ctx context.Context, i int) error {
 		req := map[string]types.KeysAndAttributes{table: {
-			Keys: keys[start:min(start+batchGetMax, len(keys))], ConsistentRead: aws.Bool(true),
+			Keys: keys[i*batchGetMax : min((i+1)*batchGetMax, len(keys))], ConsistentRead: aws.Bool(true),
 			ProjectionExpression: projection, ExpressionAttributeNames: names,
 		}}
 		for try := 0; len(req) > 0; try++ {
 			if try > 0 {
 				if err := sleep(ctx, try); err != nil {
-					return nil, err
+					return err
 				}
 			}
 			res, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
 			if err != nil {
-				return nil, err
+				return err
 			}
-			out = append(out, res.Responses[table]...)
+			parts[i] = append(parts[i], res.Responses[table]...)
 			req = res.UnprocessedKeys
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	return slices.Concat(parts...), nil
 }
 
 // query returns every item of a query, following pages; limit > 0 stops

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -181,7 +182,14 @@ func (s *Store) readActiveQueues(ctx context.Context) ([]queueItem, error) {
 	for i, r := range refs {
 		keys[i] = map[string]types.AttributeValue{attrPK: r[attrPK], attrSK: r[attrSK]}
 	}
-	items, err := s.batchGet(ctx, s.tables.State, keys, nil, nil)
+	// Only what Snapshot and Cancel use: BatchGetItem bills the whole item,
+	// but the client then decodes 8 attributes of each, not 14.
+	names := map[string]string{}
+	for _, n := range []string{attrPK, "account", "project", "batch", attrModel, "tier", attrSeq, "waiting"} {
+		names["#"+n] = n
+	}
+	projection := aws.String(strings.Join(slices.Sorted(maps.Keys(names)), ", "))
+	items, err := s.batchGet(ctx, s.tables.State, keys, projection, names)
 	if err != nil {
 		return nil, fmt.Errorf("read active queues: %w", err)
 	}

@@ -220,6 +220,11 @@ func (c chunkItem) covers(pos int64) bool { return c.Start <= pos && pos < c.Sta
 // chunkSize bounds a chunk item to ~17 KB (500 ids of 32 characters).
 const chunkSize = 500
 
+// maxCachedChunks bounds the chunk cache of a long-lived Store (a warm
+// Lambda sees every queue it ever claims from): at ~25 KB of heap per full
+// chunk, at most ~50 MB.
+const maxCachedChunks = 2048
+
 // backItem marks a retried job waiting again below the queue's cursor: pk
 // the queue's, sk "BACK#<pos>", so a Query returns them oldest first.
 type backItem struct {
