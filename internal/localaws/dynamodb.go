@@ -84,22 +84,29 @@ func start(dir, java string, port int) (*Server, error) {
 		"-Djava.library.path=./DynamoDBLocal_lib", "-jar", "DynamoDBLocal.jar",
 		"-inMemory", "-port", strconv.Itoa(port), "-disableTelemetry")
 	cmd.Dir = dir
+	return serve("DynamoDB Local", cmd, port, 30*time.Second)
+}
+
+// serve starts cmd, a server that will listen on 127.0.0.1:port, and waits
+// up to wait for the port to answer; a server that exits first, or never
+// answers, is an error carrying its output.
+func serve(name string, cmd *exec.Cmd, port int, wait time.Duration) (*Server, error) {
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	// Its own process group, so a Ctrl-C of `go test` does not race Stop.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start DynamoDB Local: %w", err)
+		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	s := &Server{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, out: out, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(s.done) }()
 
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(wait)
 	for {
 		select {
 		case <-s.done:
-			return nil, fmt.Errorf("DynamoDB Local exited before it answered on %s: %s", addr, out.String())
+			return nil, fmt.Errorf("%s exited before it answered on %s: %s", name, addr, out.String())
 		default:
 		}
 		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
@@ -109,9 +116,9 @@ func start(dir, java string, port int) (*Server, error) {
 		}
 		if time.Now().After(deadline) {
 			s.Stop()
-			return nil, fmt.Errorf("DynamoDB Local did not answer on %s within 30 s: %s", addr, out.String())
+			return nil, fmt.Errorf("%s did not answer on %s within %v: %s", name, addr, wait, out.String())
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(25 * time.Millisecond)
 	}
 }
 

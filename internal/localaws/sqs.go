@@ -3,12 +3,10 @@ package localaws
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -76,32 +74,5 @@ func startFauxqs(root, node string, port int) (*Server, error) {
 	// Run from the repository root, so import("fauxqs") finds node_modules.
 	cmd := exec.Command(node, "-e", fauxqsScript, strconv.Itoa(port))
 	cmd.Dir = root
-	out := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start fauxqs: %w", err)
-	}
-	s := &Server{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, out: out, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(s.done) }()
-
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		select {
-		case <-s.done:
-			return nil, fmt.Errorf("fauxqs exited before it answered on %s: %s", addr, out.String())
-		default:
-		}
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return s, nil
-		}
-		if time.Now().After(deadline) {
-			s.Stop()
-			return nil, fmt.Errorf("fauxqs did not answer on %s within 15 s: %s", addr, out.String())
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+	return serve("fauxqs", cmd, port, 15*time.Second)
 }
