@@ -92,24 +92,28 @@ func doc(namespace string, ts int64, dims []string, vals map[string]any, units m
 }
 
 // WriteValues emits one EMF document of the given values at time at, with
-// the dimensions (nil: none); values named *Seconds have unit Seconds, the
-// rest None. The task-events function writes per-job timings with it.
+// the dimensions (nil: none); values named *Seconds have unit Seconds,
+// *Share None, the rest Count. The task-events function writes per-job
+// timings with it, the intake its counts.
 func WriteValues(w io.Writer, namespace string, at time.Time, dims map[string]string, vals map[string]float64) error {
 	names := slices.Sorted(maps.Keys(dims))
 	anyVals := make(map[string]any, len(vals))
 	units := map[string]string{}
 	for k, v := range vals {
 		anyVals[k] = v
-		if strings.HasSuffix(k, "Seconds") {
+		switch {
+		case strings.HasSuffix(k, "Seconds"):
 			units[k] = "Seconds"
-		} else {
+		case strings.HasSuffix(k, "Share"):
 			units[k] = "None"
+		default:
+			units[k] = "Count"
 		}
 	}
-	d := doc(namespace, at.UnixMilli(), names, anyVals, units)
 	if len(names) == 0 {
-		d = doc(namespace, at.UnixMilli(), nil, anyVals, units)
+		names = nil // one empty dimension set
 	}
+	d := doc(namespace, at.UnixMilli(), names, anyVals, units)
 	for k, v := range dims {
 		d[k] = v
 	}

@@ -1,10 +1,11 @@
 package intake
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/evalsched/evalsched/internal/emf"
 )
 
 // Counts is what one invocation did, written as one EMF document (as
@@ -20,36 +21,13 @@ type Counts struct {
 	Parts     int `json:"IntakeParts"`     // parts of multi-part batches stored
 }
 
-// metricNames lists the Counts' metrics, sorted as internal/emf sorts them.
-var metricNames = []string{"IntakeConflicts", "IntakeJobs", "IntakeMessages", "IntakeParts", "IntakeRejected", "IntakeRetried"}
-
-type emfMetric struct {
-	Name string `json:"Name"`
-	Unit string `json:"Unit"`
-}
-
-type emfDirective struct {
-	Namespace  string      `json:"Namespace"`
-	Dimensions [][]string  `json:"Dimensions"`
-	Metrics    []emfMetric `json:"Metrics"`
-}
-
-type emfMeta struct {
-	Timestamp         int64          `json:"Timestamp"`
-	CloudWatchMetrics []emfDirective `json:"CloudWatchMetrics"`
-}
-
 // write emits the EMF document, without dimensions.
 func (c Counts) write(w io.Writer, namespace string, at time.Time) error {
-	d := emfDirective{Namespace: namespace, Dimensions: [][]string{{}}}
-	for _, n := range metricNames {
-		d.Metrics = append(d.Metrics, emfMetric{Name: n, Unit: "Count"})
+	vals := map[string]float64{
+		"IntakeMessages": float64(c.Messages), "IntakeJobs": float64(c.Jobs), "IntakeRejected": float64(c.Rejected),
+		"IntakeConflicts": float64(c.Conflicts), "IntakeRetried": float64(c.Retried), "IntakeParts": float64(c.Parts),
 	}
-	doc := struct {
-		AWS emfMeta `json:"_aws"`
-		Counts
-	}{emfMeta{Timestamp: at.UnixMilli(), CloudWatchMetrics: []emfDirective{d}}, c}
-	if err := json.NewEncoder(w).Encode(doc); err != nil {
+	if err := emf.WriteValues(w, namespace, at, nil, vals); err != nil {
 		return fmt.Errorf("write intake metrics: %w", err)
 	}
 	return nil
