@@ -159,9 +159,13 @@ func checkErr(d tableDump) error {
 		if int64(len(d.backs[pk])) != q.Backs {
 			fail("queue %s: backs counter %d, %d back items", pk, q.Backs, len(d.backs[pk]))
 		}
-		// Chunks cover [0, size) exactly, each id's job at its place.
+		// Chunks cover [0, size) exactly, each id's job at its place, each
+		// starting at a multiple of chunkSize (claims read them by key).
 		var pos int64
 		for _, c := range d.chunks[pk] {
+			if c.Start%chunkSize != 0 {
+				fail("queue %s: chunk at %d, not aligned to %d", pk, c.Start, chunkSize)
+			}
 			if c.Start != pos {
 				fail("queue %s: chunk at %d, want one at %d", pk, c.Start, pos)
 				break

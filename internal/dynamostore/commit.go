@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -37,50 +36,97 @@ const maxConflicts = 8
 //  1. state   every model's new state and acknowledged outcomes, in
 //     transactions of up to 100 models, each conditioned on the version the
 //     last Snapshot read (ErrStale if another pass wrote since)
-//  2. claim   per grant, transactions of up to 90 jobs that move the
-//     queue's cursor (conditioned on its old value), the jobs' states and
-//     the model's starting counter together; a model's grants in plan
-//     order, several models at a time
-//  3. tidy    drop pending entries that reached 0
+//  2. claim   the grants whose queue the Snapshot read, batched across
+//     queues (claims.go): transactions of up to 100 items moving cursors
+//     (conditioned on the values read), jobs and the models' counters
+//     together, with the models' emptied pending entries removed
+//  3. take    the rest one queue at a time (a queue with retried jobs, a
+//     grant of more than 90 jobs, a queue that moved since the Snapshot):
+//     transactions of up to 90 jobs after reading the queue afresh; a
+//     model's grants in plan order, several models at a time
 //
-// A failure in 2 after some jobs were claimed returns those jobs and no
-// error: the pass launches them and the rest of that model's grants wait
-// for the next pass.
+// A failure after some jobs were claimed returns those jobs and no error:
+// the pass launches them and the rest waits for the next pass. The jobs are
+// returned in plan order.
 func (s *Store) Commit(ctx context.Context, plan scheduler.Plan) ([]scheduler.Job, error) {
 	// 1. State.
 	if err := s.commitStates(ctx, plan); err != nil {
 		return nil, err
 	}
 
-	// 2. Claims: several models at a time (a model's claims move its own
-	// counters item, so they never meet another model's), each model's
-	// grants in plan order, the jobs returned in plan order.
-	claims := make([][]scheduler.Job, len(plan.Models))
-	errs := make([]error, len(plan.Models))
-	_ = parallel(ctx, len(plan.Models), func(ctx context.Context, i int) error {
-		for _, g := range plan.Models[i].Grants {
+	// What the Snapshot read is used once: a retried Commit reads afresh.
+	s.mu.Lock()
+	read, empty := s.snapQueues, s.emptyPending
+	s.snapQueues, s.emptyPending = nil, nil
+	s.mu.Unlock()
+	inPlan := map[string][]string{}
+	for _, mp := range plan.Models {
+		if len(empty[mp.Model]) > 0 {
+			inPlan[mp.Model] = empty[mp.Model]
+		}
+	}
+
+	// 2. Claims, batched.
+	var claims [][]*grantClaim // per model, per grant
+	var batched []*grantClaim
+	seen := map[string]bool{}
+	for i, mp := range plan.Models {
+		var cs []*grantClaim
+		for gi, g := range mp.Grants {
 			if g.Count <= 0 {
 				continue
 			}
+			c := &grantClaim{model: i, index: gi, g: g}
+			pk := queuePK(g.Queue)
+			q, ok := read[pk]
+			if ok && q.Backs == 0 && g.Count <= maxClaimJobs && !seen[pk] {
+				c.q = q
+				batched = append(batched, c)
+			} else {
+				c.slow = true
+			}
+			seen[pk] = true
+			cs = append(cs, c)
+		}
+		claims = append(claims, cs)
+	}
+	s.claimBatched(ctx, plan.At, batched, inPlan)
+
+	// 3. The rest, one queue at a time: several models at a time (a
+	// model's claims move its own counters item, so they never meet
+	// another model's), each model's grants in plan order.
+	_ = parallel(ctx, len(claims), func(ctx context.Context, i int) error {
+		for _, c := range claims[i] {
+			if !c.slow || c.err != nil || c.remaining() <= 0 {
+				continue
+			}
+			g := c.g
+			g.Count = c.remaining()
 			jobs, err := s.claim(ctx, g, plan.At)
-			claims[i] = append(claims[i], jobs...)
+			c.jobs = append(c.jobs, jobs...)
 			if err != nil {
-				errs[i] = fmt.Errorf("claim jobs of %s: %w", g.Queue, err)
+				c.err = fmt.Errorf("claim jobs of %s: %w", g.Queue, err)
 				return nil // this model's later grants wait for the next pass
 			}
 		}
 		return nil
 	})
-	claimed := slices.Concat(claims...)
-	if i := slices.IndexFunc(errs, func(err error) bool { return err != nil }); i >= 0 {
-		if len(claimed) == 0 {
-			return nil, errs[i]
+	var claimed []scheduler.Job
+	var firstErr error
+	for _, cs := range claims {
+		for _, c := range cs {
+			claimed = append(claimed, c.jobs...)
+			if c.err != nil && firstErr == nil {
+				firstErr = c.err
+			}
 		}
-		s.log().Warn("commit: claimed fewer jobs than granted", "claimed", len(claimed), "err", errs[i])
 	}
-
-	// 3. Tidy: best effort, the next pass tries again.
-	s.dropEmptyPending(ctx, plan)
+	if firstErr != nil {
+		if len(claimed) == 0 {
+			return nil, firstErr
+		}
+		s.log().Warn("commit: claimed fewer jobs than granted", "claimed", len(claimed), "err", firstErr)
+	}
 	return claimed, nil
 }
 
@@ -412,48 +458,6 @@ func (s *Store) readJob(ctx context.Context, id string) (jobItem, bool, error) {
 	var j jobItem
 	err = attributevalue.UnmarshalMap(res.Item, &j)
 	return j, err == nil, err
-}
-
-// dropEmptyPending removes the pending entries at 0 that the last Snapshot
-// saw, for the models of the plan; an entry that moved since stays.
-func (s *Store) dropEmptyPending(ctx context.Context, plan scheduler.Plan) {
-	s.mu.Lock()
-	empty := s.emptyPending
-	s.emptyPending = nil
-	s.mu.Unlock()
-	var models []string
-	for _, mp := range plan.Models {
-		if len(empty[mp.Model]) > 0 {
-			models = append(models, mp.Model)
-		}
-	}
-	// One write per model, several at a time: each its own counters item.
-	_ = parallel(ctx, len(models), func(ctx context.Context, i int) error {
-		model, keys := models[i], empty[models[i]]
-		var u expression.UpdateBuilder
-		var cond expression.ConditionBuilder
-		for i, at := range keys {
-			u = u.Remove(pendingEntry(at))
-			c := pendingEntry(at).Equal(value(0))
-			if i == 0 {
-				cond = c
-			} else {
-				cond = cond.And(c)
-			}
-		}
-		e, err := expression.NewBuilder().WithUpdate(u).WithCondition(cond).Build()
-		if err == nil {
-			_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-				TableName: aws.String(s.tables.State), Key: key(countersPK(model), skCounters),
-				UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
-				ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-			})
-		}
-		if err != nil && !isConditionFailed(err) {
-			s.log().Warn("commit: drop empty pending entries", "model", model, "err", err)
-		}
-		return nil // best effort: the next pass tries again
-	})
 }
 
 // Cancel moves every waiting job inside the scope to CANCELLED, queue by

@@ -28,21 +28,48 @@ import (
 const maxRereads = 8
 
 // RecordLaunches implements scheduler.Store.
+//
+// Launched jobs are recorded in transactions of up to 100 conditional
+// updates without reading them first: each is conditioned on the job still
+// CLAIMED at the attempt launched. A transaction refused (a job moved on:
+// a repeated result, a reconciler or an event got there first) or failed
+// falls back to the single path below, which reads each job and judges it.
+// Retries and failures move counters and back items: one transaction each.
 func (s *Store) RecordLaunches(ctx context.Context, now time.Time, results []scheduler.LaunchResult) error {
-	ids := make([]string, len(results))
-	for i, r := range results {
+	var launched, single []scheduler.LaunchResult
+	for _, r := range results {
+		if r.Status == scheduler.Launched {
+			launched = append(launched, r)
+		} else {
+			single = append(single, r)
+		}
+	}
+	var mu sync.Mutex
+	groups := (len(launched) + transactMax - 1) / transactMax
+	_ = parallel(ctx, groups, func(ctx context.Context, i int) error {
+		group := launched[i*transactMax : min((i+1)*transactMax, len(launched))]
+		if err := s.setLaunchedAll(ctx, group, now); err != nil {
+			mu.Lock()
+			single = append(single, group...)
+			mu.Unlock()
+		}
+		return nil
+	})
+	if len(single) == 0 {
+		return nil
+	}
+
+	ids := make([]string, len(single))
+	for i, r := range single {
 		ids[i] = r.JobID
 	}
 	jobs, err := s.readJobs(ctx, ids)
 	if err != nil {
 		return fmt.Errorf("record launches: %w", err)
 	}
-	var (
-		mu   sync.Mutex
-		errs []error
-	)
-	_ = parallel(ctx, len(results), func(ctx context.Context, i int) error {
-		r := results[i]
+	var errs []error
+	_ = parallel(ctx, len(single), func(ctx context.Context, i int) error {
+		r := single[i]
 		j, ok := jobs[r.JobID]
 		var err error
 		if !ok {
@@ -58,6 +85,25 @@ func (s *Store) RecordLaunches(ctx context.Context, now time.Time, results []sch
 		return nil
 	})
 	return errors.Join(errs...)
+}
+
+// setLaunchedAll is CLAIMED → LAUNCHED for up to 100 jobs in one
+// transaction, each conditioned on its state and attempt.
+func (s *Store) setLaunchedAll(ctx context.Context, results []scheduler.LaunchResult, now time.Time) error {
+	items := make([]types.TransactWriteItem, 0, len(results))
+	for _, r := range results {
+		u := expression.Set(name("state"), value(memstore.Launched)).Set(name("launched_at"), value(stamp(now)))
+		if r.TaskARN != "" {
+			u = u.Set(name("task_arn"), value(r.TaskARN))
+		}
+		it, err := updateItem(s.tables.State, key(jobPK(r.JobID), skJob), u,
+			name("state").Equal(value(memstore.Claimed)).And(name("attempt").Equal(value(r.Attempt))))
+		if err != nil {
+			return err
+		}
+		items = append(items, it)
+	}
+	return s.transact(ctx, items, token())
 }
 
 func (s *Store) recordLaunch(ctx context.Context, j jobItem, r scheduler.LaunchResult, now time.Time) error {

@@ -104,6 +104,13 @@ func (s *Store) Snapshot(ctx context.Context, _ time.Time) (scheduler.Snapshot, 
 	if err != nil {
 		return snap, err
 	}
+	read := make(map[string]queueItem, len(queues))
+	for _, q := range queues {
+		read[q.PK] = q
+	}
+	s.mu.Lock()
+	s.snapQueues = read
+	s.mu.Unlock()
 	for _, q := range queues {
 		if q.Waiting <= 0 {
 			continue
@@ -182,10 +189,11 @@ func (s *Store) readActiveQueues(ctx context.Context) ([]queueItem, error) {
 	for i, r := range refs {
 		keys[i] = map[string]types.AttributeValue{attrPK: r[attrPK], attrSK: r[attrSK]}
 	}
-	// Only what Snapshot and Cancel use: BatchGetItem bills the whole item,
-	// but the client then decodes 8 attributes of each, not 14.
+	// Only what Snapshot, Commit's claims and Cancel use: BatchGetItem
+	// bills the whole item, but the client then decodes 11 attributes of
+	// each, not 14.
 	names := map[string]string{}
-	for _, n := range []string{attrPK, "account", "project", "batch", attrModel, "tier", attrSeq, "waiting"} {
+	for _, n := range []string{attrPK, "account", "project", "batch", attrModel, "tier", attrSeq, "waiting", "next", "size", "backs"} {
 		names["#"+n] = n
 	}
 	projection := aws.String(strings.Join(slices.Sorted(maps.Keys(names)), ", "))

@@ -40,6 +40,10 @@ type Store struct {
 	// emptyPending lists, per model, the pending entries at 0 that the last
 	// Snapshot saw; Commit removes them.
 	emptyPending map[string][]string
+	// snapQueues holds the queue items the last Snapshot read (strongly
+	// consistent), by pk: Commit claims from their cursors without reading
+	// them again, conditioned on them.
+	snapQueues map[string]queueItem
 	// commitAt and commitID mark this store's writes of one plan's state,
 	// so that retrying the Commit of that plan passes its own condition.
 	commitAt time.Time

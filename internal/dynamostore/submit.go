@@ -196,26 +196,46 @@ func (s *Store) submit(ctx context.Context, b memstore.BatchSpec, now time.Time)
 			}
 			queues[mdl] = q
 		}
-		chunks := map[string]bool{}
-		for i := 0; i < len(byModel[mdl]); i += chunkSize {
-			part := byModel[mdl][i:min(i+chunkSize, len(byModel[mdl]))]
-			c := chunkItem{PK: q.PK, SK: chunkSK(q.Size + int64(i)), Start: q.Size + int64(i)}
-			for k, j := range part {
-				c.IDs = append(c.IDs, j.id)
-				err := put(jobItem{
-					PK: jobPK(j.id), SK: skJob, ID: j.id, Account: b.Account, Project: b.Project, Batch: b.Batch,
-					Key: j.spec.Key, Model: mdl, Env: j.spec.Env, TaskDefinition: b.TaskDefinition,
-					TimeoutSeconds: b.TimeoutSeconds, MaxAttempts: cmp.Or(b.MaxAttempts, 3), Attempt: 1,
-					State: memstore.Waiting, Queue: q.PK, Pos: c.Start + int64(k), SubmitAt: submitAt,
-				})
-				if err != nil {
-					return 0, fmt.Errorf("%s: %w", where, err)
-				}
-			}
-			chunks[c.SK] = true
-			if err := put(c); err != nil {
+		// Chunks are aligned to chunkSize positions, so a claim knows the
+		// key of the chunk of any position: a queue's last, partial chunk
+		// is extended (its registered ids as they are; a reader of those
+		// sees the same ids before and after).
+		c := chunkItem{PK: q.PK, SK: chunkSK(q.Size), Start: q.Size}
+		if q.Size%chunkSize != 0 {
+			prev, err := s.chunkAt(ctx, q.PK, q.Size-1)
+			if err != nil {
 				return 0, fmt.Errorf("%s: %w", where, err)
 			}
+			if prev.Start == q.Size/chunkSize*chunkSize { // else an unaligned chunk of an older release: start afresh
+				c = chunkItem{PK: q.PK, SK: prev.SK, Start: prev.Start, IDs: slices.Clone(prev.IDs[:q.Size-prev.Start])}
+			}
+		}
+		chunks := map[string]bool{}
+		flush := func() error {
+			chunks[c.SK] = true
+			return put(c)
+		}
+		for _, j := range byModel[mdl] {
+			pos := c.Start + int64(len(c.IDs))
+			if len(c.IDs) > 0 && pos%chunkSize == 0 {
+				if err := flush(); err != nil {
+					return 0, fmt.Errorf("%s: %w", where, err)
+				}
+				c = chunkItem{PK: q.PK, SK: chunkSK(pos), Start: pos}
+			}
+			c.IDs = append(c.IDs, j.id)
+			err := put(jobItem{
+				PK: jobPK(j.id), SK: skJob, ID: j.id, Account: b.Account, Project: b.Project, Batch: b.Batch,
+				Key: j.spec.Key, Model: mdl, Env: j.spec.Env, TaskDefinition: b.TaskDefinition,
+				TimeoutSeconds: b.TimeoutSeconds, MaxAttempts: cmp.Or(b.MaxAttempts, 3), Attempt: 1,
+				State: memstore.Waiting, Queue: q.PK, Pos: pos, SubmitAt: submitAt,
+			})
+			if err != nil {
+				return 0, fmt.Errorf("%s: %w", where, err)
+			}
+		}
+		if err := flush(); err != nil {
+			return 0, fmt.Errorf("%s: %w", where, err)
 		}
 		// Chunks at or past the size are a crashed Submit's: never
 		// registered, and in the way of lookups once positions get there.

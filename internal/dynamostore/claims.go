@@ -1,0 +1,363 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+// A pass grants a job or two to each of ~200 queues. Claimed one queue at a
+// time that is 4 requests a queue (read the queue, its order, its jobs, one
+// transaction). The batched claim below makes the same conditional writes
+// for every queue at once:
+//
+//   - the cursor comes from the queue item the Snapshot just read, strongly
+//     consistent; the write is conditioned on it, so a queue that moved since
+//     cancels its transaction and is claimed again the slow way (take);
+//   - the queue order comes by BatchGetItem: chunks are aligned to
+//     chunkSize positions, so the chunk of a position has a known key;
+//   - the jobs come by one BatchGetItem across queues;
+//   - the writes go in transactions of up to 100 items, each carrying the
+//     counters of the models it claims for (counts move with what they
+//     count) and the removal of their emptied pending entries.
+//
+// So 200 one-job grants cost ~2 chunk reads (none once cached), 2 job reads
+// and ~7 transactions instead of ~800 requests.
+
+// grantClaim is one grant of the plan and what has been claimed for it.
+type grantClaim struct {
+	model, index int // place in the plan: plan.Models[model].Grants[index]
+	g            scheduler.Grant
+	q            queueItem // as the Snapshot read it; zero PK if unknown
+	jobs         []scheduler.Job
+	err          error
+	slow         bool // claimed by take: the batched path cannot or failed
+}
+
+func (c *grantClaim) remaining() int { return c.g.Count - len(c.jobs) }
+
+// claimUnit is what one grant writes in a batched transaction.
+type claimUnit struct {
+	c     *grantClaim
+	n     int64     // cursor positions passed: [q.Next, q.Next+n)
+	taken []jobItem // the waiting jobs among them
+}
+
+// claimTxn is one batched transaction: units of several queues, and per
+// model, how many jobs it claims (one counters update each).
+type claimTxn struct {
+	units  []claimUnit
+	models []string // in order of first appearance
+	counts map[string]int64
+	tidy   map[string][]string // emptied pending entries removed with this counters update
+	items  int
+}
+
+// claimBatched claims the grants whose queue the Snapshot read and which
+// wait only at the cursor (no retried job: those come first, by take).
+// A grant it could not serve whole is marked slow, for take.
+func (s *Store) claimBatched(ctx context.Context, at time.Time, claims []*grantClaim, empty map[string][]string) {
+	// 1. The cursor positions of each grant, and their ids.
+	var units []claimUnit
+	for _, c := range claims {
+		n := min(int64(c.g.Count), c.q.Size-c.q.Next, maxClaimJobs)
+		if n <= 0 {
+			c.slow = true
+			continue
+		}
+		units = append(units, claimUnit{c: c, n: n})
+	}
+	ids, err := s.idsOf(ctx, units)
+	if err != nil {
+		s.log().Warn("commit: batched claim: read queue order; claiming one queue at a time", "err", err)
+		for _, u := range units {
+			u.c.slow = true
+		}
+		return
+	}
+	var all []string
+	for _, u := range units {
+		all = append(all, ids[u.c.q.PK]...)
+	}
+	jobs, err := s.readJobs(ctx, all)
+	if err != nil {
+		s.log().Warn("commit: batched claim: read jobs; claiming one queue at a time", "err", err)
+		for _, u := range units {
+			u.c.slow = true
+		}
+		return
+	}
+	kept := units[:0]
+	for _, u := range units {
+		qids := ids[u.c.q.PK]
+		if int64(len(qids)) != u.n {
+			u.c.slow = true // an order this path cannot read (see idsOf)
+			continue
+		}
+		for i, id := range qids {
+			// A job not waiting at its place was cancelled: the cursor
+			// passes it, as take does.
+			if j, ok := jobs[id]; ok && j.State == memstore.Waiting && j.Pos == u.c.q.Next+int64(i) {
+				u.taken = append(u.taken, j)
+			}
+		}
+		kept = append(kept, u)
+	}
+
+	// 2. Transactions of up to 100 items. A model's counters item appears
+	// once per transaction, so its units are packed in plan order and its
+	// transactions run one after the other (locks below): two transactions
+	// on one item at once would cancel each other.
+	var txns []*claimTxn
+	cur := &claimTxn{counts: map[string]int64{}, tidy: map[string][]string{}}
+	tidied := map[string]bool{}
+	add := func(model string, u *claimUnit) {
+		need := 0
+		if u != nil {
+			need = 1 + len(u.taken)
+		}
+		if _, in := cur.counts[model]; !in {
+			need++
+		}
+		if cur.items+need > transactMax {
+			txns = append(txns, cur)
+			cur = &claimTxn{counts: map[string]int64{}, tidy: map[string][]string{}}
+			need = 1
+			if u != nil {
+				need += 1 + len(u.taken)
+			}
+		}
+		if _, in := cur.counts[model]; !in {
+			cur.models = append(cur.models, model)
+			cur.counts[model] = 0
+			if !tidied[model] {
+				tidied[model] = true
+				cur.tidy[model] = slices.DeleteFunc(slices.Clone(empty[model]), func(k string) bool { return k == stamp(at) })
+			}
+		}
+		cur.items += need
+		if u != nil {
+			cur.units = append(cur.units, *u)
+			cur.counts[model] += int64(len(u.taken))
+		}
+	}
+	for i := range kept {
+		add(kept[i].c.g.Queue.Model, &kept[i])
+	}
+	// The models that claim nothing here but have emptied entries: their
+	// tidy rides along (an entry at 0 never grows again: only the pass that
+	// named it adds to it).
+	for _, model := range sortedKeys(empty) {
+		if !tidied[model] && len(empty[model]) > 0 {
+			add(model, nil)
+		}
+	}
+	if cur.items > 0 {
+		txns = append(txns, cur)
+	}
+
+	// 3. Write, several transactions at a time.
+	locks := map[string]*sync.Mutex{}
+	for _, t := range txns {
+		for _, m := range t.models {
+			if locks[m] == nil {
+				locks[m] = &sync.Mutex{}
+			}
+		}
+	}
+	_ = parallel(ctx, len(txns), func(ctx context.Context, i int) error {
+		t := txns[i]
+		ms := slices.Sorted(slices.Values(t.models)) // one lock order: no deadlock
+		for _, m := range ms {
+			locks[m].Lock()
+		}
+		defer func() {
+			for _, m := range ms {
+				locks[m].Unlock()
+			}
+		}()
+		s.writeClaimTxn(ctx, at, t)
+		return nil
+	})
+}
+
+// writeClaimTxn writes one batched transaction and settles its grants:
+// claimed, or marked slow (cancelled: a queue or job moved since the
+// Snapshot), or failed (the answer was lost and the write not found).
+func (s *Store) writeClaimTxn(ctx context.Context, at time.Time, t *claimTxn) {
+	tok := token()
+	atKey := stamp(at)
+	var items []types.TransactWriteItem
+	fail := func(err error) {
+		for _, u := range t.units {
+			u.c.err = err
+		}
+	}
+	for _, u := range t.units {
+		for _, j := range u.taken {
+			it, err := updateItem(s.tables.State, key(j.PK, skJob),
+				expression.Set(name("state"), value(memstore.Claimed)).
+					Set(name("tier"), value(u.c.g.Tier)).
+					Set(name("claimed_at"), value(atKey)).
+					Set(name(attrInflight), value(inflightShard(j.ID))),
+				name("state").Equal(value(memstore.Waiting)).And(name("attempt").Equal(value(j.Attempt))))
+			if err != nil {
+				fail(err)
+				return
+			}
+			items = append(items, it)
+		}
+		q, k := u.c.q, int64(len(u.taken))
+		up := expression.Set(name("next"), value(q.Next+u.n)).
+			Set(name("last_claim"), value(tok)).
+			Add(name("waiting"), value(-k))
+		cond := name("next").Equal(value(q.Next)).And(name("backs").Equal(value(0)))
+		if q.Waiting-k <= 0 {
+			up = up.Remove(name(attrActive))
+			cond = cond.And(name("waiting").Equal(value(q.Waiting)))
+		}
+		it, err := updateItem(s.tables.State, key(q.PK, skQueue), up, cond)
+		if err != nil {
+			fail(err)
+			return
+		}
+		items = append(items, it)
+	}
+	for _, m := range t.models {
+		k, tidy := t.counts[m], t.tidy[m]
+		if k == 0 && len(tidy) == 0 {
+			continue
+		}
+		var up expression.UpdateBuilder
+		if k > 0 {
+			up = addTo(expression.Add(name("starting"), value(k)), pendingEntry(atKey), k)
+		}
+		for _, e := range tidy {
+			up = up.Remove(pendingEntry(e))
+		}
+		it, err := updateItem(s.tables.State, key(countersPK(m), skCounters), up, expression.ConditionBuilder{})
+		if err != nil {
+			fail(err)
+			return
+		}
+		items = append(items, it)
+	}
+	if len(items) == 0 {
+		return
+	}
+	err := s.transact(ctx, items, tok)
+	if err != nil && cancelReasons(err) == nil && len(t.units) > 0 {
+		// The answer was lost. A queue item of the transaction tells
+		// whether it was applied: its last_claim is our token.
+		if q, ok, rerr := s.readQueue(ctx, t.units[0].c.q.PK); rerr == nil && ok && q.LastClaim == tok {
+			err = nil
+		}
+	}
+	switch {
+	case err == nil:
+		for _, u := range t.units {
+			for _, j := range u.taken {
+				j.State, j.Tier, j.ClaimedAt = memstore.Claimed, u.c.g.Tier, atKey
+				u.c.jobs = append(u.c.jobs, j.schedulerJob())
+			}
+			// Jobs passed over (cancelled) leave the grant short: take
+			// reads on if the queue has more.
+			if u.c.remaining() > 0 && u.c.q.Size > u.c.q.Next+u.n {
+				u.c.slow = true
+			}
+		}
+	case cancelReasons(err) != nil:
+		// Something moved since the Snapshot (an intake registration on
+		// an emptying queue, a retried job, another writer): nothing was
+		// written; take reads each queue again. The tidy waits a pass.
+		for _, u := range t.units {
+			u.c.slow = true
+		}
+	default:
+		fail(fmt.Errorf("batched claim: %w", err))
+	}
+}
+
+// idsOf returns the job ids at each unit's cursor positions, keyed by queue.
+// Chunks are aligned to chunkSize positions (Submit writes them so), so the
+// chunk of a position is read by key, 100 at a time, cached per queue. A
+// queue whose chunk is not where alignment puts it gets fewer ids than its
+// unit's n, and goes to take (which finds any chunk by Query).
+func (s *Store) idsOf(ctx context.Context, units []claimUnit) (map[string][]string, error) {
+	type want struct {
+		pk    string
+		start int64
+	}
+	have := map[want]chunkItem{}
+	var missing []want
+	s.mu.Lock()
+	for _, u := range units {
+		pk := u.c.q.PK
+		for start := u.c.q.Next / chunkSize * chunkSize; start < u.c.q.Next+u.n; start += chunkSize {
+			w := want{pk, start}
+			last := min(start+chunkSize, u.c.q.Next+u.n) - 1 // the last position needed from this chunk
+			if c, ok := s.chunks[pk]; ok && c.Start == start && c.covers(last) {
+				have[w] = c
+			} else if _, dup := have[w]; !dup && !slices.Contains(missing, w) {
+				missing = append(missing, w)
+			}
+		}
+	}
+	s.mu.Unlock()
+	keys := make([]map[string]types.AttributeValue, len(missing))
+	for i, w := range missing {
+		keys[i] = key(w.pk, chunkSK(w.start))
+	}
+	items, err := s.batchGet(ctx, s.tables.State, keys, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("read queue order: %w", err)
+	}
+	for _, it := range items {
+		var c chunkItem
+		if err := attributevalue.UnmarshalMap(it, &c); err != nil {
+			return nil, fmt.Errorf("read queue order: %w", err)
+		}
+		have[want{c.PK, c.Start}] = c
+	}
+	out := make(map[string][]string, len(units))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, u := range units {
+		pk, end := u.c.q.PK, u.c.q.Next+u.n
+		var ids []string
+		for pos := u.c.q.Next; pos < end; {
+			c, ok := have[want{pk, pos / chunkSize * chunkSize}]
+			if !ok || !c.covers(pos) {
+				break
+			}
+			stop := min(end, c.Start+int64(len(c.IDs)))
+			ids = append(ids, c.IDs[pos-c.Start:stop-c.Start]...)
+			pos = stop
+			if len(s.chunks) >= maxCachedChunks {
+				clear(s.chunks) // a cache: what it forgets is read again
+			}
+			s.chunks[pk] = c
+		}
+		out[pk] = ids
+	}
+	return out, nil
+}
+
+// sortedKeys returns a map's keys in order (deterministic transactions).
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
