@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -17,7 +19,7 @@ import (
 
 var statusCommand = command{
 	name:    "status",
-	summary: "per model: limit, depth, running, waiting, breaker and what the next pass would do; per batch: tier and waiting",
+	summary: "per model: limit, depth, running, waiting, breaker and what the next pass would do; per batch: tier, waiting and a forecast of its start and end",
 	run:     runStatus,
 }
 
@@ -38,6 +40,7 @@ type view struct {
 	pins    priority.Table        // compiled pins
 	queues  []scheduler.Queue     // the snapshot's queues
 	byModel map[string]*modelView // index into Models
+	pass    time.Duration         // one scheduler pass
 }
 
 type modelView struct {
@@ -66,12 +69,17 @@ type batchView struct {
 	Tier       int    `json:"tier"`
 	TierSource string `json:"tier_source"`
 	Waiting    int    `json:"waiting"`
+	// Registered counts the batch's jobs of this model registered so far:
+	// Registered − Waiting have been admitted (started, running or ended).
+	Registered int    `json:"registered"`
 	NextAdmit  int    `json:"next_pass_admits"`
 	PausedBy   string `json:"paused_by,omitempty"`
 	Parts      string `json:"parts,omitempty"` // "3/4" while a multi-part batch is still arriving
-	// ETAS bounds when the batch's last job starts: its model's waiting
-	// jobs, all of them ahead at worst, at the model's recent rate (-1: unknown).
-	ETAS float64 `json:"eta_s"`
+	// ETAS forecasts when the batch's last waiting job starts and DoneS
+	// when it ends, in seconds from now (-1: unknown): the model's admission
+	// stepped forward at its recent end rate (forecast.go).
+	ETAS  float64 `json:"eta_s"`
+	DoneS float64 `json:"done_eta_s"`
 }
 
 // look reads the store and dry-runs the next pass at now.
@@ -95,7 +103,7 @@ func look(ctx context.Context, sf storeFlags, now time.Time) (*view, error) {
 			depths[m.Config.Name] = scheduler.Depth{Value: l.Smoothed, At: l.SeenAt}
 		}
 	}
-	v := &view{At: now, plan: scheduler.Decide(sc, snap, depths, now), queues: snap.Queues, byModel: map[string]*modelView{}}
+	v := &view{At: now, plan: scheduler.Decide(sc, snap, depths, now), queues: snap.Queues, byModel: map[string]*modelView{}, pass: cfg.PassInterval}
 	v.Warns = v.plan.Warnings
 	v.pins, _ = priority.Compile(snap.Pins, sc.Tiers, now)
 	targets := map[string]float64{}
@@ -129,29 +137,19 @@ func look(ctx context.Context, sf storeFlags, now time.Time) (*view, error) {
 	for i := range v.Models {
 		v.byModel[v.Models[i].Model] = &v.Models[i]
 	}
-	parts := map[string]string{}
-	for _, q := range snap.Queues {
-		id := q.Account + "/" + q.Project + "/" + q.Batch
-		if _, done := parts[id]; done {
-			continue
-		}
-		seen, total, err := st.BatchParts(ctx, q.Account, q.Project, q.Batch)
-		if err != nil {
-			return nil, err
-		}
-		parts[id] = ""
-		if total > 0 && len(seen) < total {
-			parts[id] = fmt.Sprintf("%d/%d", len(seen), total)
-		}
+	parts, err := batchParts(ctx, st, snap.Queues)
+	if err != nil {
+		return nil, err
 	}
-	for _, q := range snap.Queues {
+	etas := forecastQueues(defaultForecastConfig(cfg.PassInterval), sc, snap, v.plan, now)
+	for i, q := range snap.Queues {
 		tier, src := v.pins.Tier(q.Account, q.Project, q.Batch, q.SubmittedTier, sc.DefaultTier)
 		pausedBy, _ := v.pins.Paused(q.Account, q.Project, q.Batch)
 		v.Batches = append(v.Batches, batchView{
 			Batch: q.Account + "/" + q.Project + "/" + q.Batch, Model: q.Model, Tier: tier, TierSource: string(src),
-			Waiting: q.Waiting, NextAdmit: admits[q.Key()], PausedBy: pausedBy,
+			Waiting: q.Waiting, Registered: q.Registered, NextAdmit: admits[q.Key()], PausedBy: pausedBy,
 			Parts: parts[q.Account+"/"+q.Project+"/"+q.Batch],
-			ETAS:  v.byModelDrain(q.Model),
+			ETAS:  etas[i].StartS, DoneS: etas[i].DoneS,
 		})
 	}
 	return v, nil
@@ -171,13 +169,6 @@ func endedRate(buckets []breaker.Bucket, now time.Time) float64 {
 		return 0
 	}
 	return float64(n) / span
-}
-
-func (v *view) byModelDrain(model string) float64 {
-	if m, ok := v.byModel[model]; ok {
-		return m.DrainS
-	}
-	return -1
 }
 
 // human prints a duration in seconds as 45s, 12m, 3h10m; "-" when unknown.
@@ -222,7 +213,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	if len(v.Batches) > 0 {
 		fmt.Fprintln(stdout)
 		tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "BATCH\tMODEL\tTIER\tWAITING\tALL STARTED BY\tNEXT PASS\t")
+		fmt.Fprintln(tw, "BATCH\tMODEL\tTIER\tADMITTED\tWAITING\tETA\tNEXT PASS\t")
 		for _, b := range v.Batches {
 			next := fmt.Sprintf("+%d", b.NextAdmit)
 			if b.PausedBy != "" {
@@ -231,11 +222,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 			if b.Parts != "" {
 				next += ", parts " + b.Parts + " arrived"
 			}
-			eta := "-"
-			if b.ETAS >= 0 {
-				eta = "≤ " + human(b.ETAS)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%d (%s)\t%d\t%s\t%s\t\n", b.Batch, b.Model, b.Tier, b.TierSource, b.Waiting, eta, next)
+			fmt.Fprintf(tw, "%s\t%s\t%d (%s)\t%s\t%d\t%s\t%s\t\n", b.Batch, b.Model, b.Tier, b.TierSource, admittedOf(b.Registered-b.Waiting, b.Registered), b.Waiting, etaText(eta{b.ETAS, b.DoneS}, v.pass), next)
 		}
 		tw.Flush()
 	}
@@ -298,7 +285,11 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 	var answers []answer
 	for _, b := range v.Batches {
 		if b.Batch == target {
-			answers = append(answers, answer{b, *v.byModel[b.Model]})
+			m := modelView{Model: b.Model, Breaker: "CLOSED", DrainS: -1, DepthAgeS: -1, Why: "no model item: its jobs wait"}
+			if mv, ok := v.byModel[b.Model]; ok { // none for a model without its model item
+				m = *mv
+			}
+			answers = append(answers, answer{b, m})
 		}
 	}
 	if len(answers) == 0 {
@@ -323,6 +314,9 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 		}
 		if m.NextAdmit > 0 && b.NextAdmit == 0 {
 			fmt.Fprintf(stdout, "  the model's %d free slots go to batches of more urgent tiers or earlier turns\n", m.NextAdmit)
+		}
+		if b.PausedBy == "" {
+			fmt.Fprintf(stdout, "  forecast: %s\n", forecastText(eta{b.ETAS, b.DoneS}, v.pass, m))
 		}
 	}
 	return exitOK
@@ -349,4 +343,56 @@ func isJobID(s string) bool {
 		}
 	}
 	return true
+}
+
+// admittedOf prints "412/1000 (41%)": admitted of registered.
+func admittedOf(admitted, registered int) string {
+	if registered <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d/%d (%d%%)", admitted, registered, admitted*100/registered)
+}
+
+// partsReader is what batchParts needs of a store.
+type partsReader interface {
+	BatchParts(ctx context.Context, account, project, batch string) (seen []int, total int, err error)
+}
+
+// batchParts reads, for each batch of the queues, "3/4" while a multi-part
+// batch is still arriving ("" once whole): one read per batch, 16 at a time
+// (10,000 batches one after another would take minutes).
+func batchParts(ctx context.Context, st partsReader, queues []scheduler.Queue) (map[string]string, error) {
+	var ids [][3]string
+	parts := map[string]string{}
+	for _, q := range queues {
+		id := q.Account + "/" + q.Project + "/" + q.Batch
+		if _, dup := parts[id]; !dup {
+			parts[id] = ""
+			ids = append(ids, [3]string{q.Account, q.Project, q.Batch})
+		}
+	}
+	out := make([]string, len(ids))
+	errs := make([]error, len(ids))
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for i, b := range ids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			seen, total, err := st.BatchParts(ctx, b[0], b[1], b[2])
+			if err == nil && total > 0 && len(seen) < total {
+				out[i] = fmt.Sprintf("%d/%d", len(seen), total)
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for i, b := range ids {
+		parts[b[0]+"/"+b[1]+"/"+b[2]] = out[i]
+	}
+	return parts, nil
 }

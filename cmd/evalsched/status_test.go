@@ -89,7 +89,7 @@ func TestPinStatusWhy(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("status: %d %s", code, stderr)
 	}
-	for _, want := range []string{"gpt-5.5", "acme/search/b17", "0 (account pin)", "lab/bulk/big", "2 (submitted)"} {
+	for _, want := range []string{"gpt-5.5", "acme/search/b17", "0 (account pin)", "lab/bulk/big", "2 (submitted)", "0/3 (0%)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status output lacks %q:\n%s", want, out)
 		}
@@ -97,10 +97,19 @@ func TestPinStatusWhy(t *testing.T) {
 
 	out, _, code = cli(t, "status", "--json")
 	var v struct {
-		Models []modelView `json:"models"`
+		Models  []modelView `json:"models"`
+		Batches []batchView `json:"batches"`
 	}
 	if code != exitOK || json.Unmarshal([]byte(out), &v) != nil || len(v.Models) != 1 || v.Models[0].Waiting != 6 || v.Models[0].Limit != 4 || v.Models[0].NextAdmit != 4 {
 		t.Fatalf("status --json: got %d %+v from %s", code, v, out)
+	}
+	for _, b := range v.Batches {
+		if b.Registered != 3 || b.Waiting != 3 {
+			t.Errorf("status --json: batch %s registered %d waiting %d, want 3 and 3", b.Batch, b.Registered, b.Waiting)
+		}
+	}
+	if got := admittedOf(412, 1000); got != "412/1000 (41%)" {
+		t.Errorf("admittedOf(412, 1000) = %q", got)
 	}
 
 	out, _, code = cli(t, "why", "acme/search/b17")

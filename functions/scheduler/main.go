@@ -1,10 +1,14 @@
 // Command scheduler is the scheduler Lambda: invoked once a minute by
-// EventBridge, it runs a scheduler pass in each ten-second slot of the minute
-// under the lease (internal/runner). Clients are built once per cold start.
+// EventBridge for each shard ({"shard": k}; EVALSCHED_SHARDS of them), it
+// runs a scheduler pass over that shard's models in each ten-second slot of
+// the minute under the shard's lease (internal/runner). Clients are built
+// once per cold start; each shard's store, launcher and scheduler on its
+// first invocation in this environment.
 package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"time"
@@ -29,15 +33,15 @@ import (
 
 func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
-	r, err := build(context.Background(), log)
+	h, err := build(context.Background(), log)
 	if err != nil {
 		log.Error("scheduler cannot start", "err", err)
 		os.Exit(1)
 	}
-	lambda.Start(r.Handle)
+	lambda.Start(h.Handle)
 }
 
-func build(ctx context.Context, log *slog.Logger) (*runner.Runner, error) {
+func build(ctx context.Context, log *slog.Logger) (*runner.Handler, error) {
 	cfg, err := config.Load(nil)
 	if err == nil {
 		err = cfg.Require("EVALSCHED_CLUSTER", "EVALSCHED_SUBNETS", "EVALSCHED_DEFAULT_TASK_DEFINITION")
@@ -45,35 +49,84 @@ func build(ctx context.Context, log *slog.Logger) (*runner.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Every shard's configuration is checked at cold start, not at its
+	// first invocation: a bad one stops the function with the reason.
+	for k := range cfg.Shards {
+		if _, err := passConfig(cfg, k); err != nil {
+			return nil, err
+		}
+	}
 	aws, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
-	ddb := dynamodb.NewFromConfig(aws)
-	tables := dynamostore.DefaultTables(cfg.TablePrefix)
+	c := clients{ddb: dynamodb.NewFromConfig(aws), ecs: ecs.NewFromConfig(aws), cw: cloudwatch.NewFromConfig(aws)}
+	return &runner.Handler{
+		Shards: cfg.Shards,
+		Runner: func(shard int) (*runner.Runner, error) { return shardRunner(cfg, c, shard, log) },
+	}, nil
+}
+
+// clients are the SDK clients every shard shares.
+type clients struct {
+	ddb *dynamodb.Client
+	ecs *ecs.Client
+	cw  *cloudwatch.Client
+}
+
+// caps are shard k's share of the account-wide caps.
+func caps(cfg config.Config, shard int) scheduler.Caps {
+	return scheduler.Caps{
+		GlobalMaxRunning:   cfg.GlobalMaxRunning,
+		MaxLaunchesPerPass: max(1, int(cfg.LaunchRate*cfg.PassInterval.Seconds())),
+		LaunchRate:         cfg.LaunchRate,
+		LaunchBurst:        cfg.LaunchBurst,
+	}.Share(shard, cfg.Shards)
+}
+
+// passConfig is the pass configuration of shard k.
+func passConfig(cfg config.Config, shard int) (scheduler.Config, error) {
+	share := caps(cfg, shard)
 	sc := scheduler.DefaultConfig()
 	sc.Tiers, sc.TierWeight, sc.DefaultTier = cfg.Tiers, cfg.TierWeight, cfg.DefaultTier
-	sc.GlobalMaxRunning = cfg.GlobalMaxRunning
-	sc.MaxLaunchesPerPass = max(1, int(cfg.LaunchRate*cfg.PassInterval.Seconds()))
+	sc.GlobalMaxRunning, sc.MaxLaunchesPerPass = share.GlobalMaxRunning, share.MaxLaunchesPerPass
 	if err := sc.Validate(); err != nil {
+		return sc, fmt.Errorf("shard %d of %d: %w", shard, cfg.Shards, err)
+	}
+	return sc, nil
+}
+
+// shardRunner wires shard k: a store that sees only its models, a launcher
+// with its share of ECS's rate, its lease, its reconciler.
+func shardRunner(cfg config.Config, c clients, shard int, log *slog.Logger) (*runner.Runner, error) {
+	sc, err := passConfig(cfg, shard)
+	if err != nil {
 		return nil, err
 	}
-	ecsClient := ecs.NewFromConfig(aws)
-	store := dynamostore.New(ddb, tables, cfg.DefaultModel())
+	share := caps(cfg, shard)
+	base := log // the runner adds the shard to its own lines
+	log = log.With("shard", shard)
+	tables := dynamostore.DefaultTables(cfg.TablePrefix)
+	store := dynamostore.New(c.ddb, tables, cfg.DefaultModel())
+	store.Log = log
+	if cfg.Shards > 1 {
+		store.Owns = func(model string) bool { return scheduler.ShardOf(model, cfg.Shards) == shard }
+	}
 	rec := &reconcile.Reconciler{
-		Store: store, ECS: ecsClient, Cluster: cfg.Cluster, Log: log,
+		Store: store, ECS: c.ecs, Cluster: cfg.Cluster, Log: log,
 		Events: taskevent.Config{ProviderErrorCodes: cfg.ProviderErrorCodes, Container: cfg.ContainerName},
 	}
-	launcher := ecslauncher.New(ecsClient, ecslauncher.Config{
+	launcher := ecslauncher.New(c.ecs, ecslauncher.Config{
 		Cluster: cfg.Cluster, Subnets: cfg.Subnets, SecurityGroups: cfg.SecurityGroups, AssignPublicIP: cfg.AssignPublicIP,
 		Capacity: cfg.Capacity, ContainerName: cfg.ContainerName, DefaultTaskDefinition: cfg.DefaultTaskDefinition,
-		Rate: cfg.LaunchRate, Burst: cfg.LaunchBurst,
+		Rate: share.LaunchRate, Burst: share.LaunchBurst,
 	}, log)
-	depths := gatewaydepth.New(cloudwatch.NewFromConfig(aws), gatewaydepth.Config{
+	depths := gatewaydepth.New(c.cw, gatewaydepth.Config{
 		Namespace: cfg.MetricNamespace, MetricName: cfg.MetricName, Dimension: cfg.MetricDimension, Period: cfg.MetricPeriod,
 	})
 	clock := runner.RealClock{}
 	return &runner.Runner{
+		Shard: shard,
 		Scheduler: &scheduler.Scheduler{
 			Store:    store,
 			Depths:   depths,
@@ -82,13 +135,13 @@ func build(ctx context.Context, log *slog.Logger) (*runner.Runner, error) {
 			Config:   sc,
 			Log:      log,
 		},
-		Lease:     func(owner string) passloop.Lease { return dynamolease.New(ddb, tables.State, owner) },
+		Lease:     func(owner string) passloop.Lease { return dynamolease.ForShard(c.ddb, tables.State, shard, owner) },
 		Clock:     clock,
 		Metrics:   os.Stdout,
 		Namespace: cfg.EMFNamespace,
 		Interval:  cfg.PassInterval,
 		Passes:    cfg.Passes,
 		Reconcile: func(ctx context.Context, now time.Time) (any, error) { return rec.Run(ctx, now) },
-		Log:       log,
+		Log:       base,
 	}, nil
 }

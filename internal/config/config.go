@@ -42,6 +42,10 @@ type Config struct {
 	// Tests and the local mode shorten them.
 	PassInterval time.Duration
 	Passes       int
+	// Shards is the number of scheduler invocations the models are split
+	// over (scheduler.ShardOf); each takes an even share of the global cap
+	// and of the launch rate (scheduler.Caps.Share). 1: one scheduler.
+	Shards int
 
 	// The model settings of a model that has no item in the models table.
 	DefaultMinLimit     int
@@ -57,6 +61,11 @@ func (c Config) DefaultModel() scheduler.ModelConfig {
 		TargetDepth: c.DefaultTargetDepth, InitialLimit: c.DefaultInitialLimit,
 	}
 }
+
+// maxShards bounds EVALSCHED_SHARDS: at 64 a shard's share of ECS's launch
+// budget (200 jobs a pass) is already 3 jobs, so more shards only add
+// passes. The template deploys up to 4 (one rule, five targets at most).
+const maxShards = 64
 
 // Getenv reads a variable; os.Getenv in production, a map in tests.
 type Getenv func(string) string
@@ -94,6 +103,7 @@ func Load(getenv Getenv) (Config, error) {
 		DefaultInitialLimit:   r.integer("EVALSCHED_DEFAULT_INITIAL_LIMIT", 10, 1, 1_000_000),
 		PassInterval:          time.Duration(r.integer("EVALSCHED_PASS_INTERVAL_SECONDS", 10, 1, 60)) * time.Second,
 		Passes:                r.integer("EVALSCHED_PASSES", 6, 1, 60),
+		Shards:                r.integer("EVALSCHED_SHARDS", 1, 1, maxShards),
 	}
 	if c.DefaultMaxLimit < c.DefaultMinLimit {
 		r.fail("EVALSCHED_DEFAULT_MAX_LIMIT", "%d is below EVALSCHED_DEFAULT_MIN_LIMIT %d", c.DefaultMaxLimit, c.DefaultMinLimit)

@@ -14,7 +14,7 @@ func TestLoadDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.TablePrefix != "evalsched-" || c.Tiers != 3 || c.DefaultTier != 2 || c.LaunchRate != 20 ||
-		c.MetricPeriod != 10*time.Second || c.Capacity != "FARGATE" || len(c.ProviderErrorCodes) != 1 {
+		c.MetricPeriod != 10*time.Second || c.Capacity != "FARGATE" || len(c.ProviderErrorCodes) != 1 || c.Shards != 1 {
 		t.Errorf("got %+v", c)
 	}
 }
@@ -23,11 +23,12 @@ func TestLoadReadsEverything(t *testing.T) {
 	c, err := Load(env(map[string]string{
 		"EVALSCHED_SUBNETS": "subnet-a, subnet-b", "EVALSCHED_TIERS": "5", "EVALSCHED_DEFAULT_TIER": "4",
 		"EVALSCHED_CAPACITY": "SPOT_FALLBACK", "EVALSCHED_ASSIGN_PUBLIC_IP": "true", "EVALSCHED_PROVIDER_ERROR_EXIT_CODES": "75,76",
+		"EVALSCHED_SHARDS": "4",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Subnets) != 2 || c.Subnets[1] != "subnet-b" || c.DefaultTier != 4 || !c.AssignPublicIP || c.ProviderErrorCodes[1] != 76 {
+	if len(c.Subnets) != 2 || c.Subnets[1] != "subnet-b" || c.DefaultTier != 4 || !c.AssignPublicIP || c.ProviderErrorCodes[1] != 76 || c.Shards != 4 {
 		t.Errorf("got %+v", c)
 	}
 }
@@ -52,5 +53,31 @@ func TestRequire(t *testing.T) {
 	err := c.Require("EVALSCHED_CLUSTER", "EVALSCHED_DLQ_URL")
 	if err == nil || !strings.Contains(err.Error(), "EVALSCHED_CLUSTER: required") || !strings.Contains(err.Error(), "EVALSCHED_DLQ_URL") {
 		t.Errorf("got %v", err)
+	}
+}
+
+func TestLoadShards(t *testing.T) {
+	for _, c := range []struct {
+		value string
+		want  int
+		err   string
+	}{
+		{"", 1, ""},
+		{"1", 1, ""},
+		{" 64 ", 64, ""},
+		{"0", 1, `EVALSCHED_SHARDS: "0" is not an integer in 1..64`},
+		{"65", 1, `EVALSCHED_SHARDS: "65" is not an integer in 1..64`},
+		{"four", 1, `EVALSCHED_SHARDS: "four" is not an integer in 1..64`},
+		{"2.5", 1, `EVALSCHED_SHARDS: "2.5" is not an integer in 1..64`},
+	} {
+		cfg, err := Load(env(map[string]string{"EVALSCHED_SHARDS": c.value}))
+		switch {
+		case c.err == "" && err != nil:
+			t.Errorf("%q: got %v, want no error", c.value, err)
+		case c.err != "" && (err == nil || err.Error() != c.err):
+			t.Errorf("%q: got error %v, want %q", c.value, err, c.err)
+		case c.err == "" && cfg.Shards != c.want:
+			t.Errorf("%q: got %d shards, want %d", c.value, cfg.Shards, c.want)
+		}
 	}
 }

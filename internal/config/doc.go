@@ -27,6 +27,8 @@
 //	EVALSCHED_PROVIDER_ERROR_EXIT_CODES  comma-separated exit codes (default "75")
 //	EVALSCHED_PASS_INTERVAL_SECONDS one pass every N seconds (default 10)
 //	EVALSCHED_PASSES                passes per scheduler invocation (default 6: one minute)
+//	EVALSCHED_SHARDS                scheduler invocations the models are split over, 1..64 (default 1);
+//	                                each takes an even share of the global cap and the launch rate
 //	EVALSCHED_DEFAULT_MIN_LIMIT, _MAX_LIMIT, _TARGET_DEPTH, _INITIAL_LIMIT
 //	                                a model without an item in the models table (1, 10000, 20, 10)
 package config

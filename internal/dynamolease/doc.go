@@ -9,4 +9,13 @@
 // and another took over) can never renew or release someone else's. The item
 // lives in the state table (pk "LEASE", sk "SCHEDULER") with plain attributes
 // an operator can read in the console: owner, until, acquired_at.
+//
+// When the models are sharded over several schedulers (EVALSCHED_SHARDS),
+// each shard has its own item — sk "SCHEDULER" for shard 0, "SCHEDULER#<k>"
+// for shard k — so the shards pass side by side while two invocations of one
+// shard still never do. Shard 0 keeps the single scheduler's item: during
+// the minute after sharding is turned on, the last unsharded invocation
+// excludes shard 0 only; it may pass at once with shards 1…N−1 over their
+// models, which the store's conditions keep safe (a model's state written by
+// both fails one Commit with ErrStale; a job is claimed once).
 package dynamolease

@@ -24,18 +24,33 @@ type API interface {
 type Lease struct {
 	api   API
 	table string
+	sk    string // which scheduler's lease: one item per shard
 	owner string
 }
 
-// New returns a handle for owner (e.g. the Lambda request id) on table.
+// New returns a handle for owner (e.g. the Lambda request id) on table: the
+// lease of a single scheduler, which is shard 0's.
 func New(api API, table, owner string) *Lease {
-	return &Lease{api: api, table: table, owner: owner}
+	return ForShard(api, table, 0, owner)
 }
 
-func key() map[string]types.AttributeValue {
+// ForShard returns a handle for owner on the lease of shard k. Shards run
+// side by side, so each has its own item: sk "SCHEDULER" for shard 0 (the
+// item of a single scheduler, so an unsharded invocation still running when
+// sharding is turned on excludes shard 0, not every shard) and
+// "SCHEDULER#<k>" for the others.
+func ForShard(api API, table string, shard int, owner string) *Lease {
+	sk := "SCHEDULER"
+	if shard > 0 {
+		sk = fmt.Sprintf("SCHEDULER#%d", shard)
+	}
+	return &Lease{api: api, table: table, sk: sk, owner: owner}
+}
+
+func (l *Lease) key() map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
 		"pk": &types.AttributeValueMemberS{Value: "LEASE"},
-		"sk": &types.AttributeValueMemberS{Value: "SCHEDULER"},
+		"sk": &types.AttributeValueMemberS{Value: l.sk},
 	}
 }
 
@@ -46,7 +61,7 @@ func ms(t time.Time) types.AttributeValue {
 // Acquire takes the lease until `until` when it is free, expired or ours; it
 // otherwise reports the holder and the holder's until.
 func (l *Lease) Acquire(ctx context.Context, now, until time.Time) (bool, string, time.Time, error) {
-	item := key()
+	item := l.key()
 	item["owner"] = &types.AttributeValueMemberS{Value: l.owner}
 	item["until"] = ms(until)
 	item["until_text"] = &types.AttributeValueMemberS{Value: until.UTC().Format(time.RFC3339)}
@@ -75,7 +90,7 @@ func (l *Lease) Acquire(ctx context.Context, now, until time.Time) (bool, string
 func (l *Lease) Renew(ctx context.Context, now, until time.Time) (bool, error) {
 	_, err := l.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(l.table),
-		Key:                       key(),
+		Key:                       l.key(),
 		UpdateExpression:          aws.String("SET #until = :until, until_text = :text"),
 		ConditionExpression:       aws.String("#owner = :me"),
 		ExpressionAttributeNames:  map[string]string{"#until": "until", "#owner": "owner"},
@@ -94,7 +109,7 @@ func (l *Lease) Renew(ctx context.Context, now, until time.Time) (bool, error) {
 func (l *Lease) Release(ctx context.Context) error {
 	_, err := l.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                 aws.String(l.table),
-		Key:                       key(),
+		Key:                       l.key(),
 		ConditionExpression:       aws.String("#owner = :me"),
 		ExpressionAttributeNames:  map[string]string{"#owner": "owner"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":me": &types.AttributeValueMemberS{Value: l.owner}},
@@ -106,7 +121,7 @@ func (l *Lease) Release(ctx context.Context) error {
 }
 
 func (l *Lease) read(ctx context.Context) (string, time.Time, error) {
-	out, err := l.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(l.table), Key: key(), ConsistentRead: aws.Bool(true)})
+	out, err := l.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(l.table), Key: l.key(), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("read lease: %w", err)
 	}

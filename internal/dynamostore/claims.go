@@ -20,9 +20,11 @@ import (
 // transaction). The batched claim below makes the same conditional writes
 // for every queue at once:
 //
-//   - the cursor comes from the queue item the Snapshot just read, strongly
-//     consistent; the write is conditioned on it, so a queue that moved since
-//     cancels its transaction and is claimed again the slow way (take);
+//   - the cursor comes from the queue as the Snapshot just read it (from
+//     the active index, a moment behind the table); the write is
+//     conditioned on it, so a queue that moved since, or whose index entry
+//     lagged, cancels its transaction and is claimed again the slow way
+//     (take, which reads the queue item strongly consistent);
 //   - the queue order comes by BatchGetItem: chunks are aligned to
 //     chunkSize positions, so the chunk of a position has a known key;
 //   - the jobs come by one BatchGetItem across queues;

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"time"
 
@@ -476,7 +477,8 @@ func (s *Store) Cancel(ctx context.Context, scope scheduler.Scope, now time.Time
 		if !scope.Matches(k) {
 			continue
 		}
-		jobs, err := s.take(ctx, scheduler.Grant{Queue: k, Count: int(q.Waiting)}, now, true)
+		// Every waiting job, however many the index (a moment behind) says.
+		jobs, err := s.take(ctx, scheduler.Grant{Queue: k, Count: math.MaxInt32}, now, true)
 		n += len(jobs)
 		if err != nil {
 			return n, fmt.Errorf("cancel %s: %w", k, err)

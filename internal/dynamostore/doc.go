@@ -58,6 +58,13 @@
 // counters item (small, apart from its large state item) takes ~3 writes per
 // job.
 //
+// # Shards
+//
+// A scheduler shard's Store has Owns set (shard.go): its Snapshot reads and
+// returns only the models it owns and their queues, its InFlight only their
+// jobs. Nothing is written differently, so Submit, the task events and
+// Cancel do not know there are shards.
+//
 // # Console items
 //
 // Model items are decoded strictly; a malformed one is skipped with a warning

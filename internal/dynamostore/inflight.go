@@ -28,7 +28,9 @@ type inflightItem struct {
 
 // InFlight lists the jobs holding a slot, oldest claim first within each
 // shard: one Query per shard of the inflight index (and its pages). The cost
-// grows with the jobs running, never with the jobs waiting.
+// grows with the jobs running, never with the jobs waiting. With Owns set
+// it lists the owned models' jobs only, so a scheduler shard's reconciler
+// repairs its own; the index is not keyed by model, so it still reads all.
 func (s *Store) InFlight(ctx context.Context) ([]scheduler.InFlight, error) {
 	var out []scheduler.InFlight
 	for shard := range inflightShards {
@@ -46,6 +48,9 @@ func (s *Store) InFlight(ctx context.Context) ([]scheduler.InFlight, error) {
 			var j inflightItem
 			if err := attributevalue.UnmarshalMap(it, &j); err != nil {
 				return nil, fmt.Errorf("list jobs in flight: %w", err)
+			}
+			if !s.owns(j.Model) {
+				continue
 			}
 			f := scheduler.InFlight{ID: j.ID, Account: j.Account, Project: j.Project, Batch: j.Batch, Model: j.Model, State: j.State, Attempt: j.Attempt, TaskARN: j.TaskARN, TimeoutSeconds: j.TimeoutSeconds}
 			f.ClaimedAt, _ = parseStamp(j.ClaimedAt)

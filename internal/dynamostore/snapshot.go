@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -20,8 +19,9 @@ import (
 
 // Snapshot implements scheduler.Store. It reads, whatever the number of
 // waiting jobs: the models and pins tables (one Scan each), the model state
-// items (one Query), the counters of each model (BatchGetItem), the active
-// index (one Query) and the active queues' items (BatchGetItem).
+// items (one Query), the counters of each model (BatchGetItem) and the
+// active index (one Query, a page per ~4,000 active queues), which projects
+// the queue items' attributes a pass uses.
 func (s *Store) Snapshot(ctx context.Context, _ time.Time) (scheduler.Snapshot, error) {
 	var snap scheduler.Snapshot
 
@@ -53,7 +53,8 @@ func (s *Store) Snapshot(ctx context.Context, _ time.Time) (scheduler.Snapshot, 
 	}
 	var models []string
 	for _, name := range slices.Sorted(maps.Keys(names)) {
-		if names[name] { // false: a malformed item, skipped
+		// false: a malformed item, skipped; not owned: another shard's.
+		if names[name] && s.owns(name) {
 			models = append(models, name)
 		}
 	}
@@ -99,8 +100,8 @@ func (s *Store) Snapshot(ctx context.Context, _ time.Time) (scheduler.Snapshot, 
 	s.seen, s.emptyPending = seen, emptyPending
 	s.mu.Unlock()
 
-	// 3. Queues with waiting jobs, oldest first.
-	queues, err := s.readActiveQueues(ctx)
+	// 3. Queues with waiting jobs, oldest first (this shard's only).
+	queues, err := s.readActiveQueuesOf(ctx, s.Owns)
 	if err != nil {
 		return snap, err
 	}
@@ -117,7 +118,7 @@ func (s *Store) Snapshot(ctx context.Context, _ time.Time) (scheduler.Snapshot, 
 		}
 		snap.Queues = append(snap.Queues, scheduler.Queue{
 			Account: q.Account, Project: q.Project, Batch: q.Batch, Model: q.Model,
-			SubmittedTier: q.Tier, Seq: q.Seq, Waiting: int(q.Waiting),
+			SubmittedTier: q.Tier, Seq: q.Seq, Waiting: int(q.Waiting), Registered: int(q.Size),
 		})
 	}
 	return snap, nil
@@ -172,9 +173,20 @@ func (s *Store) readCounters(ctx context.Context, models []string) (map[string]c
 }
 
 // readActiveQueues reads the queue items the active index lists, sorted by
-// age. The index lags the table by a moment: a queue activated just now
-// shows up a pass later, one drained just now shows with nothing waiting.
+// age. The index lags the table by a moment (well under a second; a pass
+// comes every 10 s): a queue activated just now shows up a pass later, one
+// drained just now shows with nothing waiting, a cursor moved just now shows
+// where it was — Commit's claims are conditioned on it, so that costs a
+// refused transaction and a fresh read, never a wrong claim.
 func (s *Store) readActiveQueues(ctx context.Context) ([]queueItem, error) {
+	return s.readActiveQueuesOf(ctx, nil)
+}
+
+// readActiveQueuesOf is readActiveQueues of the models owns owns (nil: all).
+// A queue's key names its model (queueModel), so a shard drops the other
+// shards' entries before decoding any. The index is one partition: the
+// Query itself reads every shard's entries.
+func (s *Store) readActiveQueuesOf(ctx context.Context, owns func(model string) bool) ([]queueItem, error) {
 	refs, err := s.query(ctx, &dynamodb.QueryInput{
 		TableName:                 aws.String(s.tables.State),
 		IndexName:                 aws.String(ActiveIndex),
@@ -185,24 +197,13 @@ func (s *Store) readActiveQueues(ctx context.Context) ([]queueItem, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read active queues: %w", err)
 	}
-	keys := make([]map[string]types.AttributeValue, len(refs))
-	for i, r := range refs {
-		keys[i] = map[string]types.AttributeValue{attrPK: r[attrPK], attrSK: r[attrSK]}
-	}
-	// Only what Snapshot, Commit's claims and Cancel use: BatchGetItem
-	// bills the whole item, but the client then decodes 11 attributes of
-	// each, not 14.
-	names := map[string]string{}
-	for _, n := range []string{attrPK, "account", "project", "batch", attrModel, "tier", attrSeq, "waiting", "next", "size", "backs"} {
-		names["#"+n] = n
-	}
-	projection := aws.String(strings.Join(slices.Sorted(maps.Keys(names)), ", "))
-	items, err := s.batchGet(ctx, s.tables.State, keys, projection, names)
-	if err != nil {
-		return nil, fmt.Errorf("read active queues: %w", err)
-	}
-	out := make([]queueItem, 0, len(items))
-	for _, it := range items {
+	// The index projects what Snapshot, Commit's claims and Cancel use
+	// (ActiveProjection): no queue item is read from the table.
+	out := make([]queueItem, 0, len(refs))
+	for _, it := range refs {
+		if owns != nil && !owns(queueModel(text(it[attrPK]))) {
+			continue
+		}
 		var q queueItem
 		if err := attributevalue.UnmarshalMap(it, &q); err != nil {
 			return nil, fmt.Errorf("read active queues: item %v: %w", it[attrPK], err)

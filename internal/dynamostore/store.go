@@ -31,6 +31,11 @@ type Store struct {
 	// Log receives what the store recovers from without failing the call
 	// (nil: slog.Default()).
 	Log *slog.Logger
+	// Owns, when set, scopes the store to one scheduler shard's models
+	// (nil: all): Snapshot reads only their counters and queue items, and
+	// InFlight lists only their jobs. Writes and Cancel are not scoped (an
+	// operator's cancel spans every model). See shard.go.
+	Owns func(model string) bool
 
 	mu   sync.Mutex
 	seen map[string]seenModel // model → what the last Snapshot read of its state item
@@ -40,8 +45,8 @@ type Store struct {
 	// emptyPending lists, per model, the pending entries at 0 that the last
 	// Snapshot saw; Commit removes them.
 	emptyPending map[string][]string
-	// snapQueues holds the queue items the last Snapshot read (strongly
-	// consistent), by pk: Commit claims from their cursors without reading
+	// snapQueues holds the queue items the last Snapshot read from the
+	// active index, by pk: Commit claims from their cursors without reading
 	// them again, conditioned on them.
 	snapQueues map[string]queueItem
 	// commitAt and commitID mark this store's writes of one plan's state,

@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,8 +30,24 @@ type meta struct {
 	CloudWatchMetrics []directive `json:"CloudWatchMetrics"`
 }
 
-// Write emits one EMF document for the pass and one per model with work.
+// Write emits one EMF document for the pass and one per model with work,
+// for a single scheduler.
 func Write(w io.Writer, namespace string, rep scheduler.Report) error {
+	return write(w, namespace, "", rep)
+}
+
+// WriteShard is Write for one shard of a sharded scheduler. Every document
+// carries the property Shard; the pass metrics are published twice, without
+// a dimension (the account's view: the dashboard and the alarms that read
+// them are unchanged) and with the dimension Shard, so an alarm can tell
+// one stalled shard from a healthy rest. The per-model metrics keep the
+// dimension Model alone — a model lives in one shard, and the dashboard's
+// SEARCH schema {namespace,Model} matches that dimension set exactly.
+func WriteShard(w io.Writer, namespace string, shard int, rep scheduler.Report) error {
+	return write(w, namespace, strconv.Itoa(shard), rep)
+}
+
+func write(w io.Writer, namespace, shard string, rep scheduler.Report) error {
 	ts := rep.At.UnixMilli()
 	enc := json.NewEncoder(w)
 	pass := map[string]any{
@@ -41,7 +58,15 @@ func Write(w io.Writer, namespace string, rep scheduler.Report) error {
 		"LaunchFailed":  rep.Failed,
 		"Warnings":      len(rep.Plan.Warnings),
 	}
-	if err := enc.Encode(doc(namespace, ts, nil, pass, map[string]string{"PassDuration": "Milliseconds"})); err != nil {
+	dims := [][]string{{}}
+	if shard != "" {
+		dims = append(dims, []string{"Shard"})
+	}
+	d := doc(namespace, ts, dims, pass, map[string]string{"PassDuration": "Milliseconds"})
+	if shard != "" {
+		d["Shard"] = shard
+	}
+	if err := enc.Encode(d); err != nil {
 		return fmt.Errorf("write pass metrics: %w", err)
 	}
 	for _, m := range rep.Plan.Models {
@@ -62,9 +87,12 @@ func Write(w io.Writer, namespace string, rep scheduler.Report) error {
 		for tier, n := range m.ByTier {
 			vals[fmt.Sprintf("AdmittedTier%d", tier)] = n
 		}
-		d := doc(namespace, ts, []string{"Model"}, vals, nil)
+		d := doc(namespace, ts, [][]string{{"Model"}}, vals, nil)
 		d["Model"] = m.Model
 		d["LimitReason"] = m.Limit.Reason // a property, not a metric: searchable in Logs Insights
+		if shard != "" {
+			d["Shard"] = shard // a property: which scheduler steers the model
+		}
 		if err := enc.Encode(d); err != nil {
 			return fmt.Errorf("write metrics of %s: %w", m.Model, err)
 		}
@@ -72,7 +100,9 @@ func Write(w io.Writer, namespace string, rep scheduler.Report) error {
 	return nil
 }
 
-func doc(namespace string, ts int64, dims []string, vals map[string]any, units map[string]string) map[string]any {
+// doc is one EMF document of the values under the dimension sets (each
+// set publishes every metric once more; {} is the set without a dimension).
+func doc(namespace string, ts int64, dimSets [][]string, vals map[string]any, units map[string]string) map[string]any {
 	d := map[string]any{}
 	var ms []metric
 	for _, name := range slices.Sorted(maps.Keys(vals)) {
@@ -82,10 +112,6 @@ func doc(namespace string, ts int64, dims []string, vals map[string]any, units m
 		}
 		ms = append(ms, metric{Name: name, Unit: unit})
 		d[name] = vals[name]
-	}
-	dimSets := [][]string{{}}
-	if dims != nil {
-		dimSets = [][]string{dims}
 	}
 	d["_aws"] = meta{Timestamp: ts, CloudWatchMetrics: []directive{{Namespace: namespace, Dimensions: dimSets, Metrics: ms}}}
 	return d
@@ -110,10 +136,10 @@ func WriteValues(w io.Writer, namespace string, at time.Time, dims map[string]st
 			units[k] = "Count"
 		}
 	}
-	if len(names) == 0 {
-		names = nil // one empty dimension set
+	if names == nil {
+		names = []string{} // the set without a dimension: [], not null
 	}
-	d := doc(namespace, at.UnixMilli(), names, anyVals, units)
+	d := doc(namespace, at.UnixMilli(), [][]string{names}, anyVals, units)
 	for k, v := range dims {
 		d[k] = v
 	}

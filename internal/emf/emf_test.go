@@ -61,3 +61,74 @@ func TestWrite(t *testing.T) {
 		}
 	}
 }
+
+// decodeAll reads EMF documents, one JSON object a line.
+func decodeAll(t *testing.T, buf *bytes.Buffer) []map[string]any {
+	t.Helper()
+	var docs []map[string]any
+	sc := bufio.NewScanner(buf)
+	for sc.Scan() {
+		var d map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
+			t.Fatalf("line %q is not JSON: %v", sc.Text(), err)
+		}
+		docs = append(docs, d)
+	}
+	return docs
+}
+
+// dimensions returns a document's dimension sets as JSON, e.g. [[],["Shard"]].
+func dimensions(t *testing.T, d map[string]any) string {
+	t.Helper()
+	dir := d["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)
+	b, err := json.Marshal(dir["Dimensions"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// A shard's pass metrics go out without a dimension (what the dashboard and
+// the alarms read) and per shard; its model metrics keep dimension Model
+// alone, the schema the dashboard's SEARCH expressions match.
+func TestWriteShard(t *testing.T) {
+	at := time.Date(2026, 11, 29, 12, 0, 10, 0, time.UTC)
+	rep := scheduler.Report{At: at, Duration: time.Second, Plan: scheduler.Plan{Models: []scheduler.ModelPlan{
+		{Model: "gpt-5.5", Running: 3, Waiting: 2},
+	}}}
+	var buf bytes.Buffer
+	if err := WriteShard(&buf, "evalsched", 2, rep); err != nil {
+		t.Fatal(err)
+	}
+	docs := decodeAll(t, &buf)
+	if len(docs) != 2 {
+		t.Fatalf("got %d documents, want the pass and gpt-5.5", len(docs))
+	}
+	if got := dimensions(t, docs[0]); got != `[[],["Shard"]]` || docs[0]["Shard"] != "2" {
+		t.Errorf("pass document: got dimensions %s, Shard %v; want [[],[\"Shard\"]] and \"2\"", got, docs[0]["Shard"])
+	}
+	if got := dimensions(t, docs[1]); got != `[["Model"]]` || docs[1]["Shard"] != "2" || docs[1]["Model"] != "gpt-5.5" {
+		t.Errorf("model document: got dimensions %s, Shard %v, Model %v; want [[\"Model\"]], \"2\", gpt-5.5", got, docs[1]["Shard"], docs[1]["Model"])
+	}
+
+	// A single scheduler's documents are as they always were.
+	buf.Reset()
+	if err := Write(&buf, "evalsched", rep); err != nil {
+		t.Fatal(err)
+	}
+	docs = decodeAll(t, &buf)
+	if got := dimensions(t, docs[0]); got != `[[]]` || docs[0]["Shard"] != nil {
+		t.Errorf("unsharded pass document: got dimensions %s, Shard %v; want [[]] and none", got, docs[0]["Shard"])
+	}
+}
+
+func TestWriteValuesWithoutDimensions(t *testing.T) {
+	var buf bytes.Buffer
+	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	if err := WriteValues(&buf, "evalsched", at, nil, map[string]float64{"IntakeRejected": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := dimensions(t, decodeAll(t, &buf)[0]); got != `[[]]` {
+		t.Errorf("got dimensions %s, want [[]] (one set without a dimension)", got)
+	}
+}

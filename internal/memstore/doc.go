@@ -8,4 +8,9 @@
 // TaskStarted and TaskStopped (the task-events function), PutModel and PutPin
 // (an operator's console edits). Check recounts every counter, so tests and
 // the simulator can assert the invariants after every step.
+//
+// Shard(owns) is the store as one scheduler shard sees it (Snapshot and
+// InFlight of the models it owns, every write unscoped): several shards'
+// passes run over one Store as the scheduler invocations of a sharded
+// deployment run over one set of tables.
 package memstore

@@ -239,10 +239,21 @@ func (s *Store) Submit(_ context.Context, b BatchSpec, now time.Time) (created i
 
 // Snapshot implements scheduler.Store.
 func (s *Store) Snapshot(_ context.Context, _ time.Time) (scheduler.Snapshot, error) {
+	return s.snapshot(all), nil
+}
+
+// all owns every model.
+func all(string) bool { return true }
+
+// snapshot reads the models owns owns and their queues.
+func (s *Store) snapshot(owns func(model string) bool) scheduler.Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var snap scheduler.Snapshot
 	for _, name := range slices.Sorted(maps.Keys(s.models)) {
+		if !owns(name) {
+			continue
+		}
 		m := s.models[name]
 		pending := 0
 		for _, j := range m.starting {
@@ -260,18 +271,18 @@ func (s *Store) Snapshot(_ context.Context, _ time.Time) (scheduler.Snapshot, er
 	})
 	for _, k := range keys {
 		q := s.queues[k]
-		if q.waiting == 0 {
+		if q.waiting == 0 || !owns(k.Model) {
 			continue
 		}
 		snap.Queues = append(snap.Queues, scheduler.Queue{
 			Account: k.Account, Project: k.Project, Batch: k.Batch, Model: k.Model,
-			SubmittedTier: q.tier, Seq: q.seq, Waiting: q.waiting,
+			SubmittedTier: q.tier, Seq: q.seq, Waiting: q.waiting, Registered: len(q.jobs),
 		})
 	}
 	for _, scope := range slices.Sorted(maps.Keys(s.pins)) {
 		snap.Pins = append(snap.Pins, s.pins[scope])
 	}
-	return snap, nil
+	return snap
 }
 
 // Commit implements scheduler.Store: state persisted, outcomes acknowledged
@@ -466,10 +477,18 @@ func (s *Store) Cancel(_ context.Context, scope scheduler.Scope, now time.Time) 
 
 // InFlight lists the jobs holding a slot, for the reconciler.
 func (s *Store) InFlight(context.Context) ([]scheduler.InFlight, error) {
+	return s.inFlight(all), nil
+}
+
+// inFlight lists the jobs of the models owns owns that hold a slot.
+func (s *Store) inFlight(owns func(model string) bool) []scheduler.InFlight {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []scheduler.InFlight
 	for _, j := range s.all {
+		if !owns(j.Model) {
+			continue
+		}
 		switch j.State {
 		case Claimed, Launched, Running:
 			out = append(out, scheduler.InFlight{
@@ -478,7 +497,37 @@ func (s *Store) InFlight(context.Context) ([]scheduler.InFlight, error) {
 			})
 		}
 	}
-	return out, nil
+	return out
+}
+
+// Shard is the store as one scheduler shard sees it (scheduler.ShardOf):
+// Snapshot and InFlight see only the models it owns; every other method is
+// the store's own, unscoped — Submit, Commit, the task events and Cancel
+// (an operator's cancel spans every model). It is the in-memory counterpart
+// of the DynamoDB store's Owns; several Shards of one Store share its jobs,
+// as several scheduler invocations share the tables.
+type Shard struct {
+	*Store
+	owns func(model string) bool
+}
+
+// Shard returns the view of the models owns owns (nil: all of them).
+func (s *Store) Shard(owns func(model string) bool) *Shard {
+	if owns == nil {
+		owns = all
+	}
+	return &Shard{Store: s, owns: owns}
+}
+
+// Snapshot implements scheduler.Store for the shard's models.
+func (v *Shard) Snapshot(_ context.Context, _ time.Time) (scheduler.Snapshot, error) {
+	return v.snapshot(v.owns), nil
+}
+
+// InFlight lists the shard's jobs holding a slot: its reconciler repairs
+// its own.
+func (v *Shard) InFlight(context.Context) ([]scheduler.InFlight, error) {
+	return v.inFlight(v.owns), nil
 }
 
 // Job returns a copy of one job.

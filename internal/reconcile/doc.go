@@ -21,4 +21,9 @@
 //
 // Every repair goes through the store's conditional transitions, so a repair
 // racing the real event is applied once.
+//
+// In a sharded deployment each shard's invocation reconciles the jobs of its
+// own models: the store it is given lists only those (dynamostore's Owns,
+// memstore's Shard), so each job is looked at by one reconciler and the ECS
+// calls split with the models.
 package reconcile

@@ -106,13 +106,16 @@ func TestRunPassesReportsAndHandsOver(t *testing.T) {
 		Reconcile: func(context.Context, time.Time) (any, error) { reconciled++; return nil, nil },
 		Log:       slog.New(slog.NewJSONHandler(&logs, nil)),
 	}
-	// Invoked as Lambda invokes it, with the scheduled event of events/.
+	// Invoked as Lambda invokes it, with the scheduled event of events/: a
+	// single scheduler's rule sends EventBridge's own event, which names no
+	// shard: shard 0.
 	payload, err := os.ReadFile("../../events/eventbridge-scheduled.json")
 	if err != nil {
 		t.Fatal(err)
 	}
+	h := &Handler{Shards: 1, Runner: func(int) (*Runner, error) { return r, nil }}
 	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-1"})
-	out, err := lambda.NewHandler(r.Handle).Invoke(ctx, payload)
+	out, err := lambda.NewHandler(h.Handle).Invoke(ctx, payload)
 	var res Result
 	if err != nil || json.Unmarshal(out, &res) != nil || res.Passes != 6 || res.Failed != 0 {
 		t.Fatalf("got %s, %v; want six passes", out, err)
@@ -132,6 +135,9 @@ func TestRunPassesReportsAndHandsOver(t *testing.T) {
 		}
 		if rec["msg"] == "pass" {
 			lines++
+			if rec["shard"] != 0.0 {
+				t.Errorf("pass line without shard 0: %s", line)
+			}
 			if !strings.Contains(line, `"limit_reason"`) {
 				t.Errorf("pass line without the limit reason: %s", line)
 			}

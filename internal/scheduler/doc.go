@@ -16,4 +16,10 @@
 //  5. launch     Launcher.Launch: one task per claimed job
 //  6. record     Store.RecordLaunches: launched, back to waiting, or failed
 //  7. report     the Report returned to the caller, logged as one line
+//
+// Past what one pass can do in its slot, the models are sharded over N
+// scheduler invocations (shard.go): ShardOf(model, N) names a model's shard,
+// whose store sees only its models, and Caps.Share gives each shard an even
+// part of the account-wide cap, launch budget and launch rate. Pass itself
+// does not know it is one of N.
 package scheduler

@@ -90,6 +90,9 @@ type Queue struct {
 	SubmittedTier                  int   // < 0: none given
 	Seq                            int64 // submission order, lower is older
 	Waiting                        int
+	// Registered counts the queue's jobs registered so far, waiting or
+	// past it (operators read progress from it; Decide does not).
+	Registered int
 }
 
 // Key names the queue in plans and logs.

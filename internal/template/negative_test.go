@@ -77,7 +77,7 @@ func TestChecksCatchBrokenTemplates(t *testing.T) {
 		{"GSI projects everything", "tables", func(t *testing.T, f *fixture) {
 			gsi := items(f.props("StateTable")["GlobalSecondaryIndexes"])[0].(map[string]any)
 			gsi["Projection"] = map[string]any{"ProjectionType": "ALL"}
-		}, "ProjectionType: got ALL, want KEYS_ONLY"},
+		}, "ProjectionType: got ALL, want INCLUDE"},
 		{"provisioned table", "tables", func(t *testing.T, f *fixture) {
 			f.props("PinsTable")["BillingMode"] = "PROVISIONED"
 		}, "BillingMode"},
@@ -88,11 +88,31 @@ func TestChecksCatchBrokenTemplates(t *testing.T) {
 			mapAt(f.props("SchedulerFunction"), "EventInvokeConfig")["MaximumRetryAttempts"] = 2
 		}, "MaximumRetryAttempts: got 2"},
 		{"scheduler every five minutes", "scheduler", func(t *testing.T, f *fixture) {
-			mapAt(f.props("SchedulerFunction"), "Events", "EveryMinute", "Properties")["Schedule"] = "rate(5 minutes)"
+			f.props("SchedulerSchedule")["ScheduleExpression"] = "rate(5 minutes)"
 		}, "want rate(1 minute)"},
 		{"scheduler unbounded", "scheduler", func(t *testing.T, f *fixture) {
 			delete(f.props("SchedulerFunction"), "ReservedConcurrentExecutions")
 		}, "ReservedConcurrentExecutions"},
+		{"four shards, two reserved executions", "scheduler", func(t *testing.T, f *fixture) {
+			f.props("SchedulerFunction")["ReservedConcurrentExecutions"] = 2
+		}, "with SchedulerShards=4: ReservedConcurrentExecutions: got 2, want 4..8"},
+		{"shard 3 has no target", "scheduler", func(t *testing.T, f *fixture) {
+			targets := f.props("SchedulerSchedule")["Targets"].([]any)
+			f.props("SchedulerSchedule")["Targets"] = targets[:3]
+		}, "with SchedulerShards=4: SchedulerSchedule targets' shards: got [0 1 2], want [0 1 2 3]"},
+		{"a target for a shard that does not exist", "scheduler", func(t *testing.T, f *fixture) {
+			targets := f.props("SchedulerSchedule")["Targets"].([]any)
+			targets[1] = path(targets[1], "Fn::If").([]any)[1] // shard 1's target, unconditional
+		}, "with SchedulerShards=1: SchedulerSchedule targets' shards: got [0 1], want [0]"},
+		{"the function does not know the shard count", "scheduler", func(t *testing.T, f *fixture) {
+			delete(mapAt(f.props("SchedulerFunction"), "Environment", "Variables"), "EVALSCHED_SHARDS")
+		}, "EVALSCHED_SHARDS"},
+		{"EventBridge may not invoke the scheduler", "scheduler", func(t *testing.T, f *fixture) {
+			delete(f.resources(), "SchedulerSchedulePermission")
+		}, "invoke permission"},
+		{"a shard's stall goes unnoticed", "scheduler", func(t *testing.T, f *fixture) {
+			delete(f.resources(), "SchedulerShard2StalledAlarm")
+		}, "dimension Shard 2"},
 		{"intake without partial batch responses", "intake", func(t *testing.T, f *fixture) {
 			delete(mapAt(f.props("IntakeFunction"), "Events", "Batches", "Properties"), "FunctionResponseTypes")
 		}, "ReportBatchItemFailures"},

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -244,24 +245,7 @@ func checkScheduler(f *fixture) []string {
 		problems = append(problems, fmt.Sprintf("%s: %s: got %v, want %v", id, what, got, want))
 	}
 	fn := f.function(id)
-	schedules := f.events(id, "Schedule", "ScheduleV2")
-	if len(schedules) != 1 || len(mapAt(fn, "Events")) != 1 {
-		bad("events", sortedKeys(mapAt(fn, "Events")), "one Schedule event")
-	}
-	for name, ev := range schedules {
-		expr := ev["Schedule"]
-		if expr == nil {
-			expr = ev["ScheduleExpression"]
-		}
-		if expr != "rate(1 minute)" {
-			bad(name+" schedule", expr, "rate(1 minute): the passes fill the minute")
-		}
-		if rp := mapAt(ev, "RetryPolicy"); rp != nil {
-			if n, _ := number(rp["MaximumRetryAttempts"]); n != 0 {
-				bad(name+" RetryPolicy.MaximumRetryAttempts", rp["MaximumRetryAttempts"], 0)
-			}
-		}
-	}
+	problems = append(problems, checkShardSchedule(f, id)...)
 	eic := mapAt(fn, "EventInvokeConfig")
 	if n, ok := number(path(eic, "MaximumRetryAttempts")); !ok || n != 0 {
 		bad("EventInvokeConfig.MaximumRetryAttempts", path(eic, "MaximumRetryAttempts"), "0 (a late invocation is worthless: the next minute's comes)")
@@ -274,8 +258,139 @@ func checkScheduler(f *fixture) []string {
 	if n, ok := number(fn["Timeout"]); !ok || n < 80 || n > 120 {
 		bad("Timeout", fn["Timeout"], "80..120 s: six passes of 10 s plus a hand-over")
 	}
-	if n, ok := number(fn["ReservedConcurrentExecutions"]); !ok || n < 1 || n > 2 {
-		bad("ReservedConcurrentExecutions", fn["ReservedConcurrentExecutions"], "1..2 (the lease makes passes exclusive; 2 lets one hand over to the next)")
+	return problems
+}
+
+// checkShardSchedule checks the scheduler's schedule for every shard count
+// the template allows: one rule, rate(1 minute), with exactly one target
+// per shard whose input names it ({"shard": k}) and which is not retried;
+// EVALSCHED_SHARDS set from the same parameter; EventBridge allowed to
+// invoke the function; one or two reserved executions per shard (each
+// shard's invocation, and the one taking over from it); and an alarm on
+// each shard's passes stalling.
+func checkShardSchedule(f *fixture, id string) []string {
+	var problems []string
+	bad := func(what string, got, want any) {
+		problems = append(problems, fmt.Sprintf("%s: %s: got %v, want %v", id, what, got, want))
+	}
+	// SAM's events cannot be conditional, and the shards' targets are.
+	if evs := mapAt(f.function(id), "Events"); len(evs) > 0 {
+		bad("events", sortedKeys(evs), "none: the schedule is an AWS::Events::Rule with a target per shard")
+	}
+	var rules []string
+	for _, r := range f.ids("AWS::Events::Rule") {
+		if f.props(r)["ScheduleExpression"] == nil {
+			continue
+		}
+		for _, t := range items(f.props(r)["Targets"]) {
+			if res, attr, ok := getAtt(path(t, "Arn")); ok && res == id && attr == "Arn" {
+				rules = append(rules, r)
+				break
+			}
+		}
+	}
+	if len(rules) != 1 {
+		bad("schedule rules", rules, "one AWS::Events::Rule with a ScheduleExpression targeting the function")
+		return problems
+	}
+	rule := rules[0]
+	rp := f.props(rule)
+	if rp["ScheduleExpression"] != "rate(1 minute)" {
+		bad(rule+" ScheduleExpression", rp["ScheduleExpression"], "rate(1 minute): the passes fill the minute")
+	}
+	if s, ok := rp["State"]; ok && s != "ENABLED" {
+		bad(rule+" State", s, "ENABLED")
+	}
+	permitted := false
+	for _, p := range f.ids("AWS::Lambda::Permission") {
+		pp := f.props(p)
+		target, _, _ := getAtt(pp["FunctionName"])
+		if r, ok := ref(pp["FunctionName"]); ok {
+			target = r
+		}
+		src, attr, _ := getAtt(pp["SourceArn"])
+		if target == id && pp["Principal"] == "events.amazonaws.com" && pp["Action"] == "lambda:InvokeFunction" && src == rule && attr == "Arn" {
+			permitted = true
+		}
+	}
+	if !permitted {
+		bad("invoke permission", "none", fmt.Sprintf("an AWS::Lambda::Permission for events.amazonaws.com with SourceArn !GetAtt %s.Arn", rule))
+	}
+	param, ok := ref(f.env(id)["EVALSCHED_SHARDS"])
+	if !ok || mapAt(f.tmpl, "Parameters", param) == nil {
+		bad("EVALSCHED_SHARDS", f.env(id)["EVALSCHED_SHARDS"], "!Ref of the parameter that also decides the schedule's targets")
+		return problems
+	}
+	values := f.allowedValues(param)
+	if len(values) == 0 {
+		bad(param+" AllowedValues", nil, "the shard counts, each checked here")
+	}
+	for _, v := range values {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 5 {
+			bad(param+" allowed value", v, "1..5 (one rule takes five targets)")
+			continue
+		}
+		at := fmt.Sprintf("with %s=%d: ", param, n)
+		res, err := f.deployedResources(f.parameterValues(map[string]string{param: v}))
+		if err != nil {
+			bad(at+"resources", err, "conditions that evaluate")
+			continue
+		}
+		var shards []int
+		targetIDs := map[string]bool{}
+		for _, t := range items(path(res[rule], "Properties", "Targets")) {
+			if r, attr, ok := getAtt(path(t, "Arn")); !ok || r != id || attr != "Arn" {
+				bad(at+rule+" target", path(t, "Arn"), "!GetAtt "+id+".Arn")
+			}
+			tid, _ := path(t, "Id").(string)
+			if targetIDs[tid] {
+				bad(at+rule+" target Id", tid, "unique")
+			}
+			targetIDs[tid] = true
+			var in struct {
+				Shard *int `json:"shard"`
+			}
+			input, _ := path(t, "Input").(string)
+			if err := json.Unmarshal([]byte(input), &in); err != nil || in.Shard == nil {
+				bad(at+rule+" target "+tid+" Input", input, `{"shard": k}`)
+				continue
+			}
+			shards = append(shards, *in.Shard)
+			if n, ok := number(path(t, "RetryPolicy", "MaximumRetryAttempts")); !ok || n != 0 {
+				bad(at+rule+" target "+tid+" RetryPolicy.MaximumRetryAttempts", path(t, "RetryPolicy", "MaximumRetryAttempts"), "0 (a late invocation is worthless: the next minute's comes)")
+			}
+		}
+		slices.Sort(shards)
+		want := make([]int, n)
+		for k := range want {
+			want[k] = k
+		}
+		if !slices.Equal(shards, want) {
+			bad(at+rule+" targets' shards", shards, want)
+		}
+		if rc, ok := number(path(res[id], "Properties", "ReservedConcurrentExecutions")); !ok || rc < float64(n) || rc > float64(2*n) {
+			bad(at+"ReservedConcurrentExecutions", path(res[id], "Properties", "ReservedConcurrentExecutions"),
+				fmt.Sprintf("%d..%d (1..2 per shard: each shard's lease makes its passes exclusive; 2 lets one hand over to the next)", n, 2*n))
+		}
+		alarmed := map[int]bool{}
+		for _, a := range f.ids("AWS::CloudWatch::Alarm") {
+			p := mapAt(res[a], "Properties")
+			if p == nil || p["MetricName"] != "PassDuration" {
+				continue
+			}
+			for _, d := range items(p["Dimensions"]) {
+				if s, _ := text(path(d, "Value")); path(d, "Name") == "Shard" {
+					k, _ := strconv.Atoi(s)
+					alarmed[k] = true
+				}
+			}
+		}
+		for k := range n {
+			if !alarmed[k] {
+				bad(at+"alarms", sortedKeys(res), fmt.Sprintf("an alarm on PassDuration with dimension Shard %d (a stalled shard's models wait unnoticed)", k))
+			}
+		}
 	}
 	return problems
 }
@@ -430,7 +545,7 @@ func checkSandbox(f *fixture) []string {
 var parameters = []string{
 	"GatewayMetricNamespace", "GatewayMetricName", "GatewayMetricDimension", "GatewayMetricPeriod",
 	"Subnets", "SecurityGroups", "AssignPublicIp", "CapacityStrategy", "GlobalMaxRunning",
-	"Tiers", "TierWeight", "DefaultTier", "SandboxImage", "LaunchRate", "LaunchBurst",
+	"Tiers", "TierWeight", "DefaultTier", "SandboxImage", "LaunchRate", "LaunchBurst", "SchedulerShards",
 }
 
 func checkParametersOutputs(f *fixture) []string {

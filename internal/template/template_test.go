@@ -78,6 +78,7 @@ var attributes = map[string][]string{
 	"AWS::ECS::TaskDefinition":  {"TaskDefinitionArn"},
 	"AWS::SNS::Topic":           {"TopicArn", "TopicName"},
 	"AWS::Serverless::Function": {"Arn"},
+	"AWS::Events::Rule":         {"Arn"},
 }
 
 func checkReferences(f *fixture) []string {

@@ -1,0 +1,427 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/evalsched/evalsched/internal/admission"
+	"github.com/evalsched/evalsched/internal/priority"
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+// The forecast behind status's per-batch ETA (issue #6). Per model with
+// waiting batches it steps the scheduler's own admission (admission.Plan,
+// the very function the pass calls) forward over simulated passes:
+//
+//  1. the next pass hands admission the slots the dry run of Decide found
+//     free (ModelPlan.Free), exactly as the real pass will;
+//  2. every later step frees slots at the model's recent end rate (jobs
+//     ended per minute over the breaker's window), plus any slots free now
+//     that the launch budget left for later, at most the launch budget a
+//     pass; the limit and the capacity hold where they are (no limit change
+//     is predicted), so a slot that frees is a slot admission refills;
+//  3. admission.Plan hands the freed slots to the model's batches by tiers,
+//     project turns and age, carrying its State from step to step as the
+//     store does from pass to pass.
+//
+// A batch's start ETA is the simulated time its last waiting job is
+// admitted; its done ETA adds the model's mean time in a slot, from Little's
+// law: slots held (running + starting) / end rate. That mean covers start-up
+// as well as the run, which is what lies between admission and the end.
+//
+// Handing out n slots in one Plan call gives the same sequence of admissions
+// as n calls of one slot each (credits and the project rotation carry over in
+// State, and no batch arrives during the forecast), so a coarse step only
+// coarsens *when* each admission is counted, never *which* job it is: an ETA
+// is late by at most one step. That is what bounds the work. Steps are one
+// pass long at first and then grow with the simulated time t, to eps·t: an
+// ETA of the next minutes is late by at most a pass, a later one by at most
+// eps of itself, and reaching the horizon takes about (1 + ln(horizon/pass))
+// / eps steps, whatever the backlog or the rate. eps is chosen so that this
+// is at most MaxSteps: 0.6 % at 2,000 steps, 3 % at 400 (10,000 batches).
+// Admission's own cost grows with the slots it hands out, so past MaxUnits
+// slots a model counts its jobs in units of several (forecastConfig).
+//
+// The forecast is pure: its inputs are the snapshot and the dry-run plan
+// status already has, and it reads no clock.
+
+// forecastConfig bounds the forecast.
+type forecastConfig struct {
+	Pass    time.Duration // one scheduler pass (config PassInterval, 10 s)
+	Horizon time.Duration // past this an ETA is unknown: 7 days
+	// MinSteps and MaxSteps bound the admission calls per model; between
+	// them, Work / waiting batches sets it, so the forecast of 10,000 batches
+	// costs about what the forecast of 1,000 does.
+	MinSteps, MaxSteps int
+	Work               int // batches visited by admission calls, about, over all models
+	// MaxUnits bounds the slots a model's simulation hands out one by one
+	// (admission's cost is linear in them): past MaxUnits, a slot stands for
+	// several jobs, so that the rest takes at most as many again. Slots / the
+	// models with waiting batches sets it, at least MinUnits.
+	MaxUnits, MinUnits int
+	Slots              int
+	// noPrune hands admission every waiting batch at every step, for the
+	// test that checks the pruning changes nothing.
+	noPrune bool
+}
+
+func defaultForecastConfig(pass time.Duration) forecastConfig {
+	if pass <= 0 {
+		pass = 10 * time.Second
+	}
+	return forecastConfig{
+		Pass: pass, Horizon: 7 * 24 * time.Hour,
+		MinSteps: 200, MaxSteps: 2000, Work: 4_000_000,
+		MinUnits: 20_000, MaxUnits: 1_000_000, Slots: 10_000_000,
+	}
+}
+
+// eta is one batch's forecast, in seconds from now; -1 is unknown.
+type eta struct {
+	StartS float64 // when its last waiting job is admitted
+	DoneS  float64 // when that job ends: StartS + the model's mean time in a slot
+}
+
+var unknownETA = eta{StartS: -1, DoneS: -1}
+
+// modelOutlook is one model as the forecast sees it.
+type modelOutlook struct {
+	Admission admission.Config
+	State     admission.State   // the admission state the next pass starts from
+	Batches   []admission.Batch // its unpaused waiting batches; IDs unique
+	// NextPass is what the next pass hands admission (the dry run's Free);
+	// Open the further slots free now that the launch budget leaves for
+	// later passes.
+	NextPass, Open  int
+	EndedPerMin     float64
+	Held            int  // running + starting, for Little's law
+	LaunchesPerPass int  // the account's launch budget a pass; 0: none
+	Admitting       bool // false: model disabled or breaker not closed
+}
+
+// outlook is what forecastModel found.
+type outlook struct {
+	ETAs  []eta   // per Batches index
+	StepS float64 // the longest step that admitted anything: the coarsest ETA's resolution
+	Unit  int     // jobs a simulated slot stands for
+	Steps int     // admission calls made
+}
+
+// forecastModel steps one model's admission forward until its batches are
+// all admitted, the horizon passes, or nothing will ever free a slot.
+//
+// Regimes:
+//   - end rate > 0: slots free at that rate, the ETAs follow admission's order;
+//   - end rate 0 (nothing ended in the window): only the slots free now are
+//     handed out; what they leave waiting is unknown;
+//   - not Admitting (breaker OPEN or HALF_OPEN, model disabled): only what the
+//     next pass admits (HALF_OPEN's probes) is known; when the breaker closes
+//     again is not for this forecast to guess.
+func forecastModel(fc forecastConfig, m modelOutlook) outlook {
+	out := outlook{ETAs: make([]eta, len(m.Batches)), Unit: 1}
+	passS := max(fc.Pass.Seconds(), 1)
+	horizonS := fc.Horizon.Seconds()
+	rate := max(m.EndedPerMin, 0) / 60 // jobs a second
+	// Little's law: slots held = end rate × mean time in a slot.
+	slotS := -1.0
+	if rate > 0 && m.Held > 0 {
+		slotS = float64(m.Held) / rate
+	}
+	done := func(start float64) eta {
+		if slotS < 0 {
+			return eta{StartS: start, DoneS: -1}
+		}
+		return eta{StartS: start, DoneS: start + slotS}
+	}
+	open := max(m.Open, 0)
+	if !m.Admitting {
+		rate, open = 0, 0
+	}
+
+	// 1. What waits, counted one job a slot until MaxUnits (below), and the
+	// steps' relative resolution.
+	waiting := 0
+	for i, b := range m.Batches {
+		out.ETAs[i] = unknownETA
+		if b.Waiting <= 0 {
+			out.ETAs[i] = done(0) // nothing left to start
+			continue
+		}
+		waiting += b.Waiting
+	}
+	if waiting == 0 {
+		return out
+	}
+	unit := 1                           // jobs a simulated slot stands for
+	left := make([]int, len(m.Batches)) // units still waiting, per batch
+	remaining := waiting                // units still waiting, in all
+	for i, b := range m.Batches {
+		left[i] = max(b.Waiting, 0)
+	}
+	// The relative resolution: the steps from one pass to the horizon, one
+	// pass long up to t = pass/eps and eps·t after, number about
+	// 1/eps + ln(horizon·eps/pass)/eps <= (1 + ln(horizon/pass))/eps.
+	eps := (1 + math.Log(max(horizonS/passS, 1))) / float64(max(fc.MaxSteps, 1))
+	out.StepS = passS
+
+	// 2. Group the batches by (tier, project), oldest first, as admission
+	// drains them. Only for pruning: a batch with more than `free` jobs of
+	// its own group ahead of it cannot get a slot in this call, so it is
+	// left out of it and admission.Plan sorts the few that can, not all of
+	// them. (One batch past `free` stays in: a tier that runs dry mid-call
+	// gives up its credit, so Plan must see the demand that is left.) Which
+	// of those gets what is still Plan's decision.
+	order := make([]int, 0, len(m.Batches))
+	byID := make(map[string]int, len(m.Batches))
+	for i, b := range m.Batches {
+		if left[i] > 0 {
+			order = append(order, i)
+			byID[b.ID] = i
+		}
+	}
+	slices.SortFunc(order, func(i, j int) int {
+		a, b := &m.Batches[i], &m.Batches[j]
+		// 1: tier  2: project  3: age  4: ID, as admission orders them
+		return cmp.Or(cmp.Compare(a.Tier, b.Tier), strings.Compare(a.Project, b.Project),
+			cmp.Compare(a.Seq, b.Seq), strings.Compare(a.ID, b.ID))
+	})
+	type group struct{ next, end int } // order[next:end]: the group's batches not yet drained
+	var groups []group
+	for k := 0; k < len(order); {
+		a := &m.Batches[order[k]]
+		end := k + 1
+		for end < len(order) && m.Batches[order[end]].Tier == a.Tier && m.Batches[order[end]].Project == a.Project {
+			end++
+		}
+		groups = append(groups, group{k, end})
+		k = end
+	}
+
+	// 3. Step: hand free units to the groups' heads, record what drains.
+	state := m.State
+	sub := make([]admission.Batch, 0, len(groups))
+	grant := func(t float64, free int) {
+		sub = sub[:0]
+		for _, g := range groups {
+			ahead := 0
+			for k := g.next; k < g.end && (ahead <= free || fc.noPrune); k++ {
+				b := m.Batches[order[k]]
+				b.Waiting = left[order[k]]
+				sub = append(sub, b)
+				ahead += b.Waiting
+			}
+		}
+		var res admission.Result
+		res, state = admission.Plan(m.Admission, free, sub, state)
+		out.Steps++
+		for _, g := range res.Grants {
+			i := byID[g.BatchID]
+			left[i] -= g.Count
+			remaining -= g.Count
+			if left[i] == 0 {
+				out.ETAs[i] = done(t)
+			}
+		}
+		live := groups[:0]
+		for _, g := range groups {
+			for g.next < g.end && left[order[g.next]] == 0 {
+				g.next++
+			}
+			if g.next < g.end {
+				live = append(live, g)
+			}
+		}
+		groups = live
+	}
+
+	t := passS             // the next pass: within one pass from now
+	avail := float64(open) // jobs' worth of free slots not yet handed out
+	if first := min(max(m.NextPass, 0), remaining); first > 0 {
+		grant(t, first)
+	}
+	handed := 0 // units handed out at unit 1
+	for remaining > 0 {
+		if unit == 1 && handed >= fc.MaxUnits {
+			// MaxUnits slots simulated one by one: count the rest in units
+			// that fit in as many again. A unit rounds each batch up by less
+			// than one and turns projects a unit at a time; against the time
+			// simulated so far, that moves the later ETAs by well under eps.
+			reach := avail + rate*(horizonS-t)
+			if k := int(math.Ceil(min(float64(remaining), reach) / float64(max(fc.MaxUnits, 1)))); k > 1 {
+				unit, remaining = k, 0
+				for i := range left {
+					left[i] = (left[i] + k - 1) / k
+					remaining += left[i]
+				}
+				out.Unit = k
+			}
+		}
+		passes := max(1, int(eps*t/passS)) // passes this step spans
+		dt := float64(passes) * passS
+		t += dt
+		if t > horizonS {
+			break
+		}
+		avail += rate * dt
+		n := int(avail / float64(unit))
+		if m.LaunchesPerPass > 0 {
+			n = min(n, max(1, m.LaunchesPerPass*passes/unit))
+		}
+		n = min(n, remaining)
+		if n <= 0 {
+			if rate == 0 {
+				break // nothing will free a slot
+			}
+			continue
+		}
+		avail -= float64(n * unit)
+		out.StepS = dt
+		if unit == 1 {
+			handed += n
+		}
+		grant(t, n)
+	}
+	return out
+}
+
+// forecastQueues forecasts every queue of the snapshot, in its order, from
+// the dry-run plan Decide made of it at now. Paused queues, queues of models
+// without a model item, and what lies past the horizon are unknown.
+func forecastQueues(fc forecastConfig, sc scheduler.Config, snap scheduler.Snapshot, plan scheduler.Plan, now time.Time) []eta {
+	out := make([]eta, len(snap.Queues))
+	for i := range out {
+		out[i] = unknownETA
+	}
+	// 1. The queues admission sees, by model, in snapshot order (as Decide
+	// groups them): paused ones hold no demand.
+	pins, _ := priority.Compile(snap.Pins, sc.Tiers, now)
+	byModel := map[string][]int{}
+	active := 0
+	for i, q := range snap.Queues {
+		if _, paused := pins.Paused(q.Account, q.Project, q.Batch); paused {
+			continue
+		}
+		byModel[q.Model] = append(byModel[q.Model], i)
+		active++
+	}
+	models := make(map[string]scheduler.Model, len(snap.Models))
+	for _, m := range snap.Models {
+		models[m.Config.Name] = m
+	}
+	// 2. The budgets of steps and slots, shared by all models' batches.
+	fc.MaxSteps = min(max(fc.Work/max(active, 1), fc.MinSteps), fc.MaxSteps)
+	fc.MaxUnits = min(max(fc.Slots/max(len(byModel), 1), fc.MinUnits), fc.MaxUnits)
+	acfg := admission.Config{Tiers: sc.Tiers, Weight: sc.TierWeight}
+
+	// 3. Per model, in the plan's (name) order: the inputs, then the
+	// forecasts, in parallel (each is independent and writes only its own
+	// queues' entries, so the result does not depend on the schedule).
+	type job struct {
+		queues []int
+		model  modelOutlook
+	}
+	var jobs []job
+	for _, mp := range plan.Models {
+		qs := byModel[mp.Model]
+		if len(qs) == 0 {
+			continue
+		}
+		m := models[mp.Model]
+		batches := make([]admission.Batch, len(qs))
+		ids := make(map[string]bool, len(qs))
+		for j, qi := range qs {
+			q := snap.Queues[qi]
+			tier, _ := pins.Tier(q.Account, q.Project, q.Batch, q.SubmittedTier, sc.DefaultTier)
+			id := q.Account + "/" + q.Project + "/" + q.Batch
+			if ids[id] { // names may contain "/": keep ids unique, as Decide does
+				id = fmt.Sprintf("%s#%d", id, j)
+			}
+			ids[id] = true
+			batches[j] = admission.Batch{ID: id, Project: q.Account + "/" + q.Project, Tier: tier, Seq: q.Seq, Waiting: q.Waiting}
+		}
+		admitting := m.Config.Enabled && mp.Breaker.Allow < 0
+		open := 0
+		if admitting {
+			open = max(0, min(mp.State.Limit.Limit, mp.Capacity)-mp.Running-mp.Starting-mp.Free)
+		}
+		jobs = append(jobs, job{queues: qs, model: modelOutlook{
+			Admission: acfg, State: m.State.Admission, Batches: batches,
+			NextPass: mp.Free, Open: open,
+			EndedPerMin: endedRate(mp.State.Breaker.Buckets, now), Held: mp.Running + mp.Starting,
+			LaunchesPerPass: sc.MaxLaunchesPerPass, Admitting: admitting,
+		}})
+	}
+	next := make(chan job)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(jobs)) {
+		wg.Go(func() {
+			for j := range next {
+				o := forecastModel(fc, j.model)
+				for k, qi := range j.queues {
+					out[qi] = o.ETAs[k]
+				}
+			}
+		})
+	}
+	for _, j := range jobs {
+		next <- j
+	}
+	close(next)
+	wg.Wait()
+	return out
+}
+
+// approx prints an ETA rounded to the minute without its zero units: 45m,
+// 1h20m, 2h; "<1m" under half a minute.
+func approx(s float64) string {
+	d := time.Duration(s * float64(time.Second)).Round(time.Minute)
+	if d < time.Minute {
+		return "<1m"
+	}
+	text := strings.TrimSuffix(d.String(), "0s")
+	if strings.HasSuffix(text, "h0m") {
+		text = strings.TrimSuffix(text, "0m")
+	}
+	return text
+}
+
+// etaText is a batch's ETA cell: "starts by 1h20m, done ~2h"; "-" unknown.
+func etaText(e eta, pass time.Duration) string {
+	if e.StartS < 0 {
+		return "-"
+	}
+	start := "starts by " + approx(e.StartS)
+	if e.StartS <= pass.Seconds() {
+		start = "starts next pass"
+	}
+	if e.DoneS < 0 {
+		return start
+	}
+	return start + ", done ~" + approx(e.DoneS)
+}
+
+// forecastText is why's line on a batch's forecast, naming why it is unknown.
+func forecastText(e eta, pass time.Duration, m modelView) string {
+	switch {
+	case e.StartS >= 0 && e.DoneS < 0:
+		return etaText(e, pass) + "; done unknown: the model has no recent run time to go by"
+	case e.StartS >= 0:
+		return etaText(e, pass)
+	case strings.Contains(m.Why, "no model item"):
+		return "unknown: the model has no model item"
+	case strings.Contains(m.Why, "model disabled"):
+		return "unknown while the model is disabled"
+	case m.Breaker != "" && m.Breaker != "CLOSED":
+		return "unknown while the breaker is " + strings.ToLower(m.Breaker)
+	case m.EndedPerMin <= 0:
+		return "unknown: none of the model's jobs ended in the last 5 minutes, so there is no rate to forecast with"
+	default:
+		return "unknown: not all started within 7 days at the model's recent rate"
+	}
+}

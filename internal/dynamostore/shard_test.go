@@ -1,0 +1,225 @@
+package dynamostore
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+func TestQueueModel(t *testing.T) {
+	for pk, want := range map[string]string{
+		queuePK(scheduler.QueueKey{Account: "acme", Project: "p", Batch: "b-17", Model: "gpt-5.5"}): "gpt-5.5",
+		queuePK(scheduler.QueueKey{Account: "a", Project: "b", Batch: "c", Model: "m/x:y"}):         "m/x:y",
+		"QUEUE#": "",
+	} {
+		if got := queueModel(pk); got != want {
+			t.Errorf("queueModel(%q): got %q, want %q", pk, got, want)
+		}
+	}
+}
+
+// keyRecorder is a DynamoDBAPI that records the partition keys of the items
+// each BatchGetItem asks for.
+type keyRecorder struct {
+	DynamoDBAPI
+	mu  sync.Mutex
+	pks []string
+}
+
+func (r *keyRecorder) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	r.mu.Lock()
+	for _, ka := range in.RequestItems {
+		for _, k := range ka.Keys {
+			r.pks = append(r.pks, text(k[attrPK]))
+		}
+	}
+	r.mu.Unlock()
+	return r.DynamoDBAPI.BatchGetItem(ctx, in, o...)
+}
+
+func (r *keyRecorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.pks
+	r.pks = nil
+	return out
+}
+
+// With two shards: claude-opus-4.8 and gemini-3-pro are shard 0's,
+// gpt-5.5 and llama-4-405b shard 1's (scheduler.TestShardOfIsStable).
+var shardModels = [2][]string{{"claude-opus-4.8", "gemini-3-pro"}, {"gpt-5.5", "llama-4-405b"}}
+
+// shardStore is a store over tables scoped to shard k of 2, reading
+// through a key recorder.
+func shardStore(tables Tables, shard int) (*Store, *keyRecorder) {
+	r := &keyRecorder{DynamoDBAPI: client}
+	s := New(r, tables, defaults())
+	s.Owns = func(m string) bool { return scheduler.ShardOf(m, 2) == shard }
+	return s, r
+}
+
+// Two shards' stores over the same tables: each Snapshot sees its models
+// and its queues, and asks DynamoDB for no item of the other shard's
+// (counters, queue items); each InFlight lists its jobs; Cancel, an
+// operator's action, is not scoped.
+func TestShardStoresSeeTheirModelsOnly(t *testing.T) {
+	ctx := context.Background()
+	tables := newTables(t)
+	all := New(client, tables, defaults())
+	for i, m := range []string{"claude-opus-4.8", "gpt-5.5", "gemini-3-pro", "llama-4-405b"} {
+		submit(t, all, batch("acme", "p", "b"+string(rune('1'+i)), m, -1, 3))
+	}
+	// A model with an operator item and no jobs is its shard's too.
+	if err := all.PutModel(ctx, scheduler.ModelConfig{Name: "mistral-large", Enabled: true, MinLimit: 1, MaxLimit: 10, InitialLimit: 5}); err != nil {
+		t.Fatal(err)
+	}
+	mistral := scheduler.ShardOf("mistral-large", 2)
+
+	for shard := range 2 {
+		s, rec := shardStore(tables, shard)
+		snap, err := s.Snapshot(ctx, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var models, queues []string
+		for _, m := range snap.Models {
+			models = append(models, m.Config.Name)
+		}
+		for _, q := range snap.Queues {
+			queues = append(queues, q.Model)
+		}
+		want := slices.Clone(shardModels[shard])
+		if shard == mistral {
+			want = append(want, "mistral-large")
+			slices.Sort(want)
+		}
+		if !slices.Equal(models, want) {
+			t.Errorf("shard %d: got models %v, want %v", shard, models, want)
+		}
+		if slices.Sort(queues); !slices.Equal(queues, shardModels[shard]) {
+			t.Errorf("shard %d: got queues of %v, want %v", shard, queues, shardModels[shard])
+		}
+		// Not one item of the other shard's was read by key: no counters,
+		// no queue item.
+		var counters int
+		for _, pk := range rec.take() {
+			var m string
+			switch {
+			case strings.HasPrefix(pk, "QUEUE#"):
+				m = queueModel(pk)
+			case strings.HasPrefix(pk, "MODEL#"):
+				m = strings.TrimPrefix(pk, "MODEL#")
+				counters++
+			}
+			if m != "" && scheduler.ShardOf(m, 2) != shard {
+				t.Errorf("shard %d read %s, shard %d's", shard, pk, scheduler.ShardOf(m, 2))
+			}
+		}
+		if want := len(models); counters != want {
+			t.Errorf("shard %d: read %d counters items, want its models' %d", shard, counters, want)
+		}
+	}
+
+	// The unscoped store still sees everything.
+	snap, err := all.Snapshot(ctx, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Models) != 5 || len(snap.Queues) != 4 {
+		t.Errorf("unscoped: got %d models, %d queues; want 5 and 4", len(snap.Models), len(snap.Queues))
+	}
+
+	// Jobs in flight: each shard lists its own.
+	for i, m := range []string{"claude-opus-4.8", "gpt-5.5", "gemini-3-pro", "llama-4-405b"} {
+		b := batch("acme", "p", "b"+string(rune('1'+i)), m, -1, 3)
+		if jobs := commit(t, all, grant(t0, b, 1)); len(jobs) != 1 {
+			t.Fatalf("claim of %s: got %d jobs, want 1", m, len(jobs))
+		}
+	}
+	for shard := range 2 {
+		s, _ := shardStore(tables, shard)
+		jobs, err := s.InFlight(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var models []string
+		for _, j := range jobs {
+			models = append(models, j.Model)
+		}
+		if slices.Sort(models); !slices.Equal(models, shardModels[shard]) {
+			t.Errorf("shard %d: got jobs in flight of %v, want one of each of %v", shard, models, shardModels[shard])
+		}
+	}
+	if jobs, err := all.InFlight(ctx); err != nil || len(jobs) != 4 {
+		t.Errorf("unscoped: got %d in flight, %v; want 4", len(jobs), err)
+	}
+
+	// An operator's cancel through a shard's store spans every model.
+	s0, _ := shardStore(tables, 0)
+	if n, err := s0.Cancel(ctx, scheduler.Scope{Account: "acme"}, t0); err != nil || n != 8 {
+		t.Errorf("cancel through shard 0's store: got %d, %v; want the 8 waiting jobs of all four models", n, err)
+	}
+}
+
+// Two shards' passes over the same tables at the same time: each claims
+// and launches its own models' jobs, and neither's Commit is stale (they
+// write different model state items).
+func TestShardPassesSideBySide(t *testing.T) {
+	ctx := context.Background()
+	tables := newTables(t)
+	all := New(client, tables, defaults())
+	for i, m := range []string{"claude-opus-4.8", "gpt-5.5", "gemini-3-pro", "llama-4-405b"} {
+		submit(t, all, batch("acme", "p", "b"+string(rune('1'+i)), m, -1, 30))
+	}
+	c := &clock{now: t0}
+	d := depths{}
+	for _, ms := range shardModels {
+		for _, m := range ms {
+			d[m] = 40
+		}
+	}
+	var scheds [2]*scheduler.Scheduler
+	var launchers [2]*launcher
+	caps := scheduler.Caps{GlobalMaxRunning: 25, MaxLaunchesPerPass: 200, LaunchRate: 20, LaunchBurst: 100}
+	for k := range 2 {
+		s, _ := shardStore(tables, k)
+		share := caps.Share(k, 2)
+		cfg := scheduler.DefaultConfig()
+		cfg.GlobalMaxRunning, cfg.MaxLaunchesPerPass = share.GlobalMaxRunning, share.MaxLaunchesPerPass
+		launchers[k] = &launcher{}
+		scheds[k] = &scheduler.Scheduler{Store: s, Depths: d, Launcher: launchers[k], Clock: c, Config: cfg}
+	}
+	for pass := range 3 {
+		var wg sync.WaitGroup
+		var errs [2]error
+		for k := range 2 {
+			wg.Go(func() { _, errs[k] = scheds[k].Pass(ctx) })
+		}
+		wg.Wait()
+		for k, err := range errs {
+			if err != nil {
+				t.Fatalf("pass %d, shard %d: %v", pass, k, err)
+			}
+		}
+		c.now = c.now.Add(10 * time.Second)
+	}
+	for k, l := range launchers {
+		models := map[string]int{}
+		for _, j := range l.launched {
+			models[j.Model]++
+		}
+		// Each model's initial limit is 10; the shard's share of the cap
+		// (13 and 12) binds first.
+		n := models[shardModels[k][0]] + models[shardModels[k][1]]
+		if len(models) != 2 || n != caps.Share(k, 2).GlobalMaxRunning {
+			t.Errorf("shard %d launched %v, want its two models' jobs up to its share %d", k, models, caps.Share(k, 2).GlobalMaxRunning)
+		}
+	}
+}

@@ -1,0 +1,141 @@
+package scheduler_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+// shardedWorld is one store's jobs scheduled by N shards, each a Scheduler
+// over its view of the store with its share of the caps, as the Lambda
+// wires them; the launched tasks start, and a third of the running ones end
+// each round, so the shards keep admitting against the cap.
+type shardedWorld struct {
+	store  *memstore.Store
+	caps   scheduler.Caps
+	shards []*scheduler.Scheduler
+	clock  *clock
+}
+
+func newShardedWorld(t *testing.T, caps scheduler.Caps, shards int, models []string) *shardedWorld {
+	t.Helper()
+	w := &shardedWorld{store: memstore.New(model("", 1000)), caps: caps, clock: &clock{now: t0}}
+	d := depths{}
+	for i, m := range models {
+		d[m] = 40 // at the target: the limits hold at 1,000, the cap binds
+		if _, err := w.store.Submit(context.Background(), batch("lab", "p", fmt.Sprint("b", i), m, -1, 400), t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k := range shards {
+		share := caps.Share(k, shards)
+		cfg := scheduler.DefaultConfig()
+		cfg.GlobalMaxRunning, cfg.MaxLaunchesPerPass = share.GlobalMaxRunning, share.MaxLaunchesPerPass
+		owns := func(m string) bool { return scheduler.ShardOf(m, shards) == k }
+		w.shards = append(w.shards, &scheduler.Scheduler{Store: w.store.Shard(owns), Depths: d, Launcher: &launcher{}, Clock: w.clock, Config: cfg})
+	}
+	return w
+}
+
+// round runs every shard's pass at once, then checks the caps: every job
+// holding a slot counts, whichever shard admitted it. It returns the jobs
+// holding a slot, in all and by shard.
+func (w *shardedWorld) round(t *testing.T) (int, []int) {
+	t.Helper()
+	ctx := context.Background()
+	w.clock.now = w.clock.now.Add(10 * time.Second)
+	var wg sync.WaitGroup
+	errs := make([]error, len(w.shards))
+	for k, s := range w.shards {
+		wg.Go(func() { _, errs[k] = s.Pass(ctx) })
+	}
+	wg.Wait()
+	for k, err := range errs {
+		if err != nil {
+			t.Fatalf("shard %d: %v", k, err)
+		}
+	}
+	jobs, err := w.store.InFlight(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byShard := make([]int, len(w.shards))
+	for _, j := range jobs {
+		byShard[scheduler.ShardOf(j.Model, len(w.shards))]++
+	}
+	if len(jobs) > w.caps.GlobalMaxRunning {
+		t.Fatalf("at %v: %d jobs hold a slot (by shard %v), past the global cap %d", w.clock.now, len(jobs), byShard, w.caps.GlobalMaxRunning)
+	}
+	for k, n := range byShard {
+		if share := w.caps.Share(k, len(w.shards)).GlobalMaxRunning; n > share {
+			t.Fatalf("at %v: shard %d holds %d slots, past its share %d", w.clock.now, k, n, share)
+		}
+	}
+	// The tasks: launched ones start; every third running one ends.
+	for i, j := range jobs {
+		switch {
+		case j.State == "LAUNCHED":
+			err = w.store.TaskStarted(ctx, j.ID, j.Attempt, w.clock.now.Add(time.Second))
+		case j.State == "RUNNING" && i%3 == 0:
+			err = w.store.TaskStopped(ctx, j.ID, j.Attempt, memstore.Exit{}, w.clock.now.Add(2*time.Second))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.store.Check(); err != nil {
+		t.Fatal(err)
+	}
+	return len(jobs), byShard
+}
+
+// modelsOf returns n model names, those of the given shards only (nil: any).
+func modelsOf(n, shards int, only map[int]bool) []string {
+	var out []string
+	for i := 0; len(out) < n; i++ {
+		m := fmt.Sprintf("model-%02d", i)
+		if only == nil || only[scheduler.ShardOf(m, shards)] {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Two shards over the same jobs, passing at the same time, never hold more
+// slots together than the global cap — and do reach it, or the test would
+// prove nothing.
+func TestShardsNeverAdmitPastTheGlobalCap(t *testing.T) {
+	caps := scheduler.Caps{GlobalMaxRunning: 101, MaxLaunchesPerPass: 40, LaunchRate: 4, LaunchBurst: 100}
+	models := modelsOf(12, 2, nil)
+	w := newShardedWorld(t, caps, 2, models)
+	peak, peakBy := 0, []int(nil)
+	for range 40 {
+		if n, by := w.round(t); n > peak {
+			peak, peakBy = n, by
+		}
+	}
+	if peak != caps.GlobalMaxRunning {
+		t.Errorf("got a peak of %d slots held, want the cap %d reached", peak, caps.GlobalMaxRunning)
+	}
+	t.Logf("peak %d slots held, by shard %v (shares 51, 50)", peak, peakBy)
+}
+
+// The limitation of the static split, measured: when every busy model is
+// shard 0's, shard 0 holds at most its share and shard 1's share idles.
+func TestABusyShardCannotBorrowAnIdleOnesShare(t *testing.T) {
+	caps := scheduler.Caps{GlobalMaxRunning: 101, MaxLaunchesPerPass: 40, LaunchRate: 4, LaunchBurst: 100}
+	w := newShardedWorld(t, caps, 2, modelsOf(6, 2, map[int]bool{0: true}))
+	peak := 0
+	for range 40 {
+		n, _ := w.round(t)
+		peak = max(peak, n)
+	}
+	if want := caps.Share(0, 2).GlobalMaxRunning; peak != want {
+		t.Errorf("got a peak of %d slots held, want shard 0's share %d (and no more)", peak, want)
+	}
+}
