@@ -109,9 +109,7 @@ func shardRunner(cfg config.Config, c clients, shard int, log *slog.Logger) (*ru
 	tables := dynamostore.DefaultTables(cfg.TablePrefix)
 	store := dynamostore.New(c.ddb, tables, cfg.DefaultModel())
 	store.Log = log
-	if cfg.Shards > 1 {
-		store.Owns = func(model string) bool { return scheduler.ShardOf(model, cfg.Shards) == shard }
-	}
+	store.ScopeToShard(shard, cfg.Shards)
 	rec := &reconcile.Reconciler{
 		Store: store, ECS: c.ecs, Cluster: cfg.Cluster, Log: log,
 		Events: taskevent.Config{ProviderErrorCodes: cfg.ProviderErrorCodes, Container: cfg.ContainerName},

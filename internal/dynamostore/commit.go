@@ -177,7 +177,7 @@ func (s *Store) commitStates(ctx context.Context, plan scheduler.Plan) error {
 				Add(name("ok_acked"), value(mp.Ack.OK)).
 				Add(name("pf_acked"), value(mp.Ack.ProviderFailed))
 		}
-		it, err := updateItem(s.tables.State, key(pkModels, mp.Model), u, cond)
+		it, err := updateItem(s.tables.State, key(modelsPK(mp.Model), mp.Model), u, cond)
 		if err != nil {
 			return fmt.Errorf("commit state of %s: %w", mp.Model, err)
 		}

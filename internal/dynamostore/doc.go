@@ -60,10 +60,12 @@
 //
 // # Shards
 //
-// A scheduler shard's Store has Owns set (shard.go): its Snapshot reads and
-// returns only the models it owns and their queues, its InFlight only their
-// jobs. Nothing is written differently, so Submit, the task events and
-// Cancel do not know there are shards.
+// A scheduler shard's Store is scoped by ScopeToShard (shard.go): its
+// Snapshot queries only its buckets of the model states and of the active
+// index (both partitioned by a model's bucket, always) and returns only the
+// models it owns and their queues, its InFlight only their jobs. Nothing is
+// written differently for shards, so Submit, the task events and Cancel do
+// not know there are any.
 //
 // # Console items
 //

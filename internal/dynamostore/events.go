@@ -335,7 +335,7 @@ func (s *Store) apply(ctx context.Context, j jobItem, t transition) (bool, error
 	// 3. Back to waiting: before newer jobs of its queue.
 	if t.to == memstore.Waiting {
 		qu := expression.Add(name("waiting"), value(1)).Add(name("backs"), value(1)).
-			Set(name(attrActive), value(activeValue))
+			Set(name(attrActive), value(activeKey(j.Model)))
 		if err := add(updateItem(s.tables.State, key(j.Queue, skQueue), qu, name(attrPK).AttributeExists())); err != nil {
 			return false, err
 		}

@@ -262,7 +262,7 @@ func (m *meter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWri
 		u = unitsOf(out.ConsumedCapacity)
 	}
 	op := "TransactWriteItems"
-	if len(in.TransactItems) > 0 && in.TransactItems[0].Update != nil && text(in.TransactItems[0].Update.Key[attrPK]) == pkModels {
+	if len(in.TransactItems) > 0 && in.TransactItems[0].Update != nil && strings.HasPrefix(text(in.TransactItems[0].Update.Key[attrPK]), pkModels+"#") {
 		op += "(states)" // Commit's model states; the others are claims, events, registrations
 	}
 	m.record(op, false, u, 0, len(in.TransactItems))
@@ -367,7 +367,7 @@ func populateDirect(tb testing.TB, s *Store, sc scale, claimable int) time.Durat
 	var reqs []types.WriteRequest
 	for i := range sc.Models {
 		m := sc.model(i)
-		st := key(pkModels, m)
+		st := key(modelsPK(m), m)
 		st[attrModel] = &types.AttributeValueMemberS{Value: m}
 		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: st}})
 		c := key(countersPK(m), skCounters)
@@ -410,7 +410,7 @@ func populateDirect(tb testing.TB, s *Store, sc scale, claimable int) time.Durat
 				put(&reqs, c)
 			}
 			put(&reqs, queueItem{PK: pk, SK: skQueue, Account: b.Account, Project: b.Project, Batch: b.Batch, Model: b.Model,
-				Tier: b.Tier, Seq: int64(i + 1), Size: n, Next: 0, Waiting: n, Backs: 0, Active: activeValue})
+				Tier: b.Tier, Seq: int64(i + 1), Size: n, Next: 0, Waiting: n, Backs: 0, Active: activeKey(b.Model)})
 			bi := key(batchPK(b.Account, b.Project, b.Batch), skBatch)
 			bi["account"] = &types.AttributeValueMemberS{Value: b.Account}
 			bi["project"] = &types.AttributeValueMemberS{Value: b.Project}
@@ -575,19 +575,38 @@ type passResult struct {
 // budget again, acknowledges outcomes and drops emptied pending entries,
 // as in the steady state.
 func benchPasses(b *testing.B, sc scale, populate func(b *testing.B, s *Store) time.Duration, cfg scheduler.Config, latency time.Duration) passResult {
-	ctx := context.Background()
 	tables := newTables(b)
-	m := newMeter(dynamoDB(b))
-	m.latency = latency
-	store := New(m, tables, defaults())
 	plain := New(dynamoDB(b), tables, defaults())
-	em := newMeter(dynamoDB(b))
-	events := New(em, tables, defaults())
 	putModels(b, plain, sc)
 	took := populate(b, plain)
 	b.Logf("%d models, %d batches in %d projects, %d waiting: populated in %v (%.0f jobs/s)",
 		sc.Models, sc.Batches, sc.Projects, sc.waiting(), took.Round(time.Second), float64(sc.waiting())/took.Seconds())
 	b.ReportMetric(took.Seconds(), "populate-s")
+	res := runPasses(b, tables, sc, cfg, passSetup{latency: latency, start: t0})
+	logItemSizes(b, plain, sc)
+	return res
+}
+
+// passSetup is how runPasses runs: every request delayed by latency, the
+// store scoped to shard of shards (shards ≤ 1: all models), the clock from
+// start.
+type passSetup struct {
+	latency       time.Duration
+	shards, shard int
+	start         time.Time
+}
+
+// runPasses runs the real scheduler.Pass once per benchmark iteration over
+// populated tables, metered by phase; between passes (untimed) the launched
+// tasks start and end through the store, so each pass admits its budget again.
+func runPasses(b *testing.B, tables Tables, sc scale, cfg scheduler.Config, ps passSetup) passResult {
+	ctx := context.Background()
+	m := newMeter(dynamoDB(b))
+	m.latency = ps.latency
+	store := New(m, tables, defaults())
+	store.ScopeToShard(ps.shard, ps.shards)
+	em := newMeter(dynamoDB(b))
+	events := New(em, tables, defaults()) // the task-events function's work, metered apart
 
 	at := depths{}
 	for i := range sc.Models {
@@ -595,7 +614,7 @@ func benchPasses(b *testing.B, sc scale, populate func(b *testing.B, s *Store) t
 	}
 	p := &phased{Store: store, m: m, wall: map[string]time.Duration{}}
 	l := &instant{}
-	clk := &clock{now: t0}
+	clk := &clock{now: ps.start}
 	sched := &scheduler.Scheduler{Store: p, Depths: at, Launcher: l, Clock: clk, Config: cfg}
 
 	res := passResult{Phases: map[string]time.Duration{}, Use: map[string]usage{}}
@@ -631,6 +650,9 @@ func benchPasses(b *testing.B, sc scale, populate func(b *testing.B, s *Store) t
 		res.Wall += wall
 		res.Claimed += rep.Claimed
 		for _, mp := range rep.Plan.Models {
+			if ps.shards > 1 && scheduler.ShardOf(mp.Model, ps.shards) != ps.shard {
+				b.Fatalf("shard %d of %d planned model %s, shard %d's", ps.shard, ps.shards, mp.Model, scheduler.ShardOf(mp.Model, ps.shards))
+			}
 			res.Grants += len(mp.Grants)
 		}
 		for ph, u := range m.take() {
@@ -667,12 +689,13 @@ func benchPasses(b *testing.B, sc scale, populate func(b *testing.B, s *Store) t
 	store.mu.Lock()
 	res.ChunksCached = len(store.chunks)
 	store.mu.Unlock()
-	snap, err := plain.Snapshot(ctx, clk.now)
+	scoped := New(dynamoDB(b), tables, defaults())
+	scoped.ScopeToShard(ps.shard, ps.shards)
+	snap, err := scoped.Snapshot(ctx, clk.now)
 	if err != nil {
 		b.Fatal(err)
 	}
 	res.Queues = len(snap.Queues)
-	logItemSizes(b, plain, sc)
 	runtime.GC()
 	res.HeapAfter = readMetric(heapMetricName)
 	runtime.KeepAlive(store)
@@ -1015,7 +1038,7 @@ func logItemSizes(tb testing.TB, s *Store, sc scale) {
 		{"job of batch 0 now", jobPK(id), skJob},
 		{"queue", q, skQueue},
 		{"chunk", q, chunkSK(0)},
-		{"model state", pkModels, b.Model},
+		{"model state", modelsPK(b.Model), b.Model},
 		{"model counters", countersPK(b.Model), skCounters},
 	} {
 		res, err := s.db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(s.tables.State), Key: key(k.pk, k.sk)})

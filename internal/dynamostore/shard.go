@@ -1,28 +1,33 @@
 package dynamostore
 
-import "strings"
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
 
-// A scheduler shard (scheduler.ShardOf) runs its passes over a Store whose
-// Owns names its models. The scoping is by reading and deciding less, not by
-// writing differently: every item stays where it is, so the shard count can
-// change between two minutes without moving data, and the intake, the task
-// events and the operator's commands need not know there are shards.
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+// A scheduler shard (scheduler.ShardOf) runs its passes over a Store scoped
+// by ScopeToShard. The scoping is by reading and deciding less, not by
+// writing differently: the model states and the active index are always
+// partitioned by the model's bucket (ShardOf over 12), whatever the shard
+// count, so the count can change between two minutes without moving data,
+// and the intake, the task events and the operator's commands need not know
+// there are shards.
 //
-// What a shard's Snapshot reads (BENCHMARKS.md, "Sharded passes": 2,000
-// models, 20,000 active queues, 4 shards):
+// What a shard k of N (N dividing 12) reads in a Snapshot:
 //
 //	Scan models, Scan pins          every item     small, operator-edited
-//	Query MODELS (model states)     every item     a shard cannot tell its
-//	                                               models without their names
+//	Query MODELS#<b> (states)       its buckets    ÷ N
 //	BatchGetItem counters           its models     ÷ N
-//	Query active index              every entry    one partition; the other
-//	                                               shards' entries are dropped
-//	                                               before they are decoded
+//	Query active index QUEUE#<b>    its buckets    ÷ N
 //
 // and its Commit claims, records and writes the state of its models only.
-// The two whole Queries are what keeps a shard's pass from costing 1/N:
-// keying the active index (and the model states) by a shard bucket would,
-// and needs Submit, the claims and the task events to write the bucket.
 
 // owns reports whether the store's shard owns the model (all without Owns).
 func (s *Store) owns(model string) bool { return s.Owns == nil || s.Owns(model) }
@@ -33,4 +38,47 @@ func (s *Store) owns(model string) bool { return s.Owns == nil || s.Owns(model) 
 // shard's queue from the active index by its key alone.
 func queueModel(pk string) string {
 	return pk[strings.LastIndexByte(pk, '#')+1:]
+}
+
+// ScopeToShard scopes the store to shard k of n (scheduler.ShardOf): Owns,
+// and when n divides the bucket count, the buckets its Snapshot queries —
+// so a shard reads 1/n of the model states and of the active index.
+func (s *Store) ScopeToShard(k, n int) {
+	if n <= 1 {
+		s.Owns, s.ownBuckets = nil, nil
+		return
+	}
+	s.Owns = func(model string) bool { return scheduler.ShardOf(model, n) == k }
+	s.ownBuckets = nil
+	if buckets%n == 0 {
+		for b := k; b < buckets; b += n {
+			s.ownBuckets = append(s.ownBuckets, b)
+		}
+	}
+}
+
+// bucketsToRead are the buckets a read scoped by owns queries: the shard's
+// own when owns is its Owns and ScopeToShard knew them, else all.
+func (s *Store) bucketsToRead(owns func(string) bool) []int {
+	if owns != nil && s.ownBuckets != nil {
+		return s.ownBuckets
+	}
+	all := make([]int, buckets)
+	for b := range all {
+		all[b] = b
+	}
+	return all
+}
+
+// queryBuckets runs one Query per bucket of a partition prefix ("MODELS",
+// or "QUEUE" on the active index), several at a time, and returns every
+// item.
+func (s *Store) queryBuckets(ctx context.Context, bs []int, in func(pk string) *dynamodb.QueryInput) ([]map[string]types.AttributeValue, error) {
+	parts := make([][]map[string]types.AttributeValue, len(bs))
+	err := parallel(ctx, len(bs), func(ctx context.Context, i int) error {
+		var err error
+		parts[i], err = s.query(ctx, in(strconv.Itoa(bs[i])), 0)
+		return err
+	})
+	return slices.Concat(parts...), err
 }

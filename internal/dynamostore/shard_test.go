@@ -2,7 +2,9 @@ package dynamostore
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -26,11 +28,23 @@ func TestQueueModel(t *testing.T) {
 }
 
 // keyRecorder is a DynamoDBAPI that records the partition keys of the items
-// each BatchGetItem asks for.
+// each BatchGetItem asks for, and the partitions each Query reads.
 type keyRecorder struct {
 	DynamoDBAPI
-	mu  sync.Mutex
-	pks []string
+	mu         sync.Mutex
+	pks        []string
+	partitions []string
+}
+
+func (r *keyRecorder) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	r.mu.Lock()
+	for k, v := range in.ExpressionAttributeValues {
+		if k == ":pk" || k == ":a" {
+			r.partitions = append(r.partitions, text(v))
+		}
+	}
+	r.mu.Unlock()
+	return r.DynamoDBAPI.Query(ctx, in, o...)
 }
 
 func (r *keyRecorder) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
@@ -61,7 +75,7 @@ var shardModels = [2][]string{{"claude-opus-4.8", "gemini-3-pro"}, {"gpt-5.5", "
 func shardStore(tables Tables, shard int) (*Store, *keyRecorder) {
 	r := &keyRecorder{DynamoDBAPI: client}
 	s := New(r, tables, defaults())
-	s.Owns = func(m string) bool { return scheduler.ShardOf(m, 2) == shard }
+	s.ScopeToShard(shard, 2)
 	return s, r
 }
 
@@ -124,6 +138,22 @@ func TestShardStoresSeeTheirModelsOnly(t *testing.T) {
 		}
 		if want := len(models); counters != want {
 			t.Errorf("shard %d: read %d counters items, want its models' %d", shard, counters, want)
+		}
+		// Its Queries read only its buckets of the model states and of
+		// the active index: 6 of 12 each.
+		rec.mu.Lock()
+		parts := rec.partitions
+		rec.partitions = nil
+		rec.mu.Unlock()
+		if len(parts) != 12 {
+			t.Errorf("shard %d queried %d partitions %v, want 6 of model states and 6 of the index", shard, len(parts), parts)
+		}
+		for _, part := range parts {
+			i := strings.LastIndexByte(part, '#')
+			b, err := strconv.Atoi(part[i+1:])
+			if err != nil || b%2 != shard {
+				t.Errorf("shard %d queried %s: another shard's bucket", shard, part)
+			}
 		}
 	}
 
@@ -221,5 +251,39 @@ func TestShardPassesSideBySide(t *testing.T) {
 		if len(models) != 2 || n != caps.Share(k, 2).GlobalMaxRunning {
 			t.Errorf("shard %d launched %v, want its two models' jobs up to its share %d", k, models, caps.Share(k, 2).GlobalMaxRunning)
 		}
+	}
+}
+
+// With a shard count that does not divide the buckets (5), each shard reads
+// every bucket and keeps its own models: together the shards see every
+// model and queue exactly once.
+func TestShardsNotDividingTheBucketsStillPartition(t *testing.T) {
+	tables := newTables(t)
+	all := New(client, tables, defaults())
+	names := []string{"claude-opus-4.8", "gpt-5.5", "gemini-3-pro", "llama-4-405b", "mistral-large", "qwen-3"}
+	for i, m := range names {
+		submit(t, all, batch("acme", "p", fmt.Sprintf("b%d", i), m, -1, 2))
+	}
+	seen := map[string]int{}
+	queues := 0
+	for shard := range 5 {
+		s := New(client, tables, defaults())
+		s.ScopeToShard(shard, 5)
+		snap := snapshot(t, s)
+		for _, m := range snap.Models {
+			if scheduler.ShardOf(m.Config.Name, 5) != shard {
+				t.Errorf("shard %d sees %s, shard %d's", shard, m.Config.Name, scheduler.ShardOf(m.Config.Name, 5))
+			}
+			seen[m.Config.Name]++
+		}
+		queues += len(snap.Queues)
+	}
+	for _, m := range names {
+		if seen[m] != 1 {
+			t.Errorf("model %s seen by %d shards, want 1", m, seen[m])
+		}
+	}
+	if queues != len(names) {
+		t.Errorf("the shards saw %d queues, want %d", queues, len(names))
 	}
 }

@@ -129,14 +129,17 @@ type readState struct {
 	raw  types.AttributeValue // the state attribute as stored: Commit skips unchanged writes
 }
 
-// readStates reads every model state item: one Query of the "MODELS" partition.
+// readStates reads the model state items: one Query of each "MODELS#<b>"
+// partition (the shard's buckets only, when scoped).
 func (s *Store) readStates(ctx context.Context) (map[string]readState, error) {
-	items, err := s.query(ctx, &dynamodb.QueryInput{
-		TableName:                 aws.String(s.tables.State),
-		ConsistentRead:            aws.Bool(true),
-		KeyConditionExpression:    aws.String("pk = :pk"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: pkModels}},
-	}, 0)
+	items, err := s.queryBuckets(ctx, s.bucketsToRead(s.Owns), func(b string) *dynamodb.QueryInput {
+		return &dynamodb.QueryInput{
+			TableName:                 aws.String(s.tables.State),
+			ConsistentRead:            aws.Bool(true),
+			KeyConditionExpression:    aws.String("pk = :pk"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: pkModels + "#" + b}},
+		}
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read model states: %w", err)
 	}
@@ -183,17 +186,21 @@ func (s *Store) readActiveQueues(ctx context.Context) ([]queueItem, error) {
 }
 
 // readActiveQueuesOf is readActiveQueues of the models owns owns (nil: all).
-// A queue's key names its model (queueModel), so a shard drops the other
-// shards' entries before decoding any. The index is one partition: the
-// Query itself reads every shard's entries.
+// The index is partitioned by the models' buckets: a shard scoped by
+// ScopeToShard queries only its own; and a queue's key names its model
+// (queueModel), so the entries of models it does not own (another shard's
+// sharing a bucket, when N does not divide the bucket count) are dropped
+// before they are decoded.
 func (s *Store) readActiveQueuesOf(ctx context.Context, owns func(model string) bool) ([]queueItem, error) {
-	refs, err := s.query(ctx, &dynamodb.QueryInput{
-		TableName:                 aws.String(s.tables.State),
-		IndexName:                 aws.String(ActiveIndex),
-		KeyConditionExpression:    aws.String("#a = :a"),
-		ExpressionAttributeNames:  map[string]string{"#a": attrActive},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":a": &types.AttributeValueMemberS{Value: activeValue}},
-	}, 0)
+	refs, err := s.queryBuckets(ctx, s.bucketsToRead(owns), func(b string) *dynamodb.QueryInput {
+		return &dynamodb.QueryInput{
+			TableName:                 aws.String(s.tables.State),
+			IndexName:                 aws.String(ActiveIndex),
+			KeyConditionExpression:    aws.String("#a = :a"),
+			ExpressionAttributeNames:  map[string]string{"#a": attrActive},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":a": &types.AttributeValueMemberS{Value: activeValue + "#" + b}},
+		}
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read active queues: %w", err)
 	}

@@ -36,6 +36,9 @@ type Store struct {
 	// InFlight lists only their jobs. Writes and Cancel are not scoped (an
 	// operator's cancel spans every model). See shard.go.
 	Owns func(model string) bool
+	// ownBuckets, set by ScopeToShard, are the buckets (model states,
+	// active index) holding the shard's models: nil reads every bucket.
+	ownBuckets []int
 
 	mu   sync.Mutex
 	seen map[string]seenModel // model → what the last Snapshot read of its state item
@@ -110,7 +113,7 @@ func inflightShard(id string) string {
 // Key layout of the state table; "#" separates names because the intake
 // rejects it in account, project, batch and model names (Submit checks too).
 const (
-	pkModels    = "MODELS" // sk: model name → model state item
+	pkModels    = "MODELS" // + "#<bucket>"; sk: model name → model state item
 	skCounters  = "COUNTERS"
 	skJob       = "JOB"
 	skQueue     = "QUEUE"
@@ -118,8 +121,25 @@ const (
 	pkSeq       = "SEQ"
 	chunkPrefix = "CHUNK#"
 	backPrefix  = "BACK#"
-	activeValue = "QUEUE" // the one partition of the active index
+	activeValue = "QUEUE" // + "#<bucket>": the active index's partitions
 )
+
+// buckets spread the model state items and the active index over
+// partitions by model, so that a scheduler shard (scheduler.ShardOf) reads
+// only its own: bucket b belongs to shard b mod N when N divides buckets
+// (1, 2, 3, 4, 6, 12 shards); other shard counts read every bucket and keep
+// their models' items.
+const buckets = 12
+
+// bucketOf is a model's bucket: ShardOf over buckets, so that
+// ShardOf(m, N) = bucketOf(m) mod N for every N dividing buckets.
+func bucketOf(model string) int { return scheduler.ShardOf(model, buckets) }
+
+// modelsPK is the partition of a model's state item.
+func modelsPK(model string) string { return fmt.Sprintf("%s#%d", pkModels, bucketOf(model)) }
+
+// activeKey is the active index partition of a model's queues.
+func activeKey(model string) string { return fmt.Sprintf("%s#%d", activeValue, bucketOf(model)) }
 
 func jobPK(id string) string                   { return "JOB#" + id }
 func countersPK(model string) string           { return "MODEL#" + model }

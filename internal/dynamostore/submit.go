@@ -263,7 +263,7 @@ func (s *Store) submit(ctx context.Context, b memstore.BatchSpec, now time.Time)
 			Set(name("tier"), expression.IfNotExists(name("tier"), value(b.Tier))).
 			Set(name(attrSeq), expression.IfNotExists(name(attrSeq), value(q.Seq))).
 			Set(name("next"), expression.IfNotExists(name("next"), value(0))).
-			Set(name(attrActive), value(activeValue)).
+			Set(name(attrActive), value(activeKey(mdl))).
 			Add(name("size"), value(n)).Add(name("waiting"), value(n)).Add(name("backs"), value(0))
 		cond := name(attrPK).AttributeNotExists().Or(name("size").Equal(value(q.Size)))
 		it, err := updateItem(s.tables.State, key(q.PK, skQueue), u, cond)
@@ -274,7 +274,7 @@ func (s *Store) submit(ctx context.Context, b memstore.BatchSpec, now time.Time)
 		if q.new {
 			// A model's first queue registers the model: its state item
 			// (found by Snapshot's one Query) and counters.
-			it, err := updateItem(s.tables.State, key(pkModels, mdl), expression.Set(name(attrModel), value(mdl)), expression.ConditionBuilder{})
+			it, err := updateItem(s.tables.State, key(modelsPK(mdl), mdl), expression.Set(name(attrModel), value(mdl)), expression.ConditionBuilder{})
 			if err != nil {
 				return 0, fmt.Errorf("%s: %w", where, err)
 			}
