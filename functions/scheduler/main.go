@@ -132,6 +132,7 @@ func shardRunner(cfg config.Config, c clients, shard int, log *slog.Logger) (*ru
 			Clock:    clock,
 			Config:   sc,
 			Log:      log,
+			Sharing:  sharing(cfg, shard),
 		},
 		Lease:     func(owner string) passloop.Lease { return dynamolease.ForShard(c.ddb, tables.State, shard, owner) },
 		Clock:     clock,
@@ -142,4 +143,16 @@ func shardRunner(cfg config.Config, c clients, shard int, log *slog.Logger) (*ru
 		Reconcile: func(ctx context.Context, now time.Time) (any, error) { return rec.Run(ctx, now) },
 		Log:       base,
 	}, nil
+}
+
+// sharing is how shard k shares the account's caps with the other shards:
+// by their loads, reported every pass; a report older than 3 passes is a
+// shard that stopped (it keeps its static share). Nil with one shard.
+func sharing(cfg config.Config, shard int) *scheduler.Sharing {
+	if cfg.Shards <= 1 {
+		return nil
+	}
+	account := cfg
+	account.Shards = 1
+	return &scheduler.Sharing{Shard: shard, Shards: cfg.Shards, Account: caps(account, 0), MaxAge: 3 * cfg.PassInterval}
 }

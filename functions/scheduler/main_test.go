@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
@@ -39,6 +40,18 @@ func TestShardsSplitTheAccountsCaps(t *testing.T) {
 	}
 	if sc, _ := passConfig(cfg, 0); sc.GlobalMaxRunning != 1501 {
 		t.Errorf("shard 0: got a cap of %d, want 1501 (the remainder goes to the lowest shard)", sc.GlobalMaxRunning)
+	}
+	// The static shares are the fallback; each pass shares the whole
+	// account's caps by the shards' loads.
+	sh := sharing(cfg, 2)
+	if sh == nil || sh.Shard != 2 || sh.Shards != 4 || sh.Account.GlobalMaxRunning != 6001 || sh.Account.MaxLaunchesPerPass != 200 ||
+		sh.Account.LaunchRate != 20 || sh.Account.LaunchBurst != 100 || sh.MaxAge != 30*time.Second {
+		t.Errorf("sharing of shard 2: got %+v, want the account's caps and 3 passes of age", sh)
+	}
+	one := cfg
+	one.Shards = 1
+	if sharing(one, 0) != nil {
+		t.Error("one scheduler shares nothing")
 	}
 }
 

@@ -2,10 +2,14 @@ package dynamostore
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -81,4 +85,61 @@ func (s *Store) queryBuckets(ctx context.Context, bs []int, in func(pk string) *
 		return err
 	})
 	return slices.Concat(parts...), err
+}
+
+// pkShards is the partition of the shards' load reports: one item a shard,
+// sk its number, rewritten after each of its passes.
+const pkShards = "SHARDS"
+
+type loadItem struct {
+	PK     string `dynamodbav:"pk"`
+	SK     string `dynamodbav:"sk"`
+	Shard  int    `dynamodbav:"shard"`
+	Held   int    `dynamodbav:"held"`
+	Demand int    `dynamodbav:"demand"`
+	At     string `dynamodbav:"at"`
+}
+
+// ShardLoads implements scheduler.LoadStore: one strongly consistent Query.
+// A malformed item (edited by hand) is skipped with a warning: its shard
+// then counts as silent, and keeps its static share.
+func (s *Store) ShardLoads(ctx context.Context) ([]scheduler.ShardLoad, error) {
+	items, err := s.query(ctx, &dynamodb.QueryInput{
+		TableName:                 aws.String(s.tables.State),
+		ConsistentRead:            aws.Bool(true),
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: pkShards}},
+	}, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read shard loads: %w", err)
+	}
+	out := make([]scheduler.ShardLoad, 0, len(items))
+	for _, it := range items {
+		var l loadItem
+		err := attributevalue.UnmarshalMap(it, &l)
+		var at time.Time
+		if err == nil {
+			at, err = parseStamp(l.At)
+		}
+		if err != nil {
+			s.log().Warn("shard load item skipped", "sk", text(it[attrSK]), "err", err)
+			continue
+		}
+		out = append(out, scheduler.ShardLoad{Shard: l.Shard, Held: l.Held, Demand: l.Demand, At: at})
+	}
+	return out, nil
+}
+
+// PutShardLoad implements scheduler.LoadStore: one PutItem.
+func (s *Store) PutShardLoad(ctx context.Context, l scheduler.ShardLoad) error {
+	item, err := attributevalue.MarshalMap(loadItem{
+		PK: pkShards, SK: fmt.Sprintf("%03d", l.Shard), Shard: l.Shard, Held: l.Held, Demand: l.Demand, At: stamp(l.At),
+	})
+	if err == nil {
+		_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.tables.State), Item: item})
+	}
+	if err != nil {
+		return fmt.Errorf("report shard load: %w", err)
+	}
+	return nil
 }

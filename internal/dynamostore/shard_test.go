@@ -12,6 +12,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -286,4 +288,39 @@ func TestShardsNotDividingTheBucketsStillPartition(t *testing.T) {
 	if queues != len(names) {
 		t.Errorf("the shards saw %d queues, want %d", queues, len(names))
 	}
+}
+
+// The shards' load reports round-trip through the table, one item a shard
+// rewritten each pass; a report edited into nonsense is skipped with a
+// warning (its shard then counts as silent).
+func TestShardLoadsRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	at := t0.Add(10 * time.Second)
+	for _, l := range []scheduler.ShardLoad{
+		{Shard: 1, Held: 40, Demand: 900, At: t0},
+		{Shard: 0, Held: 12, Demand: 30, At: t0},
+		{Shard: 1, Held: 55, Demand: 800, At: at}, // its next pass
+	} {
+		if err := s.PutShardLoad(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.tables.State), Item: map[string]types.AttributeValue{
+		attrPK: &types.AttributeValueMemberS{Value: pkShards}, attrSK: &types.AttributeValueMemberS{Value: "002"},
+		"shard": &types.AttributeValueMemberS{Value: "two"},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ShardLoads(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []scheduler.ShardLoad{{Shard: 0, Held: 12, Demand: 30, At: t0}, {Shard: 1, Held: 55, Demand: 800, At: at}}
+	if !slices.EqualFunc(got, want, func(a, b scheduler.ShardLoad) bool {
+		return a.Shard == b.Shard && a.Held == b.Held && a.Demand == b.Demand && a.At.Equal(b.At)
+	}) {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+	check(t, s)
 }

@@ -101,6 +101,13 @@ func New(api API, cfg Config, log *slog.Logger) *Launcher {
 	return &Launcher{api: api, cfg: cfg, limiter: rate.NewLimiter(rate.Limit(cfg.Rate), cfg.Burst), log: log}
 }
 
+// SetRate resizes the token bucket (scheduler.RateSetter): a scheduler shard
+// sets it to its share of the account's RunTask rate every pass.
+func (l *Launcher) SetRate(perSecond float64, burst int) {
+	l.limiter.SetLimit(rate.Limit(perSecond))
+	l.limiter.SetBurst(max(1, burst))
+}
+
 // Launch starts one task per job, concurrently within the token bucket, and
 // returns the results in the order of jobs.
 func (l *Launcher) Launch(ctx context.Context, jobs []scheduler.Job) []scheduler.LaunchResult {

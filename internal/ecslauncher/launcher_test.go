@@ -179,3 +179,19 @@ func BenchmarkLaunchRate(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "launches/s")
 }
+
+// A scheduler shard resizes the bucket to its share every pass.
+func TestSetRateResizesTheBucket(t *testing.T) {
+	l := New(nil, Config{Rate: 20, Burst: 100}, nil)
+	l.SetRate(5, 25)
+	if got := l.limiter.Limit(); got != 5 {
+		t.Errorf("rate %v, want 5", got)
+	}
+	if got := l.limiter.Burst(); got != 25 {
+		t.Errorf("burst %d, want 25", got)
+	}
+	l.SetRate(0.05, 0) // a shard with nothing to launch keeps a burst of 1
+	if got := l.limiter.Burst(); got != 1 {
+		t.Errorf("burst %d, want 1", got)
+	}
+}

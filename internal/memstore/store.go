@@ -95,6 +95,7 @@ type Store struct {
 	pins     map[string]priority.Pin
 	parts    map[string]*partsSeen // by account/project/batch
 	seq      int64
+	loads    map[int]scheduler.ShardLoad // by shard: what each reported last
 }
 
 type partsSeen struct {
@@ -528,6 +529,29 @@ func (v *Shard) Snapshot(_ context.Context, _ time.Time) (scheduler.Snapshot, er
 // its own.
 func (v *Shard) InFlight(context.Context) ([]scheduler.InFlight, error) {
 	return v.inFlight(v.owns), nil
+}
+
+// ShardLoads implements scheduler.LoadStore: every shard's last report.
+func (s *Store) ShardLoads(context.Context) ([]scheduler.ShardLoad, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]scheduler.ShardLoad, 0, len(s.loads))
+	for _, l := range s.loads {
+		out = append(out, l)
+	}
+	slices.SortFunc(out, func(a, b scheduler.ShardLoad) int { return a.Shard - b.Shard })
+	return out, nil
+}
+
+// PutShardLoad implements scheduler.LoadStore.
+func (s *Store) PutShardLoad(_ context.Context, l scheduler.ShardLoad) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.loads == nil {
+		s.loads = map[int]scheduler.ShardLoad{}
+	}
+	s.loads[l.Shard] = l
+	return nil
 }
 
 // Job returns a copy of one job.

@@ -19,7 +19,10 @@
 //
 // Past what one pass can do in its slot, the models are sharded over N
 // scheduler invocations (shard.go): ShardOf(model, N) names a model's shard,
-// whose store sees only its models, and Caps.Share gives each shard an even
-// part of the account-wide cap, launch budget and launch rate. Pass itself
-// does not know it is one of N.
+// whose store sees only its models. With Scheduler.Sharing set, each pass
+// (between steps 1 and 3) reads the shards' last loads from the store
+// (LoadStore) and takes its share of the account-wide cap, launch budget and
+// launch rate by load (Sharing.ShareByLoad), and after step 4 reports its own;
+// Config holds the even static share (Caps.Share), the fallback when the
+// loads cannot be read.
 package scheduler

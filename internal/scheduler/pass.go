@@ -16,6 +16,23 @@ type Scheduler struct {
 	Clock    Clock
 	Config   Config
 	Log      *slog.Logger // nil: slog.Default()
+	// Sharing, when set with more than one shard, makes this a shard's
+	// pass: if the Store keeps the shards' loads (LoadStore), each pass
+	// takes its caps from them (Sharing.ShareByLoad) instead of Config's
+	// static share, and reports its own load after its claims.
+	Sharing *Sharing
+}
+
+// LoadStore keeps what each shard reported of its last pass.
+type LoadStore interface {
+	ShardLoads(ctx context.Context) ([]ShardLoad, error)
+	PutShardLoad(ctx context.Context, l ShardLoad) error
+}
+
+// RateSetter is a Launcher whose token bucket a shard's pass resizes to
+// its share of the account's launch rate.
+type RateSetter interface {
+	SetRate(perSecond float64, burst int)
 }
 
 // Report is what one pass did, for the pass log line and metrics.
@@ -29,6 +46,9 @@ type Report struct {
 	Failed   int
 	// DepthErr is set when the depths could not be read; limits held.
 	DepthErr error
+	// Share is a shard's caps for this pass when they came from the
+	// shards' loads (zero otherwise: Config's).
+	Share Caps
 }
 
 // Pass runs one scheduler pass. An error means the pass did not commit; a
@@ -67,8 +87,9 @@ func (s *Scheduler) Pass(ctx context.Context) (Report, error) {
 		}
 	}
 
-	// 3. Decide.
-	plan := Decide(s.Config, snap, depths, now)
+	// 3. Decide, with this shard's share of the caps.
+	cfg, loads := s.share(ctx, snap, now, &rep)
+	plan := Decide(cfg, snap, depths, now)
 	rep.Plan = plan
 
 	// 4. Claim.
@@ -77,6 +98,13 @@ func (s *Scheduler) Pass(ctx context.Context) (Report, error) {
 		return rep, fmt.Errorf("commit plan: %w", err)
 	}
 	rep.Claimed = len(jobs)
+	if loads != nil {
+		// Best effort: a shard whose report goes stale is reserved its
+		// static share by the others.
+		if err := loads.PutShardLoad(ctx, LoadAfter(s.Sharing.Shard, plan, jobs, now)); err != nil {
+			s.log().Warn("report shard load", "err", err)
+		}
+	}
 
 	// 5. Launch and 6. record.
 	if len(jobs) > 0 {
@@ -102,6 +130,33 @@ func (s *Scheduler) Pass(ctx context.Context) (Report, error) {
 	return rep, nil
 }
 
+// share returns the configuration of this pass: Config, or for a shard
+// whose store keeps the loads, Config with the caps ShareByLoad gives it
+// (the launcher's rate set to match). It returns the load store to report
+// to, nil when the caps are Config's.
+func (s *Scheduler) share(ctx context.Context, snap Snapshot, now time.Time, rep *Report) (Config, LoadStore) {
+	cfg := s.Config
+	if s.Sharing == nil || s.Sharing.Shards <= 1 {
+		return cfg, nil
+	}
+	loads, ok := s.Store.(LoadStore)
+	if !ok {
+		return cfg, nil
+	}
+	peers, err := loads.ShardLoads(ctx)
+	if err != nil {
+		s.log().Warn("read shard loads; this pass keeps the static share", "err", err)
+		return cfg, loads
+	}
+	share := s.Sharing.ShareByLoad(LoadNow(s.Sharing.Shard, snap, now), peers, now)
+	cfg.GlobalMaxRunning, cfg.MaxLaunchesPerPass = share.GlobalMaxRunning, share.MaxLaunchesPerPass
+	if rs, ok := s.Launcher.(RateSetter); ok {
+		rs.SetRate(share.LaunchRate, share.LaunchBurst)
+	}
+	rep.Share = share
+	return cfg, loads
+}
+
 func (s *Scheduler) log() *slog.Logger {
 	if s.Log != nil {
 		return s.Log
@@ -118,6 +173,12 @@ func (r Report) LogValue() slog.Value {
 		slog.Int("launched", r.Launched),
 		slog.Int("retried", r.Retried),
 		slog.Int("failed", r.Failed),
+	}
+	if r.Share != (Caps{}) {
+		attrs = append(attrs, slog.Group("share",
+			slog.Int("global_max_running", r.Share.GlobalMaxRunning),
+			slog.Int("launches", r.Share.MaxLaunchesPerPass),
+			slog.Float64("launch_rate", r.Share.LaunchRate)))
 	}
 	if len(r.Plan.Warnings) > 0 {
 		attrs = append(attrs, slog.Any("warnings", r.Plan.Warnings))

@@ -1,5 +1,11 @@
 package scheduler
 
+import (
+	"time"
+
+	"github.com/evalsched/evalsched/internal/capacity"
+)
+
 // Sharding splits the models over N scheduler invocations ("shards") when one
 // pass can no longer do all of them in its slot (README, "Scale"). Each shard
 // runs the same Pass over the models it owns, under its own lease, with its
@@ -76,4 +82,169 @@ func evenShare(total, shard, shards int) int {
 		n++
 	}
 	return n
+}
+
+// ShardLoad is what one shard reports after each pass, for the others to
+// share the account's caps by: the slots its models hold and would hold.
+type ShardLoad struct {
+	Shard int
+	// Held counts its models' jobs holding a slot (running and starting)
+	// after the pass's claims.
+	Held int
+	// Demand is the slots its models would hold were the account's cap no
+	// bound: Σ max(held, min(limit, held + waiting)), as Decide computes a
+	// model's demand (a paused or disabled model's waiting jobs included:
+	// they are demand the moment they resume).
+	Demand int
+	At     time.Time
+}
+
+// Sharing is how a shard's pass shares the account's caps with the other
+// shards by their reported loads, instead of the static Caps.Share.
+type Sharing struct {
+	Shard, Shards int
+	Account       Caps // the account-wide caps, split among the shards
+	// MaxAge is how old a report may be: an older one (a shard that stopped,
+	// or lags) is not trusted to know its own load, and its shard is
+	// reserved its static share, or what it last held if more.
+	MaxAge time.Duration
+}
+
+// ShareByLoad returns this shard's caps for a pass, given its own load now
+// and the other shards' last reports (its own report among them is
+// ignored). Every shard computes the same split from the same reports:
+//
+//  1. the account's cap is water-filled over the shards' demands
+//     (capacity.Split): a shard's allotment;
+//  2. the free slots — the cap less what every shard holds — are apportioned
+//     among the shards below their allotment, in proportion to how far
+//     below (largest remainder, lower shard first on ties): a shard may
+//     admit its portion, so together they admit at most the free slots, even
+//     while a shard that used to be alone still holds more than its
+//     allotment (it admits nothing until its jobs end);
+//  3. the launch budget a pass is water-filled over what each shard may
+//     admit, and the rate and burst of ECS's bucket go with it.
+//
+// A shard with nothing to admit gets 1 launch and a sliver of rate: the
+// pass needs ≥ 1, and its cap bounds it anyway. A missing or stale report is
+// taken as its shard holding and wanting its static share (or what it last
+// held, if more), so a shard starting up or lagging keeps its floor.
+func (s Sharing) ShareByLoad(own ShardLoad, peers []ShardLoad, now time.Time) Caps {
+	n := max(1, s.Shards)
+	if n == 1 {
+		return s.Account
+	}
+	held := make([]int, n)
+	demand := make([]int, n)
+	fresh := make([]bool, n)
+	for _, l := range peers {
+		if l.Shard < 0 || l.Shard >= n || l.Shard == s.Shard {
+			continue
+		}
+		held[l.Shard], demand[l.Shard] = max(0, l.Held), max(0, l.Held, l.Demand)
+		fresh[l.Shard] = s.MaxAge <= 0 || now.Sub(l.At) <= s.MaxAge
+	}
+	held[s.Shard], demand[s.Shard], fresh[s.Shard] = max(0, own.Held), max(0, own.Held, own.Demand), true
+	for k := range n {
+		if !fresh[k] {
+			floor := s.Account.Share(k, n).GlobalMaxRunning
+			held[k] = max(held[k], floor)
+			demand[k] = held[k]
+		}
+	}
+
+	allot := capacity.Split(s.Account.GlobalMaxRunning, demand)
+	free := s.Account.GlobalMaxRunning
+	unmet := make([]int, n)
+	for k := range n {
+		free -= held[k]
+		unmet[k] = max(0, allot[k]-held[k])
+	}
+	admit := apportion(max(0, free), unmet)
+	budget := capacity.Split(s.Account.MaxLaunchesPerPass, admit)
+
+	mine := budget[s.Shard]
+	share := float64(mine) / float64(max(1, s.Account.MaxLaunchesPerPass))
+	return Caps{
+		GlobalMaxRunning:   held[s.Shard] + admit[s.Shard],
+		MaxLaunchesPerPass: max(1, mine),
+		LaunchRate:         max(s.Account.LaunchRate*share, s.Account.LaunchRate/float64(100*n)),
+		LaunchBurst:        max(1, int(float64(s.Account.LaunchBurst)*share)),
+	}
+}
+
+// apportion splits total in proportion to weights, in integers summing to
+// min(total, Σ weights) and never above a weight: the largest remainders
+// get the units left, the lower index first on ties.
+func apportion(total int, weights []int) []int {
+	out := make([]int, len(weights))
+	sum := 0
+	for _, w := range weights {
+		sum += max(0, w)
+	}
+	if total <= 0 || sum == 0 {
+		return out
+	}
+	if total >= sum {
+		for i, w := range weights {
+			out[i] = max(0, w)
+		}
+		return out
+	}
+	given := 0
+	rem := make([]int, len(weights)) // remainders, scaled by sum
+	for i, w := range weights {
+		w = max(0, w)
+		out[i] = total * w / sum
+		rem[i] = total * w % sum
+		given += out[i]
+	}
+	for ; given < total; given++ {
+		best := -1
+		for i := range weights {
+			if out[i] < max(0, weights[i]) && (best < 0 || rem[i] > rem[best]) {
+				best = i
+			}
+		}
+		out[best]++
+		rem[best] = -1
+	}
+	return out
+}
+
+// LoadNow is a shard's load as its snapshot shows it, before its pass: the
+// limits are the last pass's (a model never steered counts its initial
+// limit).
+func LoadNow(shard int, snap Snapshot, now time.Time) ShardLoad {
+	waiting := map[string]int{}
+	for _, q := range snap.Queues {
+		waiting[q.Model] += q.Waiting
+	}
+	l := ShardLoad{Shard: shard, At: now}
+	for _, m := range snap.Models {
+		held := m.Running + m.Starting
+		limit := m.State.Limit.Limit
+		if limit == 0 {
+			limit = max(m.Config.InitialLimit, m.Config.MinLimit, 1)
+		}
+		l.Held += held
+		l.Demand += max(held, min(limit, held+waiting[m.Config.Name]))
+	}
+	return l
+}
+
+// LoadAfter is a shard's load after its pass claimed jobs under plan: what
+// it reports to the others.
+func LoadAfter(shard int, plan Plan, claimed []Job, now time.Time) ShardLoad {
+	n := map[string]int{}
+	for _, j := range claimed {
+		n[j.Model]++
+	}
+	l := ShardLoad{Shard: shard, At: now}
+	for _, mp := range plan.Models {
+		held := mp.Running + mp.Starting + n[mp.Model]
+		l.Held += held
+		l.Demand += max(held, min(mp.State.Limit.Limit, mp.Running+mp.Starting+mp.Waiting))
+	}
+	return l
 }

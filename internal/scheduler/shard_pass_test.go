@@ -16,15 +16,26 @@ import (
 // wires them; the launched tasks start, and a third of the running ones end
 // each round, so the shards keep admitting against the cap.
 type shardedWorld struct {
-	store  *memstore.Store
-	caps   scheduler.Caps
-	shards []*scheduler.Scheduler
-	clock  *clock
+	store   *memstore.Store
+	caps    scheduler.Caps
+	shards  []*scheduler.Scheduler
+	clock   *clock
+	sharing bool // the caps shared by load, not split statically
 }
 
 func newShardedWorld(t *testing.T, caps scheduler.Caps, shards int, models []string) *shardedWorld {
+	return newWorld(t, caps, shards, models, false)
+}
+
+// newSharingWorld is newShardedWorld with the caps shared by the shards'
+// loads (scheduler.Sharing), as the Lambda wires more than one shard.
+func newSharingWorld(t *testing.T, caps scheduler.Caps, shards int, models []string) *shardedWorld {
+	return newWorld(t, caps, shards, models, true)
+}
+
+func newWorld(t *testing.T, caps scheduler.Caps, shards int, models []string, sharing bool) *shardedWorld {
 	t.Helper()
-	w := &shardedWorld{store: memstore.New(model("", 1000)), caps: caps, clock: &clock{now: t0}}
+	w := &shardedWorld{store: memstore.New(model("", 1000)), caps: caps, clock: &clock{now: t0}, sharing: sharing}
 	d := depths{}
 	for i, m := range models {
 		d[m] = 40 // at the target: the limits hold at 1,000, the cap binds
@@ -37,7 +48,11 @@ func newShardedWorld(t *testing.T, caps scheduler.Caps, shards int, models []str
 		cfg := scheduler.DefaultConfig()
 		cfg.GlobalMaxRunning, cfg.MaxLaunchesPerPass = share.GlobalMaxRunning, share.MaxLaunchesPerPass
 		owns := func(m string) bool { return scheduler.ShardOf(m, shards) == k }
-		w.shards = append(w.shards, &scheduler.Scheduler{Store: w.store.Shard(owns), Depths: d, Launcher: &launcher{}, Clock: w.clock, Config: cfg})
+		s := &scheduler.Scheduler{Store: w.store.Shard(owns), Depths: d, Launcher: &launcher{}, Clock: w.clock, Config: cfg}
+		if sharing {
+			s.Sharing = &scheduler.Sharing{Shard: k, Shards: shards, Account: caps, MaxAge: 30 * time.Second}
+		}
+		w.shards = append(w.shards, s)
 	}
 	return w
 }
@@ -72,7 +87,7 @@ func (w *shardedWorld) round(t *testing.T) (int, []int) {
 		t.Fatalf("at %v: %d jobs hold a slot (by shard %v), past the global cap %d", w.clock.now, len(jobs), byShard, w.caps.GlobalMaxRunning)
 	}
 	for k, n := range byShard {
-		if share := w.caps.Share(k, len(w.shards)).GlobalMaxRunning; n > share {
+		if share := w.caps.Share(k, len(w.shards)).GlobalMaxRunning; n > share && !w.sharing {
 			t.Fatalf("at %v: shard %d holds %d slots, past its share %d", w.clock.now, k, n, share)
 		}
 	}
@@ -92,6 +107,17 @@ func (w *shardedWorld) round(t *testing.T) (int, []int) {
 		t.Fatal(err)
 	}
 	return len(jobs), byShard
+}
+
+// peak runs rounds and returns the most slots held after any.
+func (w *shardedWorld) peak(t *testing.T, rounds int) int {
+	t.Helper()
+	peak := 0
+	for range rounds {
+		n, _ := w.round(t)
+		peak = max(peak, n)
+	}
+	return peak
 }
 
 // modelsOf returns n model names, those of the given shards only (nil: any).
@@ -137,5 +163,53 @@ func TestABusyShardCannotBorrowAnIdleOnesShare(t *testing.T) {
 	}
 	if want := caps.Share(0, 2).GlobalMaxRunning; peak != want {
 		t.Errorf("got a peak of %d slots held, want shard 0's share %d (and no more)", peak, want)
+	}
+}
+
+// Shared by load, the same two shards over the same jobs, passing at the
+// same time, still never hold more than the cap together, and reach it.
+func TestSharingShardsNeverAdmitPastTheGlobalCap(t *testing.T) {
+	caps := scheduler.Caps{GlobalMaxRunning: 101, MaxLaunchesPerPass: 40, LaunchRate: 4, LaunchBurst: 100}
+	w := newSharingWorld(t, caps, 2, modelsOf(12, 2, nil))
+	if peak := w.peak(t, 40); peak != caps.GlobalMaxRunning {
+		t.Errorf("got a peak of %d slots held, want the cap %d reached", peak, caps.GlobalMaxRunning)
+	}
+}
+
+// Shared by load, a busy shard uses an idle one's share: with every busy
+// model shard 0's, shard 0 reaches the whole cap, where the static split
+// held it to its half.
+func TestABusyShardBorrowsAnIdleOnesShareByLoad(t *testing.T) {
+	caps := scheduler.Caps{GlobalMaxRunning: 101, MaxLaunchesPerPass: 40, LaunchRate: 4, LaunchBurst: 100}
+	w := newSharingWorld(t, caps, 2, modelsOf(6, 2, map[int]bool{0: true}))
+	if peak := w.peak(t, 40); peak != caps.GlobalMaxRunning {
+		t.Errorf("got a peak of %d slots held, want the whole cap %d (shard 1 is idle)", peak, caps.GlobalMaxRunning)
+	}
+}
+
+// Shared by load, a shard that becomes busy while another holds the whole
+// cap gets its fair half as the other's jobs end — and the two never hold
+// more than the cap meanwhile.
+func TestALateShardGetsItsFairShareByLoad(t *testing.T) {
+	caps := scheduler.Caps{GlobalMaxRunning: 100, MaxLaunchesPerPass: 40, LaunchRate: 4, LaunchBurst: 100}
+	early := modelsOf(4, 2, map[int]bool{0: true})
+	w := newSharingWorld(t, caps, 2, early)
+	for range 15 {
+		w.round(t)
+	}
+	if _, by := w.round(t); by[0] != caps.GlobalMaxRunning {
+		t.Fatalf("shard 0 alone holds %d, want the whole cap %d", by[0], caps.GlobalMaxRunning)
+	}
+	for i, m := range modelsOf(4, 2, map[int]bool{1: true}) {
+		if _, err := w.store.Submit(context.Background(), batch("lab", "late", fmt.Sprint("l", i), m, -1, 400), w.clock.now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var by []int
+	for range 30 {
+		_, by = w.round(t)
+	}
+	if by[0] != 50 || by[1] != 50 {
+		t.Errorf("after 30 passes the shards hold %v, want 50 and 50", by)
 	}
 }

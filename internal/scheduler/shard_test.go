@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"slices"
 	"testing"
+	"time"
 )
 
 // The hash decides which scheduler reads a model's jobs: a silent change
@@ -156,4 +158,104 @@ func checkShares(t *testing.T, c Caps, shards int) {
 	if math.Abs(rate-c.LaunchRate) > 1e-9*c.LaunchRate {
 		t.Fatalf("%+v over %d: rates sum to %g, want %g", c, shards, rate, c.LaunchRate)
 	}
+}
+
+func TestShareByLoad(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	account := Caps{GlobalMaxRunning: 1000, MaxLaunchesPerPass: 200, LaunchRate: 20, LaunchBurst: 100}
+	s := Sharing{Shard: 0, Shards: 4, Account: account, MaxAge: 30 * time.Second}
+	load := func(k, held, demand int) ShardLoad {
+		return ShardLoad{Shard: k, Held: held, Demand: demand, At: now.Add(-10 * time.Second)}
+	}
+	cases := []struct {
+		name  string
+		own   ShardLoad
+		peers []ShardLoad
+		want  Caps
+	}{
+		{"alone busy: all of it", load(0, 0, 5000), []ShardLoad{load(1, 0, 0), load(2, 0, 0), load(3, 0, 0)},
+			Caps{GlobalMaxRunning: 1000, MaxLaunchesPerPass: 200, LaunchRate: 20, LaunchBurst: 100}},
+		{"two busy: half each", load(0, 0, 5000), []ShardLoad{load(1, 0, 5000), load(2, 0, 0), load(3, 0, 0)},
+			Caps{GlobalMaxRunning: 500, MaxLaunchesPerPass: 100, LaunchRate: 10, LaunchBurst: 50}},
+		{"another holds it all: wait for its jobs to end", load(0, 0, 5000), []ShardLoad{load(1, 1000, 5000), load(2, 0, 0), load(3, 0, 0)},
+			Caps{GlobalMaxRunning: 0, MaxLaunchesPerPass: 1, LaunchRate: 20.0 / 400, LaunchBurst: 1}},
+		{"over my allotment: admit nothing, keep what I hold", load(0, 800, 5000), []ShardLoad{load(1, 100, 5000), load(2, 0, 0), load(3, 0, 0)},
+			Caps{GlobalMaxRunning: 800, MaxLaunchesPerPass: 1, LaunchRate: 20.0 / 400, LaunchBurst: 1}},
+		{"small demand met in full", load(0, 0, 30), []ShardLoad{load(1, 0, 5000), load(2, 0, 0), load(3, 0, 0)},
+			Caps{GlobalMaxRunning: 30, MaxLaunchesPerPass: 30, LaunchRate: 3, LaunchBurst: 15}},
+		{"silent peers keep their static share", load(0, 0, 5000), nil,
+			Caps{GlobalMaxRunning: 250, MaxLaunchesPerPass: 200, LaunchRate: 20, LaunchBurst: 100}},
+		{"a stale report counts what it held, if more than its share", load(0, 0, 5000),
+			[]ShardLoad{{Shard: 1, Held: 600, Demand: 600, At: now.Add(-time.Hour)}, load(2, 0, 0), load(3, 0, 0)},
+			Caps{GlobalMaxRunning: 400, MaxLaunchesPerPass: 200, LaunchRate: 20, LaunchBurst: 100}},
+		{"my own old report and strangers are ignored", load(0, 0, 5000),
+			[]ShardLoad{load(0, 900, 900), load(7, 900, 900), load(1, 0, 0), load(2, 0, 0), load(3, 0, 0)},
+			Caps{GlobalMaxRunning: 1000, MaxLaunchesPerPass: 200, LaunchRate: 20, LaunchBurst: 100}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := s.ShareByLoad(c.own, c.peers, now); got != c.want {
+				t.Errorf("got %+v, want %+v", got, c.want)
+			}
+		})
+	}
+}
+
+func TestApportion(t *testing.T) {
+	for _, c := range []struct {
+		total   int
+		weights []int
+		want    []int
+	}{
+		{10, []int{1, 1}, []int{1, 1}},
+		{10, []int{30, 10}, []int{8, 2}}, // 7.5, 2.5: the tie goes to the lower index
+		{7, []int{5, 5, 5}, []int{3, 2, 2}},
+		{0, []int{5}, []int{0}},
+		{5, []int{0, -3}, []int{0, 0}},
+	} {
+		if got := apportion(c.total, c.weights); !slices.Equal(got, c.want) {
+			t.Errorf("apportion(%d, %v) = %v, want %v", c.total, c.weights, got, c.want)
+		}
+	}
+}
+
+// FuzzShareByLoad: shards computing their shares from the same reports
+// admit at most the free slots together, and launch at most the account's
+// budget a pass (beyond the 1 each keeps), whatever the loads.
+func FuzzShareByLoad(f *testing.F) {
+	f.Add(uint16(1000), uint8(200), uint8(4), []byte{10, 200, 0, 0, 50, 90, 3, 250})
+	f.Add(uint16(7), uint8(3), uint8(3), []byte{9, 9, 0, 1, 4, 4})
+	f.Fuzz(func(t *testing.T, cap uint16, budget uint8, shards uint8, raw []byte) {
+		n := int(shards%8) + 2
+		now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+		account := Caps{GlobalMaxRunning: int(cap), MaxLaunchesPerPass: int(budget) + 1, LaunchRate: 20, LaunchBurst: 100}
+		loads := make([]ShardLoad, n)
+		heldAll := 0
+		for k := range n {
+			var h, d int
+			if 2*k+1 < len(raw) {
+				h, d = int(raw[2*k])*4, int(raw[2*k+1])*8
+			}
+			loads[k] = ShardLoad{Shard: k, Held: h, Demand: d, At: now}
+			heldAll += h
+		}
+		admitted, launches := 0, 0
+		for k := range n {
+			s := Sharing{Shard: k, Shards: n, Account: account, MaxAge: time.Minute}
+			c := s.ShareByLoad(loads[k], loads, now)
+			if c.GlobalMaxRunning < loads[k].Held {
+				t.Fatalf("shard %d: cap %d below held %d", k, c.GlobalMaxRunning, loads[k].Held)
+			}
+			admitted += max(0, c.GlobalMaxRunning-loads[k].Held)
+			if c.MaxLaunchesPerPass > 1 {
+				launches += c.MaxLaunchesPerPass
+			}
+		}
+		if free := max(0, account.GlobalMaxRunning-heldAll); admitted > free {
+			t.Fatalf("shards may admit %d together, only %d free (loads %+v)", admitted, free, loads)
+		}
+		if launches > account.MaxLaunchesPerPass {
+			t.Fatalf("shards may launch %d together, budget %d", launches, account.MaxLaunchesPerPass)
+		}
+	})
 }
