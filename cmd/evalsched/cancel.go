@@ -141,9 +141,10 @@ type jobLister interface {
 	TaskStopped(ctx context.Context, jobID string, attempt int, exit memstore.Exit, now time.Time) error
 }
 
-// stopScope stops the tasks of the scope's jobs and ends each job as failed
-// with the reason "cancelled by an operator"; the tasks' STOPPED events then
-// find the jobs ended and change nothing.
+// stopScope stops the tasks of the scope's jobs (the reason
+// memstore.CancelReason) and ends each job CANCELLED; the tasks' STOPPED
+// events then find the jobs ended and change nothing — or, if this command
+// dies between the two, end them CANCELLED by that reason.
 func stopScope(ctx context.Context, st jobLister, cluster string, scope scheduler.Scope) (int, error) {
 	jobs, err := st.InFlight(ctx)
 	if err != nil {
@@ -162,10 +163,10 @@ func stopScope(ctx context.Context, st jobLister, cluster string, scope schedule
 		if !scope.Matches(j.Key()) {
 			continue
 		}
-		if _, err := client.StopTask(ctx, &ecs.StopTaskInput{Cluster: &cluster, Task: &j.TaskARN, Reason: ptr("evalsched: cancelled by an operator")}); err != nil {
+		if _, err := client.StopTask(ctx, &ecs.StopTaskInput{Cluster: &cluster, Task: &j.TaskARN, Reason: ptr(memstore.CancelReason)}); err != nil {
 			return n, fmt.Errorf("stop %s: %w", j.TaskARN, err)
 		}
-		if err := st.TaskStopped(ctx, j.ID, j.Attempt, memstore.Exit{Code: -1, Reason: "cancelled by an operator"}, time.Now()); err != nil {
+		if err := st.TaskStopped(ctx, j.ID, j.Attempt, memstore.Exit{Code: -1, Cancelled: true, Reason: "cancelled by an operator"}, time.Now()); err != nil {
 			return n, err
 		}
 		n++

@@ -190,8 +190,19 @@ func TestCancelStopsRunningTasks(t *testing.T) {
 	}
 	for _, j := range jobs {
 		got, _, err := st.Job(ctx, j.ID)
-		if err != nil || got.State != memstore.Failed || got.Reason != "cancelled by an operator" {
-			t.Errorf("job %s: got %s %q %v, want FAILED, cancelled by an operator", j.Key, got.State, got.Reason, err)
+		if err != nil || got.State != memstore.Cancelled || got.Reason != "cancelled by an operator" {
+			t.Errorf("job %s: got %s %q %v, want CANCELLED, cancelled by an operator", j.Key, got.State, got.Reason, err)
+		}
+	}
+	// The slots are free and the breaker counts nothing: the provider did
+	// nothing wrong.
+	snap, err := st.Snapshot(ctx, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range snap.Models {
+		if m.Running+m.Starting != 0 || m.Outcomes.OK+m.Outcomes.ProviderFailed != 0 {
+			t.Errorf("model %s: %d running, %d starting, outcomes %+v; want none", m.Config.Name, m.Running, m.Starting, m.Outcomes)
 		}
 	}
 }

@@ -66,3 +66,30 @@ func TestSubmitRecordsTheParts(t *testing.T) {
 		t.Errorf("an unknown batch has %d parts", total)
 	}
 }
+
+// A running job whose task an operator stopped ends CANCELLED: its slot is
+// freed, and the breaker counts no outcome for it.
+func TestStoppedByAnOperatorEndsCancelled(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	b := batch("lab", "sweep", "b1", "gpt", -1, 3)
+	submit(t, s, b)
+	jobs := commit(t, s, grant(t0, b, 2))
+	launchAll(t, s, jobs)
+	if err := s.TaskStarted(ctx, jobs[0].ID, 1, t0); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs { // one running, one still starting
+		if err := s.TaskStopped(ctx, j.ID, 1, memstore.Exit{Code: -1, Cancelled: true, Reason: "cancelled by an operator"}, t0); err != nil {
+			t.Fatal(err)
+		}
+		if got := job(t, s, b, slices.IndexFunc(b.Jobs, func(js memstore.JobSpec) bool { return js.Key == j.Key })); got.State != memstore.Cancelled || got.Reason != "cancelled by an operator" {
+			t.Errorf("job %s: got %s %q, want CANCELLED", j.Key, got.State, got.Reason)
+		}
+	}
+	m := modelOf(t, snapshot(t, s), "gpt")
+	if m.Running+m.Starting != 0 || m.Outcomes.OK+m.Outcomes.ProviderFailed != 0 {
+		t.Errorf("got %d running, %d starting, outcomes %+v; want none", m.Running, m.Starting, m.Outcomes)
+	}
+	check(t, s)
+}

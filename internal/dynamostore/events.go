@@ -209,6 +209,8 @@ func (s *Store) TaskStopped(ctx context.Context, jobID string, attempt int, exit
 		}
 		var applied bool
 		switch {
+		case exit.Cancelled: // an operator's stop: no outcome for the breaker
+			applied, err = s.apply(ctx, j, transition{to: memstore.Cancelled, now: now, exit: &exit, reason: cmp.Or(exit.Reason, "cancelled by an operator")})
 		case exit.Infrastructure:
 			applied, err = s.retry(ctx, j, exit.Reason, now)
 		case exit.Code == 0:
@@ -275,7 +277,7 @@ func (s *Store) apply(ctx context.Context, j jobItem, t transition) (bool, error
 	case memstore.Waiting:
 		u = u.Set(name("attempt"), value(j.Attempt+1)).Remove(name(attrInflight)).
 			Remove(name("task_arn")).Remove(name("claimed_at")).Remove(name("launched_at")).Remove(name("started_at"))
-	default: // SUCCEEDED, FAILED
+	default: // SUCCEEDED, FAILED, CANCELLED
 		u = u.Set(name("ended_at"), value(stamp(t.now))).Remove(name(attrInflight))
 	}
 	if t.reason != "" {

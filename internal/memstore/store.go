@@ -60,8 +60,17 @@ type Exit struct {
 	Code           int
 	ProviderError  bool // the job failed on provider errors (429/5xx): the breaker counts it
 	Infrastructure bool // the task never ran the job to an end (capacity, spot, image pull)
-	Reason         string
+	// Cancelled: an operator stopped the task (evalsched cancel
+	// --stop-running): the job ends CANCELLED, and neither its exit nor
+	// the breaker counts it — the provider did nothing wrong.
+	Cancelled bool
+	Reason    string
 }
+
+// CancelReason is the reason evalsched gives ECS when an operator stops a
+// job's task: the task's STOPPED event carries it back, and the task events
+// end the job CANCELLED by it.
+const CancelReason = "evalsched: cancelled by an operator"
 
 // Job is a copy of one job's record.
 type Job struct {
@@ -429,6 +438,8 @@ func (s *Store) TaskStopped(_ context.Context, jobID string, attempt int, exit E
 	}
 	m := s.models[j.Model]
 	switch {
+	case exit.Cancelled:
+		s.end(j, Cancelled, cmp.Or(exit.Reason, "cancelled by an operator"), now)
 	case exit.Infrastructure:
 		s.retry(j, exit.Reason, now)
 		return nil

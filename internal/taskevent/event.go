@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/evalsched/evalsched/internal/memstore"
 )
 
 // Kind is what an event means for its job.
@@ -21,6 +23,7 @@ const (
 	Failed         Kind = "failed"          // non-zero exit: the job's own failure
 	ProviderFailed Kind = "provider_failed" // the provider-error exit code
 	Infrastructure Kind = "infrastructure"  // the task never ran the job to an end
+	Cancelled      Kind = "cancelled"       // an operator stopped it (memstore.CancelReason)
 )
 
 // Event is one decoded task state change.
@@ -166,6 +169,11 @@ var infraMarkers = []string{
 // reconciler (reading DescribeTasks) share it.
 func Classify(stopCode, stoppedReason string, containers []Container, cfg Config) (Kind, *int, string) {
 	reason := strings.TrimSpace(stopCode + ": " + stoppedReason)
+	if stopCode == "UserInitiated" && stoppedReason == memstore.CancelReason {
+		// Whatever the container's exit (SIGTERM's 143, or none): the
+		// operator ended it, not the job or the provider.
+		return Cancelled, nil, stoppedReason
+	}
 	switch stopCode {
 	case "TaskFailedToStart", "SpotInterruption", "TerminationNotice":
 		return Infrastructure, nil, reason

@@ -31,6 +31,7 @@ func TestDecodeFixtures(t *testing.T) {
 		{"ecs-stopped-provider-error.json", ProviderFailed, 75, "provider error"},
 		{"ecs-spot-interruption.json", Infrastructure, -1, "SpotInterruption"},
 		{"ecs-failed-to-start.json", Infrastructure, -1, "CannotPullContainerError"},
+		{"ecs-stopped-cancelled.json", Cancelled, -1, "cancelled by an operator"}, // its exit 143 is the SIGTERM's
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {

@@ -103,11 +103,11 @@ func (h *Handler) timings(ev Event) {
 
 // ExitOf is the store's record of a stop.
 func ExitOf(kind Kind, code *int, reason string) memstore.Exit {
-	exit := memstore.Exit{Reason: reason, ProviderError: kind == ProviderFailed, Infrastructure: kind == Infrastructure}
+	exit := memstore.Exit{Reason: reason, ProviderError: kind == ProviderFailed, Infrastructure: kind == Infrastructure, Cancelled: kind == Cancelled}
 	switch {
 	case code != nil:
 		exit.Code = *code
-	case kind == Failed:
+	case kind == Failed || kind == Cancelled:
 		exit.Code = -1 // stopped without an exit code (an operator or the timeout)
 	}
 	return exit

@@ -75,6 +75,13 @@ func TestHandlerFollowsTheFixtures(t *testing.T) {
 			}
 		}},
 		{[]string{"ecs-failed-to-start.json"}, memstore.Waiting, nil},
+		// evalsched cancel --stop-running died before ending the job: its
+		// task's STOPPED event, with the cancel reason, ends it CANCELLED.
+		{[]string{"ecs-running.json", "ecs-stopped-cancelled.json"}, memstore.Cancelled, func(t *testing.T, j memstore.Job) {
+			if !j.Exit.Cancelled || j.Exit.ProviderError {
+				t.Errorf("got exit %+v, want cancelled, not a provider error", j.Exit)
+			}
+		}},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprint(c.events), func(t *testing.T) {
