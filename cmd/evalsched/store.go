@@ -41,5 +41,7 @@ func (f storeFlags) open(ctx context.Context) (*dynamostore.Store, config.Config
 	if aws.Region == "" {
 		return nil, cfg, fmt.Errorf("aws configuration: no region: set AWS_REGION")
 	}
-	return dynamostore.New(dynamodb.NewFromConfig(aws), dynamostore.DefaultTables(*f.prefix), cfg.DefaultModel()), cfg, nil
+	st := dynamostore.New(dynamodb.NewFromConfig(aws), dynamostore.DefaultTables(*f.prefix), cfg.DefaultModel())
+	st.Retention = cfg.JobRetention // cancel ends jobs
+	return st, cfg, nil
 }

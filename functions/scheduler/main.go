@@ -108,6 +108,7 @@ func shardRunner(cfg config.Config, c clients, shard int, log *slog.Logger) (*ru
 	log = log.With("shard", shard)
 	tables := dynamostore.DefaultTables(cfg.TablePrefix)
 	store := dynamostore.New(c.ddb, tables, cfg.DefaultModel())
+	store.Retention = cfg.JobRetention // launches that fail, the reconciler's ends
 	store.Log = log
 	store.ScopeToShard(shard, cfg.Shards)
 	rec := &reconcile.Reconciler{

@@ -30,6 +30,7 @@ func main() {
 		os.Exit(1)
 	}
 	store := dynamostore.New(dynamodb.NewFromConfig(aws), dynamostore.DefaultTables(cfg.TablePrefix), cfg.DefaultModel())
+	store.Retention = cfg.JobRetention
 	h := &taskevent.Handler{
 		Store:     store,
 		Config:    taskevent.Config{ProviderErrorCodes: cfg.ProviderErrorCodes, Container: cfg.ContainerName},

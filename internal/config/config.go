@@ -36,6 +36,9 @@ type Config struct {
 
 	DLQURL             string
 	ProviderErrorCodes []int
+	// JobRetention is how long an ended job's item stays before DynamoDB's
+	// TTL deletes it (0: for ever).
+	JobRetention time.Duration
 
 	// PassInterval and Passes shape one scheduler invocation: a pass every
 	// PassInterval, Passes of them (10 s × 6 covers EventBridge's minute).
@@ -97,6 +100,7 @@ func Load(getenv Getenv) (Config, error) {
 		EMFNamespace:          r.str("EVALSCHED_EMF_NAMESPACE", "evalsched"),
 		DLQURL:                r.str("EVALSCHED_DLQ_URL", ""),
 		ProviderErrorCodes:    r.ints("EVALSCHED_PROVIDER_ERROR_EXIT_CODES", []int{75}),
+		JobRetention:          time.Duration(r.integer("EVALSCHED_JOB_RETENTION_DAYS", 90, 0, 3650)) * 24 * time.Hour,
 		DefaultMinLimit:       r.integer("EVALSCHED_DEFAULT_MIN_LIMIT", 1, 0, 1_000_000),
 		DefaultMaxLimit:       r.integer("EVALSCHED_DEFAULT_MAX_LIMIT", 10000, 1, 1_000_000),
 		DefaultTargetDepth:    r.float("EVALSCHED_DEFAULT_TARGET_DEPTH", 20, 0, 1e6),

@@ -25,10 +25,12 @@
 //	EVALSCHED_EMF_NAMESPACE         namespace of evalsched's own metrics (default "evalsched")
 //	EVALSCHED_DLQ_URL               the intake dead-letter queue (intake)
 //	EVALSCHED_PROVIDER_ERROR_EXIT_CODES  comma-separated exit codes (default "75")
+//	EVALSCHED_JOB_RETENTION_DAYS    days an ended job's item stays before the table's TTL deletes it,
+//	                                0..3650, 0 for ever (default 90)
 //	EVALSCHED_PASS_INTERVAL_SECONDS one pass every N seconds (default 10)
 //	EVALSCHED_PASSES                passes per scheduler invocation (default 6: one minute)
 //	EVALSCHED_SHARDS                scheduler invocations the models are split over, 1..64 (default 1);
-//	                                each takes an even share of the global cap and the launch rate
+//	                                they share the global cap and the launch rate by load
 //	EVALSCHED_DEFAULT_MIN_LIMIT, _MAX_LIMIT, _TARGET_DEPTH, _INITIAL_LIMIT
 //	                                a model without an item in the models table (1, 10000, 20, 10)
 package config

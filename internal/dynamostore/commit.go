@@ -256,9 +256,9 @@ func (s *Store) take(ctx context.Context, g scheduler.Grant, at time.Time, cance
 				Set(name("claimed_at"), value(atKey)).
 				Set(name(attrInflight), value(inflightShard(j.ID)))
 			if cancel {
-				u = expression.Set(name("state"), value(memstore.Cancelled)).
+				u = s.expiry(expression.Set(name("state"), value(memstore.Cancelled)).
 					Set(name("ended_at"), value(atKey)).
-					Set(name("reason"), value("cancelled by an operator"))
+					Set(name("reason"), value("cancelled by an operator")), at)
 			}
 			cond := name("state").Equal(value(memstore.Waiting)).And(name("attempt").Equal(value(j.Attempt)))
 			it, err := updateItem(s.tables.State, key(j.PK, skJob), u, cond)

@@ -278,7 +278,7 @@ func (s *Store) apply(ctx context.Context, j jobItem, t transition) (bool, error
 		u = u.Set(name("attempt"), value(j.Attempt+1)).Remove(name(attrInflight)).
 			Remove(name("task_arn")).Remove(name("claimed_at")).Remove(name("launched_at")).Remove(name("started_at"))
 	default: // SUCCEEDED, FAILED, CANCELLED
-		u = u.Set(name("ended_at"), value(stamp(t.now))).Remove(name(attrInflight))
+		u = s.expiry(u.Set(name("ended_at"), value(stamp(t.now))).Remove(name(attrInflight)), t.now)
 	}
 	if t.reason != "" {
 		u = u.Set(name("reason"), value(t.reason))

@@ -84,6 +84,7 @@ func Run(ctx context.Context, opt Options) error {
 	}
 	tables := dynamostore.DefaultTables(opt.Prefix)
 	store := dynamostore.New(ddb, tables, cfg.DefaultModel())
+	store.Retention = cfg.JobRetention
 	if err := store.CreateTables(ctx); err != nil {
 		return err
 	}

@@ -81,6 +81,12 @@ func TestChecksCatchBrokenTemplates(t *testing.T) {
 		{"provisioned table", "tables", func(t *testing.T, f *fixture) {
 			f.props("PinsTable")["BillingMode"] = "PROVISIONED"
 		}, "BillingMode"},
+		{"ended jobs never expire", "tables", func(t *testing.T, f *fixture) {
+			delete(f.props("StateTable"), "TimeToLiveSpecification")
+		}, "TimeToLiveSpecification (enabled) AttributeName: got , want expires_at"},
+		{"TTL on another attribute", "tables", func(t *testing.T, f *fixture) {
+			f.props("StateTable")["TimeToLiveSpecification"] = map[string]any{"AttributeName": "ttl", "Enabled": true}
+		}, "got ttl, want expires_at"},
 		{"no point-in-time recovery", "tables", func(t *testing.T, f *fixture) {
 			delete(f.props("ModelsTable"), "PointInTimeRecoverySpecification")
 		}, "PointInTimeRecoveryEnabled"},

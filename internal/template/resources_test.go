@@ -163,6 +163,18 @@ func compareTable(id string, tb *cfndynamodb.Table, def *dynamodb.CreateTableInp
 	if p := tb.PointInTimeRecoverySpecification; p == nil || !aws.ToBool(p.PointInTimeRecoveryEnabled) {
 		bad("PointInTimeRecoverySpecification.PointInTimeRecoveryEnabled", p, true)
 	}
+	// Ended jobs expire on the state table's TTL attribute, the one the
+	// store writes; the operator tables keep their items.
+	wantTTL, gotTTL := "", ""
+	if strings.HasSuffix(aws.ToString(def.TableName), "state") {
+		wantTTL = dynamostore.TTLAttribute
+	}
+	if t := tb.TimeToLiveSpecification; t != nil && t.Enabled {
+		gotTTL = aws.ToString(t.AttributeName)
+	}
+	if gotTTL != wantTTL {
+		bad("TimeToLiveSpecification (enabled) AttributeName", gotTTL, wantTTL)
+	}
 	gotAttrs, wantAttrs := map[string]string{}, map[string]string{}
 	for _, a := range tb.AttributeDefinitions {
 		gotAttrs[a.AttributeName] = a.AttributeType
