@@ -85,10 +85,22 @@ func (r *Runner) Run(ctx context.Context, owner string) (Result, error) {
 			if err != nil {
 				// passloop logs "pass failed" (the alarm's metric filter
 				// counts that line); this one carries the report.
-				log.Error("pass report", "err", err, "pass", rep)
+				lines := rep.Lines(scheduler.LogModelsPerLine)
+				log.Error("pass report", "err", err, "pass", lines[0])
+				for _, l := range lines[1:] {
+					log.Info("pass models", "pass", l)
+				}
 				return err
 			}
-			log.Info("pass", "pass", rep)
+			// One line, or at 2,000 models several: each under
+			// CloudWatch Logs' 256-KB event.
+			for i, l := range rep.Lines(scheduler.LogModelsPerLine) {
+				msg := "pass"
+				if i > 0 {
+					msg = "pass models"
+				}
+				log.Info(msg, "pass", l)
+			}
 			return nil
 		},
 	}

@@ -164,8 +164,42 @@ func (s *Scheduler) log() *slog.Logger {
 	return slog.Default()
 }
 
-// LogValue makes a report one structured log line.
+// LogModelsPerLine bounds the models in one log line of a report: a
+// model's decision is ~300 bytes and CloudWatch Logs takes events of up to
+// 256 KB (Lambda cuts longer lines), so 200 keep a line under ~70 KB.
+const LogModelsPerLine = 200
+
+// LogValue makes a report one structured log line: the summary and every
+// model that did something. Past LogModelsPerLine such models, log Lines.
 func (r Report) LogValue() slog.Value {
+	return slog.GroupValue(append(r.summaryAttrs(), r.modelAttrs()...)...)
+}
+
+// Lines splits a report into log lines of at most perLine models each: the
+// first carries the summary and, when there are more, "models" (how many in
+// all) and "part"; each later one "part" and its models only.
+func (r Report) Lines(perLine int) []slog.Value {
+	models := r.modelAttrs()
+	if perLine <= 0 || len(models) <= perLine {
+		return []slog.Value{slog.GroupValue(append(r.summaryAttrs(), models...)...)}
+	}
+	parts := (len(models) + perLine - 1) / perLine
+	var out []slog.Value
+	for p := range parts {
+		var attrs []slog.Attr
+		if p == 0 {
+			attrs = append(r.summaryAttrs(), slog.Int("models", len(models)))
+		} else {
+			attrs = []slog.Attr{slog.Time("at", r.At)}
+		}
+		attrs = append(attrs, slog.String("part", fmt.Sprintf("%d/%d", p+1, parts)))
+		attrs = append(attrs, models[p*perLine:min((p+1)*perLine, len(models))]...)
+		out = append(out, slog.GroupValue(attrs...))
+	}
+	return out
+}
+
+func (r Report) summaryAttrs() []slog.Attr {
 	attrs := []slog.Attr{
 		slog.Time("at", r.At),
 		slog.Duration("duration", r.Duration),
@@ -183,6 +217,12 @@ func (r Report) LogValue() slog.Value {
 	if len(r.Plan.Warnings) > 0 {
 		attrs = append(attrs, slog.Any("warnings", r.Plan.Warnings))
 	}
+	return attrs
+}
+
+// modelAttrs are the models that hold, wait for or changed something.
+func (r Report) modelAttrs() []slog.Attr {
+	var attrs []slog.Attr
 	for _, m := range r.Plan.Models {
 		if m.Running+m.Starting+m.Waiting == 0 && m.Limit.Action != "raise" && m.Limit.Action != "lower" {
 			continue
@@ -200,5 +240,5 @@ func (r Report) LogValue() slog.Value {
 			slog.String("why_waiting", m.Why),
 		))
 	}
-	return slog.GroupValue(attrs...)
+	return attrs
 }
