@@ -21,6 +21,9 @@ type ECS struct {
 
 	// Throttle answers the next N RunTask calls with ThrottlingException.
 	Throttle int
+	// LoseAnswers starts the tasks of the next N RunTask calls but answers
+	// them with a server fault, as a response lost after ECS acted.
+	LoseAnswers int
 	// CapacityFail answers RunTask with a capacity failure for these capacity
 	// providers ("FARGATE_SPOT", "FARGATE").
 	CapacityFail map[string]bool
@@ -177,6 +180,13 @@ func (e *ECS) runTask(w http.ResponseWriter, in map[string]any) {
 	e.tasks = append(e.tasks, t)
 	if token != "" {
 		e.tokens[token] = t
+	}
+	if e.LoseAnswers > 0 {
+		e.LoseAnswers--
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		w.WriteHeader(http.StatusInternalServerError)
+		_ = json.NewEncoder(w).Encode(map[string]any{"__type": "ServerException", "message": "awsfake: the answer was lost"})
+		return
 	}
 	reply(w, map[string]any{"tasks": []any{taskJSON(t)}, "failures": []any{}})
 }

@@ -305,3 +305,26 @@ func pendingOf(t testing.TB, s *Store, model string) map[string]int64 {
 	}
 	return c.Pending
 }
+
+// A launch whose outcome is unknown is not recorded: the job stays CLAIMED
+// at its attempt, holding its slot, for the reconciler.
+func TestUnknownLaunchesAreLeftClaimed(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	b := batch("lab", "sweep", "b1", "gpt", -1, 2)
+	submit(t, s, b)
+	jobs := commit(t, s, grant(t0, b, 2))
+	if err := s.RecordLaunches(ctx, t0, []scheduler.LaunchResult{
+		{JobID: jobs[0].ID, Attempt: 1, Status: scheduler.Unknown, Reason: "outcome unknown: ServerException"},
+		{JobID: jobs[1].ID, Attempt: 1, Status: scheduler.Launched, TaskARN: "arn:1"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if j := job(t, s, b, 0); j.State != memstore.Claimed || j.Attempt != 1 {
+		t.Errorf("got %s attempt %d, want CLAIMED attempt 1", j.State, j.Attempt)
+	}
+	if m := modelOf(t, snapshot(t, s), "gpt"); m.Starting != 2 {
+		t.Errorf("got %d starting, want both slots held", m.Starting)
+	}
+	check(t, s)
+}

@@ -38,9 +38,11 @@ const maxRereads = 8
 func (s *Store) RecordLaunches(ctx context.Context, now time.Time, results []scheduler.LaunchResult) error {
 	var launched, single []scheduler.LaunchResult
 	for _, r := range results {
-		if r.Status == scheduler.Launched {
+		switch r.Status {
+		case scheduler.Launched:
 			launched = append(launched, r)
-		} else {
+		case scheduler.Unknown: // the job stays CLAIMED: the reconciler's
+		default:
 			single = append(single, r)
 		}
 	}

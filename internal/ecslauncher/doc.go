@@ -20,7 +20,12 @@
 // concurrently within it. Every failures[] entry is read: capacity and
 // throttling return the job to waiting with attempt+1 (scheduler.Retry); a
 // configuration error (no such task definition, bad subnet) is logged loudly
-// and fails the job, not the pass (scheduler.Failed). With the SPOT_FALLBACK
+// and fails the job, not the pass (scheduler.Failed). A server fault or no
+// answer at all, after the SDK's retries with the same token, leaves the
+// outcome unknown (scheduler.Unknown): ECS may have started the task, so
+// the job stays CLAIMED and the reconciler finds its task by startedBy or
+// returns it after its grace — never a second task under a new attempt.
+// A shard's pass resizes the bucket to its share (SetRate). With the SPOT_FALLBACK
 // strategy a job that finds no Spot capacity is tried once more on on-demand
 // Fargate in the same pass.
 package ecslauncher

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
 	"github.com/aws/smithy-go"
@@ -249,8 +250,11 @@ func isCapacityFailure(reason string) bool {
 	return strings.HasPrefix(r, "resource:") || strings.Contains(r, "capacity") || r == "agent"
 }
 
-// classify sorts an API error into retry (throttling, server faults,
-// timeouts) and failed (the request itself is wrong).
+// classify sorts a RunTask error: failed (the request itself is wrong),
+// retry (ECS refused it: throttling, limits — no task), or unknown (a server
+// fault or no answer at all, after the SDK's own retries with the same
+// idempotency token: ECS may have started the task, so the job is left to
+// the reconciler rather than launched again under a new attempt).
 func classify(err error) (scheduler.LaunchStatus, string) {
 	var api smithy.APIError
 	if errors.As(err, &api) {
@@ -260,9 +264,13 @@ func classify(err error) (scheduler.LaunchStatus, string) {
 			"AccessDeniedException", "UnsupportedFeatureException", "BlockedException":
 			return scheduler.Failed, "configuration: " + api.ErrorCode() + ": " + api.ErrorMessage()
 		}
+		var resp *awshttp.ResponseError
+		if api.ErrorFault() == smithy.FaultServer || (errors.As(err, &resp) && resp.HTTPStatusCode() >= 500) {
+			return scheduler.Unknown, "outcome unknown: " + api.ErrorCode() + ": " + api.ErrorMessage()
+		}
 		return scheduler.Retry, api.ErrorCode() + ": " + api.ErrorMessage()
 	}
-	return scheduler.Retry, "RunTask: " + err.Error()
+	return scheduler.Unknown, "outcome unknown: RunTask: " + err.Error()
 }
 
 func isThrottle(err error) bool {

@@ -56,6 +56,7 @@ func write(w io.Writer, namespace, shard string, rep scheduler.Report) error {
 		"Launched":      rep.Launched,
 		"LaunchRetried": rep.Retried,
 		"LaunchFailed":  rep.Failed,
+		"LaunchUnknown": rep.Unknown,
 		"Warnings":      len(rep.Plan.Warnings),
 	}
 	dims := [][]string{{}}

@@ -359,8 +359,8 @@ func (s *Store) RecordLaunches(_ context.Context, now time.Time, results []sched
 			errs = append(errs, fmt.Errorf("record launch of %s: %w", r.JobID, ErrUnknownJob))
 			continue
 		}
-		if j.Attempt != r.Attempt || j.State != Claimed {
-			continue // a stale or repeated result: the job has moved on
+		if j.Attempt != r.Attempt || j.State != Claimed || r.Status == scheduler.Unknown {
+			continue // a stale or repeated result: the job has moved on; or for the reconciler
 		}
 		switch r.Status {
 		case scheduler.Launched:

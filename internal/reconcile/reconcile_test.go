@@ -181,3 +181,37 @@ func TestReconcileFindsTheTaskOfARunningJobWithoutARecordedLaunch(t *testing.T) 
 		t.Fatal(err)
 	}
 }
+
+// ECS started job 0's task but its answer was lost (a server fault): the
+// launcher reports the outcome unknown, nothing is recorded — no retry under
+// a new attempt, no second task — and the reconciler finds the task by the
+// job's id and records it.
+func TestALaunchWithALostAnswerIsFoundNotRepeated(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	w.fake.LoseAnswers = 1
+	res := w.launch(t, w.jobs[0])
+	if res[0].Status != scheduler.Unknown || !strings.Contains(res[0].Reason, "outcome unknown") {
+		t.Fatalf("got %+v, want the outcome unknown", res[0])
+	}
+	if err := w.store.RecordLaunches(ctx, t0, res); err != nil {
+		t.Fatal(err)
+	}
+	if j := w.state(t, 0); j.State != memstore.Claimed || j.Attempt != 1 {
+		t.Fatalf("job 0: got %s attempt %d, want still CLAIMED, attempt 1", j.State, j.Attempt)
+	}
+	rep, err := w.r.Run(ctx, t0.Add(3*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := w.state(t, 0)
+	if j.State != memstore.Launched || j.TaskARN == "" || rep.Recorded != 1 {
+		t.Errorf("job 0: got %s task %q (report %+v), want LAUNCHED with the task ECS started", j.State, j.TaskARN, rep)
+	}
+	if n := w.fake.Calls["RunTask"]; n != 1 {
+		t.Errorf("got %d RunTask calls, want 1: the job was not launched again", n)
+	}
+	if err := w.store.Check(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -44,6 +44,7 @@ type Report struct {
 	Launched int
 	Retried  int
 	Failed   int
+	Unknown  int // launches whose outcome is unknown: left to the reconciler
 	// DepthErr is set when the depths could not be read; limits held.
 	DepthErr error
 	// Share is a shard's caps for this pass when they came from the
@@ -115,6 +116,8 @@ func (s *Scheduler) Pass(ctx context.Context) (Report, error) {
 				rep.Launched++
 			case Retry:
 				rep.Retried++
+			case Unknown:
+				rep.Unknown++
 			default:
 				rep.Failed++
 			}
@@ -207,6 +210,9 @@ func (r Report) summaryAttrs() []slog.Attr {
 		slog.Int("launched", r.Launched),
 		slog.Int("retried", r.Retried),
 		slog.Int("failed", r.Failed),
+	}
+	if r.Unknown > 0 {
+		attrs = append(attrs, slog.Int("unknown", r.Unknown))
 	}
 	if r.Share != (Caps{}) {
 		attrs = append(attrs, slog.Group("share",

@@ -140,6 +140,13 @@ const (
 	Launched LaunchStatus = "LAUNCHED" // a task exists for this job and attempt
 	Retry    LaunchStatus = "RETRY"    // no task; try again later (capacity, throttling)
 	Failed   LaunchStatus = "FAILED"   // no task and no point retrying (configuration)
+	// Unknown: the call's outcome is unknown (a timeout, a server fault
+	// after the SDK's retries): ECS may have started the task. Nothing is
+	// recorded — the job stays CLAIMED, holding its slot — and the
+	// reconciler finds its task (started by the job's id) or, past its
+	// grace, returns it to waiting. Retrying at once would bump the attempt,
+	// hence the idempotency token, and could start a second task.
+	Unknown LaunchStatus = "UNKNOWN"
 )
 
 // LaunchResult is the outcome of launching one job.
