@@ -36,6 +36,7 @@ type view struct {
 	Models  []modelView           `json:"models"`
 	Batches []batchView           `json:"batches"`
 	Warns   []string              `json:"warnings,omitempty"`
+	Shards  []shardView           `json:"shards,omitempty"` // a sharded scheduler's shares, by load
 	plan    scheduler.Plan        // the dry run
 	pins    priority.Table        // compiled pins
 	queues  []scheduler.Queue     // the snapshot's queues
@@ -103,7 +104,12 @@ func look(ctx context.Context, sf storeFlags, now time.Time) (*view, error) {
 			depths[m.Config.Name] = scheduler.Depth{Value: l.Smoothed, At: l.SeenAt}
 		}
 	}
-	v := &view{At: now, plan: scheduler.Decide(sc, snap, depths, now), queues: snap.Queues, byModel: map[string]*modelView{}, pass: cfg.PassInterval}
+	account := scheduler.Caps{GlobalMaxRunning: sc.GlobalMaxRunning, MaxLaunchesPerPass: sc.MaxLaunchesPerPass, LaunchRate: cfg.LaunchRate, LaunchBurst: cfg.LaunchBurst}
+	plan, shards, err := dryRun(ctx, st, account, sc, snap, depths, now, cfg.PassInterval)
+	if err != nil {
+		return nil, err
+	}
+	v := &view{At: now, plan: plan, queues: snap.Queues, byModel: map[string]*modelView{}, pass: cfg.PassInterval, Shards: shards}
 	v.Warns = v.plan.Warnings
 	v.pins, _ = priority.Compile(snap.Pins, sc.Tiers, now)
 	targets := map[string]float64{}
@@ -201,6 +207,19 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		return writeJSON(stdout, stderr, v)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	if len(v.Shards) > 0 {
+		fmt.Fprintln(tw, "SHARD\tMODELS\tHOLDS\tCAP (BY LOAD)\tLAUNCHES/PASS\tREPORTED\t")
+		for _, s := range v.Shards {
+			age := "never"
+			if s.ReportAgeS >= 0 {
+				age = fmt.Sprintf("%.0fs ago", s.ReportAgeS)
+			}
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%s\t\n", s.Shard, s.Models, s.Held, s.GlobalMaxRunning, s.Launches, age)
+		}
+		tw.Flush()
+		fmt.Fprintln(stdout)
+		tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	}
 	fmt.Fprintln(tw, "MODEL\tLIMIT\tDEPTH/TARGET\tRUNNING\tSTARTING\tWAITING\tENDED/MIN\tDRAINS IN\tBREAKER\tNEXT PASS\t")
 	for _, m := range v.Models {
 		depth := "-"
