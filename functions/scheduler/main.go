@@ -23,6 +23,7 @@ import (
 	"github.com/evalsched/evalsched/internal/dynamolease"
 	"github.com/evalsched/evalsched/internal/dynamostore"
 	"github.com/evalsched/evalsched/internal/ecslauncher"
+	"github.com/evalsched/evalsched/internal/emf"
 	"github.com/evalsched/evalsched/internal/gatewaydepth"
 	"github.com/evalsched/evalsched/internal/passloop"
 	"github.com/evalsched/evalsched/internal/reconcile"
@@ -139,6 +140,7 @@ func shardRunner(cfg config.Config, c clients, shard int, log *slog.Logger) (*ru
 		Clock:     clock,
 		Metrics:   os.Stdout,
 		Namespace: cfg.EMFNamespace,
+		Detail:    emf.Detail(cfg.ModelMetrics),
 		Interval:  cfg.PassInterval,
 		Passes:    cfg.Passes,
 		Reconcile: func(ctx context.Context, now time.Time) (any, error) { return rec.Run(ctx, now) },

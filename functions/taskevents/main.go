@@ -14,6 +14,7 @@ import (
 
 	"github.com/evalsched/evalsched/internal/config"
 	"github.com/evalsched/evalsched/internal/dynamostore"
+	"github.com/evalsched/evalsched/internal/emf"
 	"github.com/evalsched/evalsched/internal/taskevent"
 )
 
@@ -37,6 +38,7 @@ func main() {
 		Log:       log,
 		Metrics:   os.Stdout,
 		Namespace: cfg.EMFNamespace,
+		Detail:    emf.Detail(cfg.ModelMetrics),
 	}
 	lambda.Start(h.Handle)
 }

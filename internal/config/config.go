@@ -33,6 +33,9 @@ type Config struct {
 	MetricDimension string
 	MetricPeriod    time.Duration
 	EMFNamespace    string
+	// ModelMetrics is emf.Full or emf.Essential: how many per-model
+	// values become CloudWatch metrics (the rest stay in the logs).
+	ModelMetrics string
 
 	DLQURL             string
 	ProviderErrorCodes []int
@@ -98,6 +101,7 @@ func Load(getenv Getenv) (Config, error) {
 		MetricDimension:       r.str("EVALSCHED_METRIC_DIMENSION", "Model"),
 		MetricPeriod:          time.Duration(r.integer("EVALSCHED_METRIC_PERIOD_SECONDS", 10, 1, 3600)) * time.Second,
 		EMFNamespace:          r.str("EVALSCHED_EMF_NAMESPACE", "evalsched"),
+		ModelMetrics:          r.str("EVALSCHED_MODEL_METRICS", "full"),
 		DLQURL:                r.str("EVALSCHED_DLQ_URL", ""),
 		ProviderErrorCodes:    r.ints("EVALSCHED_PROVIDER_ERROR_EXIT_CODES", []int{75}),
 		JobRetention:          time.Duration(r.integer("EVALSCHED_JOB_RETENTION_DAYS", 90, 0, 3650)) * 24 * time.Hour,
@@ -117,6 +121,9 @@ func Load(getenv Getenv) (Config, error) {
 	case "FARGATE", "FARGATE_SPOT", "SPOT_FALLBACK":
 	default:
 		r.fail("EVALSCHED_CAPACITY", "%q is not FARGATE, FARGATE_SPOT or SPOT_FALLBACK", c.Capacity)
+	}
+	if c.ModelMetrics != "full" && c.ModelMetrics != "essential" {
+		r.fail("EVALSCHED_MODEL_METRICS", "%q is not full or essential", c.ModelMetrics)
 	}
 	return c, errors.Join(r.errs...)
 }

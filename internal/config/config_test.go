@@ -15,7 +15,7 @@ func TestLoadDefaults(t *testing.T) {
 	}
 	if c.TablePrefix != "evalsched-" || c.Tiers != 3 || c.DefaultTier != 2 || c.LaunchRate != 20 ||
 		c.MetricPeriod != 10*time.Second || c.Capacity != "FARGATE" || len(c.ProviderErrorCodes) != 1 || c.Shards != 1 ||
-		c.JobRetention != 90*24*time.Hour {
+		c.JobRetention != 90*24*time.Hour || c.ModelMetrics != "full" {
 		t.Errorf("got %+v", c)
 	}
 }
@@ -38,12 +38,12 @@ func TestLoadNamesEveryBadVariable(t *testing.T) {
 	_, err := Load(env(map[string]string{
 		"EVALSCHED_TIERS": "many", "EVALSCHED_LAUNCH_RATE": "-1", "EVALSCHED_CAPACITY": "EC2",
 		"EVALSCHED_ASSIGN_PUBLIC_IP": "yes please", "EVALSCHED_PROVIDER_ERROR_EXIT_CODES": "0",
-		"EVALSCHED_JOB_RETENTION_DAYS": "-1",
+		"EVALSCHED_JOB_RETENTION_DAYS": "-1", "EVALSCHED_MODEL_METRICS": "some",
 	}))
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, name := range []string{"EVALSCHED_TIERS", "EVALSCHED_LAUNCH_RATE", "EVALSCHED_CAPACITY", "EVALSCHED_ASSIGN_PUBLIC_IP", "EVALSCHED_PROVIDER_ERROR_EXIT_CODES", "EVALSCHED_JOB_RETENTION_DAYS"} {
+	for _, name := range []string{"EVALSCHED_TIERS", "EVALSCHED_LAUNCH_RATE", "EVALSCHED_CAPACITY", "EVALSCHED_ASSIGN_PUBLIC_IP", "EVALSCHED_PROVIDER_ERROR_EXIT_CODES", "EVALSCHED_JOB_RETENTION_DAYS", "EVALSCHED_MODEL_METRICS"} {
 		if !strings.Contains(err.Error(), name) {
 			t.Errorf("error %q does not name %s", err, name)
 		}

@@ -23,6 +23,8 @@
 //	EVALSCHED_METRIC_DIMENSION      its model dimension (default "Model")
 //	EVALSCHED_METRIC_PERIOD_SECONDS 1, 5, 10, 30 or a multiple of 60 (default 10)
 //	EVALSCHED_EMF_NAMESPACE         namespace of evalsched's own metrics (default "evalsched")
+//	EVALSCHED_MODEL_METRICS         full (default): 14 CloudWatch metrics a busy model; essential: 5
+//	                                (depth, limit, running, waiting, breaker), the rest in the logs
 //	EVALSCHED_DLQ_URL               the intake dead-letter queue (intake)
 //	EVALSCHED_PROVIDER_ERROR_EXIT_CODES  comma-separated exit codes (default "75")
 //	EVALSCHED_JOB_RETENTION_DAYS    days an ended job's item stays before the table's TTL deletes it,

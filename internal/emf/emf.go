@@ -30,10 +30,31 @@ type meta struct {
 	CloudWatchMetrics []directive `json:"CloudWatchMetrics"`
 }
 
+// Detail is how many metrics a model gets: each metric a model publishes is
+// a CloudWatch custom metric ($0.30 a month), 14 a model at Full — two
+// thirds of what 241 busy models cost to run (README, "Cost").
+type Detail string
+
+// The details.
+const (
+	// Full publishes every per-model value as a metric: the pass's ten
+	// and the task events' four job timings, by Model.
+	Full Detail = "full"
+	// Essential publishes per model only what the alarms and the
+	// dashboard's first widgets read — GatewayDepth, JobLimit, Running,
+	// Waiting, BreakerOpen — and the job timings without the Model
+	// dimension (one set for the account). The other values stay in the
+	// same documents as properties, for Logs Insights.
+	Essential Detail = "essential"
+)
+
+// essential are the per-model metrics published at Essential.
+var essential = map[string]bool{"GatewayDepth": true, "JobLimit": true, "Running": true, "Waiting": true, "BreakerOpen": true}
+
 // Write emits one EMF document for the pass and one per model with work,
-// for a single scheduler.
+// for a single scheduler, every per-model value a metric.
 func Write(w io.Writer, namespace string, rep scheduler.Report) error {
-	return write(w, namespace, "", rep)
+	return write(w, namespace, "", Full, rep)
 }
 
 // WriteShard is Write for one shard of a sharded scheduler. Every document
@@ -43,11 +64,12 @@ func Write(w io.Writer, namespace string, rep scheduler.Report) error {
 // one stalled shard from a healthy rest. The per-model metrics keep the
 // dimension Model alone — a model lives in one shard, and the dashboard's
 // SEARCH schema {namespace,Model} matches that dimension set exactly.
-func WriteShard(w io.Writer, namespace string, shard int, rep scheduler.Report) error {
-	return write(w, namespace, strconv.Itoa(shard), rep)
+// Its per-model values are metrics as detail says.
+func WriteShard(w io.Writer, namespace string, shard int, detail Detail, rep scheduler.Report) error {
+	return write(w, namespace, strconv.Itoa(shard), detail, rep)
 }
 
-func write(w io.Writer, namespace, shard string, rep scheduler.Report) error {
+func write(w io.Writer, namespace, shard string, detail Detail, rep scheduler.Report) error {
 	ts := rep.At.UnixMilli()
 	enc := json.NewEncoder(w)
 	pass := map[string]any{
@@ -88,7 +110,18 @@ func write(w io.Writer, namespace, shard string, rep scheduler.Report) error {
 		for tier, n := range m.ByTier {
 			vals[fmt.Sprintf("AdmittedTier%d", tier)] = n
 		}
+		var props map[string]any
+		if detail == Essential {
+			props = map[string]any{}
+			for k, v := range vals {
+				if !essential[k] {
+					props[k] = v
+					delete(vals, k)
+				}
+			}
+		}
 		d := doc(namespace, ts, [][]string{{"Model"}}, vals, nil)
+		maps.Copy(d, props) // in the document, not metrics
 		d["Model"] = m.Model
 		d["LimitReason"] = m.Limit.Reason // a property, not a metric: searchable in Logs Insights
 		if shard != "" {
@@ -119,10 +152,11 @@ func doc(namespace string, ts int64, dimSets [][]string, vals map[string]any, un
 }
 
 // WriteValues emits one EMF document of the given values at time at, with
-// the dimensions (nil: none); values named *Seconds have unit Seconds,
+// the dimensions (nil: none) and properties (in the document, not
+// dimensions: nil for none); values named *Seconds have unit Seconds,
 // *Share None, the rest Count. The task-events function writes per-job
 // timings with it, the intake its counts.
-func WriteValues(w io.Writer, namespace string, at time.Time, dims map[string]string, vals map[string]float64) error {
+func WriteValues(w io.Writer, namespace string, at time.Time, dims, props map[string]string, vals map[string]float64) error {
 	names := slices.Sorted(maps.Keys(dims))
 	anyVals := make(map[string]any, len(vals))
 	units := map[string]string{}
@@ -141,6 +175,9 @@ func WriteValues(w io.Writer, namespace string, at time.Time, dims map[string]st
 		names = []string{} // the set without a dimension: [], not null
 	}
 	d := doc(namespace, at.UnixMilli(), [][]string{names}, anyVals, units)
+	for k, v := range props {
+		d[k] = v
+	}
 	for k, v := range dims {
 		d[k] = v
 	}

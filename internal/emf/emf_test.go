@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -97,7 +98,7 @@ func TestWriteShard(t *testing.T) {
 		{Model: "gpt-5.5", Running: 3, Waiting: 2},
 	}}}
 	var buf bytes.Buffer
-	if err := WriteShard(&buf, "evalsched", 2, rep); err != nil {
+	if err := WriteShard(&buf, "evalsched", 2, Full, rep); err != nil {
 		t.Fatal(err)
 	}
 	docs := decodeAll(t, &buf)
@@ -125,10 +126,60 @@ func TestWriteShard(t *testing.T) {
 func TestWriteValuesWithoutDimensions(t *testing.T) {
 	var buf bytes.Buffer
 	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	if err := WriteValues(&buf, "evalsched", at, nil, map[string]float64{"IntakeRejected": 1}); err != nil {
+	if err := WriteValues(&buf, "evalsched", at, nil, nil, map[string]float64{"IntakeRejected": 1}); err != nil {
 		t.Fatal(err)
 	}
 	if got := dimensions(t, decodeAll(t, &buf)[0]); got != `[[]]` {
 		t.Errorf("got dimensions %s, want [[]] (one set without a dimension)", got)
+	}
+}
+
+// At Essential a model publishes the five metrics the alarms and the first
+// dashboard widgets read; its other values stay in the document as
+// properties, for Logs Insights.
+func TestWriteEssential(t *testing.T) {
+	at := time.Date(2026, 11, 29, 12, 0, 10, 0, time.UTC)
+	rep := scheduler.Report{At: at, Plan: scheduler.Plan{Models: []scheduler.ModelPlan{{
+		Model: "gpt-5.5", Running: 900, Starting: 40, Waiting: 812, Admitted: 5, ByTier: []int{4, 1},
+		Depth: scheduler.Depth{Value: 3, At: at}, State: scheduler.ModelState{Limit: limits.State{Limit: 1000}},
+	}}}}
+	var buf bytes.Buffer
+	if err := WriteShard(&buf, "evalsched", 0, Essential, rep); err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n"))
+	var m map[string]any
+	if err := json.Unmarshal(lines[len(lines)-1], &m); err != nil {
+		t.Fatal(err)
+	}
+	dir := m["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)
+	var names []string
+	for _, x := range dir["Metrics"].([]any) {
+		names = append(names, x.(map[string]any)["Name"].(string))
+	}
+	if want := []string{"BreakerOpen", "GatewayDepth", "JobLimit", "Running", "Waiting"}; !slices.Equal(names, want) {
+		t.Errorf("metrics %v, want %v", names, want)
+	}
+	for k, want := range map[string]any{"Starting": 40.0, "Admitted": 5.0, "AdmittedTier0": 4.0, "Model": "gpt-5.5"} {
+		if m[k] != want {
+			t.Errorf("property %s: got %v, want %v", k, m[k], want)
+		}
+	}
+}
+
+// Properties go in the document, not in the dimension set.
+func TestWriteValuesWithProperties(t *testing.T) {
+	var buf bytes.Buffer
+	at := time.Date(2026, 11, 29, 12, 0, 10, 0, time.UTC)
+	if err := WriteValues(&buf, "evalsched", at, nil, map[string]string{"Model": "gpt-5.5"}, map[string]float64{"JobRunSeconds": 30}); err != nil {
+		t.Fatal(err)
+	}
+	var d map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &d); err != nil {
+		t.Fatal(err)
+	}
+	dims := d["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)["Dimensions"].([]any)
+	if d["Model"] != "gpt-5.5" || len(dims) != 1 || len(dims[0].([]any)) != 0 {
+		t.Errorf("got Model %v and dimensions %v, want the property and the empty set", d["Model"], dims)
 	}
 }

@@ -27,7 +27,7 @@ func (c Counts) write(w io.Writer, namespace string, at time.Time) error {
 		"IntakeMessages": float64(c.Messages), "IntakeJobs": float64(c.Jobs), "IntakeRejected": float64(c.Rejected),
 		"IntakeConflicts": float64(c.Conflicts), "IntakeRetried": float64(c.Retried), "IntakeParts": float64(c.Parts),
 	}
-	if err := emf.WriteValues(w, namespace, at, nil, vals); err != nil {
+	if err := emf.WriteValues(w, namespace, at, nil, nil, vals); err != nil {
 		return fmt.Errorf("write intake metrics: %w", err)
 	}
 	return nil

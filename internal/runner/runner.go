@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,6 +33,7 @@ type Runner struct {
 	Clock     passloop.Clock
 	Metrics   io.Writer     // EMF documents; os.Stdout in Lambda
 	Namespace string        // EMF namespace
+	Detail    emf.Detail    // per-model metrics ("" is emf.Full)
 	Interval  time.Duration // between passes (default 10 s)
 	Passes    int           // per invocation (default 6)
 	// Reconcile, when set, runs in the invocation's first slot, before its
@@ -78,7 +80,7 @@ func (r *Runner) Run(ctx context.Context, owner string) (Result, error) {
 			}
 			rep, err := r.Scheduler.Pass(ctx)
 			if r.Metrics != nil {
-				if werr := emf.WriteShard(r.Metrics, r.Namespace, r.Shard, rep); werr != nil {
+				if werr := emf.WriteShard(r.Metrics, r.Namespace, r.Shard, cmp.Or(r.Detail, emf.Full), rep); werr != nil {
 					log.Warn("write metrics", "err", werr)
 				}
 			}

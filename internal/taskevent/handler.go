@@ -29,9 +29,11 @@ type Handler struct {
 	// nil: none): JobWaitSeconds (submitted → running), StartSeconds
 	// (RunTask → running), JobRunSeconds and JobWaitShare (wait / (wait +
 	// run)) when it ends, with the dimension Model, so p50 and p90 per model
-	// are CloudWatch statistics.
+	// are CloudWatch statistics. At emf.Essential they are published without
+	// the dimension (one set for the account), Model a property.
 	Metrics   io.Writer
 	Namespace string
+	Detail    emf.Detail // "" is emf.Full
 }
 
 // Handle applies one event. A malformed event or another service's task is
@@ -96,7 +98,11 @@ func (h *Handler) timings(ev Event) {
 	if len(vals) == 0 {
 		return
 	}
-	if err := emf.WriteValues(h.Metrics, h.Namespace, ev.At, map[string]string{"Model": ev.Model}, vals); err != nil {
+	dims, props := map[string]string{"Model": ev.Model}, map[string]string(nil)
+	if h.Detail == emf.Essential {
+		dims, props = nil, dims
+	}
+	if err := emf.WriteValues(h.Metrics, h.Namespace, ev.At, dims, props, vals); err != nil {
 		h.Log.Warn("write job metrics", "err", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/evalsched/evalsched/internal/emf"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -124,9 +125,15 @@ func TestHandlerReturnsStoreErrorsForARetry(t *testing.T) {
 }
 
 func TestHandlerWritesJobTimings(t *testing.T) {
+	for _, detail := range []emf.Detail{emf.Full, emf.Essential} {
+		t.Run(string(detail), func(t *testing.T) { testJobTimings(t, detail) })
+	}
+}
+
+func testJobTimings(t *testing.T, detail emf.Detail) {
 	st, id := claimedJob(t)
 	var metrics bytes.Buffer
-	h := &Handler{Store: st, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: &metrics, Namespace: "evalsched"}
+	h := &Handler{Store: st, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: &metrics, Namespace: "evalsched", Detail: detail}
 	// The fixtures: submitted 12:00:30, created 12:00:52.123, running 12:01:38.456, stopped 12:11:05.
 	for _, f := range []string{"ecs-running.json", "ecs-stopped-exit0.json"} {
 		var ev map[string]any
@@ -161,5 +168,10 @@ func TestHandlerWritesJobTimings(t *testing.T) {
 	run := 566.544 // 12:01:38.456 → 12:11:05
 	if !near(docs[1]["JobRunSeconds"], run) || !near(docs[1]["JobWaitShare"], 68.456/(68.456+run)) {
 		t.Errorf("stop: got %v", docs[1])
+	}
+	// Full: by Model; Essential: one set for the account, Model a property.
+	dims := docs[1]["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)["Dimensions"].([]any)[0].([]any)
+	if want := map[emf.Detail]int{emf.Full: 1, emf.Essential: 0}[detail]; len(dims) != want {
+		t.Errorf("%s: dimensions %v, want %d", detail, dims, want)
 	}
 }
