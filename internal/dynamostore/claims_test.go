@@ -2,6 +2,7 @@ package dynamostore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -327,4 +328,105 @@ func TestUnknownLaunchesAreLeftClaimed(t *testing.T) {
 		t.Errorf("got %d starting, want both slots held", m.Starting)
 	}
 	check(t, s)
+}
+
+// batchedWorld is 40 three-job batches over 3 models and a plan granting
+// all 120 jobs from the Snapshot, so that Commit claims them batched: two
+// transactions of up to 100 items.
+func batchedWorld(t *testing.T) (*Store, *counter, scheduler.Plan) {
+	t.Helper()
+	s, c := newStore(t)
+	for i := range 40 {
+		submit(t, s, batch("lab", fmt.Sprintf("p%d", i%5), fmt.Sprintf("b%02d", i), fmt.Sprintf("m%d", i%3), -1, 3))
+	}
+	return s, c, planFromSnapshot(t0, snapshot(t, s), 3)
+}
+
+// TestCrashDuringBatchedClaim stops a batched Commit at each of its calls,
+// before or after the call reaches DynamoDB, then lets another pass claim
+// the rest: no job is claimed twice, none claimed by a call that never
+// reached DynamoDB is stranded, at most one transaction's are, and every
+// counter matches the jobs.
+func TestCrashDuringBatchedClaim(t *testing.T) {
+	ctx := context.Background()
+	s, c, plan := batchedWorld(t)
+	c.reset()
+	if jobs := commit(t, s, plan); len(jobs) != 120 {
+		t.Fatalf("got %d, want 120", len(jobs))
+	}
+	calls := c.stats().Calls
+	t.Logf("an undisturbed batched commit of 120 jobs over 40 queues makes %d calls: %v", calls, c.stats().ByOp)
+	for _, after := range []bool{false, true} {
+		for failAt := 1; failAt <= calls; failAt++ {
+			t.Run(fmt.Sprintf("after=%v/call=%d", after, failAt), func(t *testing.T) {
+				t.Parallel()
+				s, c, plan := batchedWorld(t)
+				c.failAt, c.failAfter = failAt, after
+				jobs1, err := s.Commit(ctx, plan)
+				if err != nil && !errors.Is(err, errCrash) {
+					t.Fatalf("got %v, want the injected crash or nil", err)
+				}
+				other := New(client, s.tables, defaults())
+				jobs2 := commit(t, other, planFromSnapshot(t0.Add(10*time.Second), snapshot(t, other), 3))
+				returned := map[string]bool{}
+				for _, j := range append(jobs1, jobs2...) {
+					if returned[j.ID] {
+						t.Fatalf("job %s claimed twice", j.Key)
+					}
+					returned[j.ID] = true
+				}
+				d := dump(t, s)
+				stranded := 0
+				for _, j := range d.jobs {
+					switch {
+					case j.State == memstore.Claimed && !returned[j.ID]:
+						stranded++
+					case j.State != memstore.Claimed && returned[j.ID]:
+						t.Errorf("job %s returned but %s", j.Key, j.State)
+					}
+				}
+				if !after && stranded > 0 {
+					t.Errorf("%d jobs claimed and not returned by a call that never reached DynamoDB", stranded)
+				}
+				if stranded > transactMax {
+					t.Errorf("%d jobs stranded, more than one transaction's", stranded)
+				}
+				if len(returned)+stranded != 120 {
+					t.Errorf("returned %d and stranded %d, want all 120 claimed", len(returned), stranded)
+				}
+				if err := checkErr(d); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+	}
+}
+
+// TestLostAnswerDuringBatchedClaim loses the answer of each call of a
+// batched Commit in turn, the later calls going through: a transaction
+// whose answer was lost is recognised as applied by its token on the queue
+// items; a lost read sends the claims the per-queue way; a failed Commit is
+// retried with the same plan. Every claimed job is returned.
+func TestLostAnswerDuringBatchedClaim(t *testing.T) {
+	ctx := context.Background()
+	for failAt := 1; failAt <= 9; failAt++ {
+		t.Run(fmt.Sprintf("call=%d", failAt), func(t *testing.T) {
+			t.Parallel()
+			s, c, plan := batchedWorld(t)
+			c.failAt, c.failAfter, c.failOnce = failAt, true, true
+			jobs, err := s.Commit(ctx, plan)
+			if err != nil {
+				if !errors.Is(err, errCrash) || len(jobs) != 0 {
+					t.Fatalf("got %d jobs and %v, want the lost answer and none", len(jobs), err)
+				}
+				if jobs, err = s.Commit(ctx, plan); err != nil {
+					t.Fatalf("retry: %v", err)
+				}
+			}
+			if got := counts(t, s)[memstore.Claimed]; got != len(jobs) || got != 120 {
+				t.Fatalf("got %d claimed in the table and %d returned, want 120 both", got, len(jobs))
+			}
+			check(t, s)
+		})
+	}
 }
