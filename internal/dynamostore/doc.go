@@ -8,7 +8,7 @@
 //
 // # Tables
 //
-//	state   pk, sk; GSI "active" (active, seq; keys only)   written by the functions
+//	state   pk, sk; GSI "active" (active, seq; ActiveProjection) written by the functions
 //	models  model                                           an operator's items
 //	pins    scope                                           an operator's items
 //

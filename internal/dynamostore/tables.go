@@ -28,7 +28,8 @@ func DefaultTables(prefix string) Tables {
 }
 
 // ActiveIndex is the sparse global secondary index of the queues with
-// waiting jobs: key "active" (always "QUEUE") and "seq", keys only.
+// waiting jobs: key "active" ("QUEUE#<bucket>" of the queue's model) and
+// "seq", projecting ActiveProjection.
 const ActiveIndex = "active"
 
 // InflightIndex is the sparse global secondary index of the jobs holding a

@@ -57,8 +57,9 @@ type Caps struct {
 // launcher's bucket, split by rate, still holds the account to its rate.
 //
 // What a static split cannot do: a busy shard cannot borrow an idle one's
-// share. With 4 shards and one busy model, that model gets at most a quarter
-// of the account's cap and launch rate.
+// share. With 4 shards and one busy model, that model would get at most a
+// quarter of the account's cap and launch rate — so it is only the fallback
+// of a pass that cannot read the shards' loads (Sharing.ShareByLoad).
 func (c Caps) Share(shard, shards int) Caps {
 	if shards <= 1 {
 		return c
