@@ -146,14 +146,21 @@ func (s *Scheduler) share(ctx context.Context, snap Snapshot, now time.Time, rep
 	if !ok {
 		return cfg, nil
 	}
+	rs, _ := s.Launcher.(RateSetter)
 	peers, err := loads.ShardLoads(ctx)
 	if err != nil {
+		// Config's caps are the static share; the launcher's bucket, which
+		// an earlier pass may have sized by load, goes back to it too.
 		s.log().Warn("read shard loads; this pass keeps the static share", "err", err)
+		if rs != nil {
+			static := s.Sharing.Account.Share(s.Sharing.Shard, s.Sharing.Shards)
+			rs.SetRate(static.LaunchRate, static.LaunchBurst)
+		}
 		return cfg, loads
 	}
 	share := s.Sharing.ShareByLoad(LoadNow(s.Sharing.Shard, snap, now), peers, now)
 	cfg.GlobalMaxRunning, cfg.MaxLaunchesPerPass = share.GlobalMaxRunning, share.MaxLaunchesPerPass
-	if rs, ok := s.Launcher.(RateSetter); ok {
+	if rs != nil {
 		rs.SetRate(share.LaunchRate, share.LaunchBurst)
 	}
 	rep.Share = share

@@ -213,3 +213,57 @@ func TestALateShardGetsItsFairShareByLoad(t *testing.T) {
 		t.Errorf("after 30 passes the shards hold %v, want 50 and 50", by)
 	}
 }
+
+// rateLauncher records the bucket sizes a shard's passes set.
+type rateLauncher struct {
+	launcher
+	rates []float64
+}
+
+func (l *rateLauncher) SetRate(perSecond float64, _ int) { l.rates = append(l.rates, perSecond) }
+
+// noLoads is a shard's store whose load reports cannot be read.
+type noLoads struct{ *memstore.Shard }
+
+func (noLoads) ShardLoads(context.Context) ([]scheduler.ShardLoad, error) {
+	return nil, fmt.Errorf("throttled")
+}
+
+// A shard alone with work takes the account's launch rate; when the loads
+// cannot be read, its pass goes back to the static share — the bucket too,
+// which the pass before had sized by load.
+func TestShardPassSizesItsLaunchBucket(t *testing.T) {
+	caps := scheduler.Caps{GlobalMaxRunning: 100, MaxLaunchesPerPass: 40, LaunchRate: 20, LaunchBurst: 100}
+	store := memstore.New(model("", 1000))
+	m := modelsOf(1, 2, map[int]bool{0: true})[0]
+	if _, err := store.Submit(context.Background(), batch("lab", "p", "b", m, -1, 50), t0); err != nil {
+		t.Fatal(err)
+	}
+	owns := func(name string) bool { return scheduler.ShardOf(name, 2) == 0 }
+	l := &rateLauncher{}
+	cfg := scheduler.DefaultConfig()
+	static := caps.Share(0, 2)
+	cfg.GlobalMaxRunning, cfg.MaxLaunchesPerPass = static.GlobalMaxRunning, static.MaxLaunchesPerPass
+	clk := &clock{now: t0}
+	s := &scheduler.Scheduler{Store: store.Shard(owns), Depths: depths{m: 40}, Launcher: l, Clock: clk, Config: cfg,
+		Sharing: &scheduler.Sharing{Shard: 0, Shards: 2, Account: caps, MaxAge: 30 * time.Second}}
+	// Shard 1 reports nothing to do.
+	if err := store.PutShardLoad(context.Background(), scheduler.ShardLoad{Shard: 1, At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s.Pass(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.rates) != 1 || l.rates[0] != 20 || rep.Share.MaxLaunchesPerPass != 40 {
+		t.Errorf("alone with work: rates %v, share %+v; want the account's 20/s and its 40 launches", l.rates, rep.Share)
+	}
+	s.Store = noLoads{store.Shard(owns)}
+	clk.now = clk.now.Add(10 * time.Second)
+	if rep, err = s.Pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(l.rates) != 2 || l.rates[1] != 10 || rep.Share != (scheduler.Caps{}) {
+		t.Errorf("loads unreadable: rates %v, share %+v; want the static 10/s and no share by load", l.rates, rep.Share)
+	}
+}
