@@ -368,31 +368,10 @@ func TestCrashDuringBatchedClaim(t *testing.T) {
 				}
 				other := New(client, s.tables, defaults())
 				jobs2 := commit(t, other, planFromSnapshot(t0.Add(10*time.Second), snapshot(t, other), 3))
-				returned := map[string]bool{}
-				for _, j := range append(jobs1, jobs2...) {
-					if returned[j.ID] {
-						t.Fatalf("job %s claimed twice", j.Key)
-					}
-					returned[j.ID] = true
-				}
 				d := dump(t, s)
-				stranded := 0
-				for _, j := range d.jobs {
-					switch {
-					case j.State == memstore.Claimed && !returned[j.ID]:
-						stranded++
-					case j.State != memstore.Claimed && returned[j.ID]:
-						t.Errorf("job %s returned but %s", j.Key, j.State)
-					}
-				}
-				if !after && stranded > 0 {
-					t.Errorf("%d jobs claimed and not returned by a call that never reached DynamoDB", stranded)
-				}
-				if stranded > transactMax {
-					t.Errorf("%d jobs stranded, more than one transaction's", stranded)
-				}
-				if len(returned)+stranded != 120 {
-					t.Errorf("returned %d and stranded %d, want all 120 claimed", len(returned), stranded)
+				returned, stranded := claimedOnce(t, d, after, transactMax, jobs1, jobs2)
+				if returned+len(stranded) != 120 {
+					t.Errorf("returned %d and stranded %d, want all 120 claimed", returned, len(stranded))
 				}
 				if err := checkErr(d); err != nil {
 					t.Fatal(err)

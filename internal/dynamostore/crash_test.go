@@ -42,35 +42,15 @@ func TestCrashDuringClaim(t *testing.T) {
 					t.Fatalf("got %v, want the injected crash or nil", err)
 				}
 				jobs2 := commit(t, New(client, s.tables, defaults()), grant(t0.Add(10*time.Second), b, 120-len(jobs1)))
-
-				returned := map[string]bool{}
-				for _, j := range append(jobs1, jobs2...) {
-					if returned[j.ID] {
-						t.Fatalf("job %s claimed twice", j.Key)
-					}
-					returned[j.ID] = true
-				}
 				d := dump(t, s)
-				stranded := 0
-				for _, j := range d.jobs {
-					switch {
-					case j.State == memstore.Claimed && !returned[j.ID]:
-						stranded++
-						if j.ClaimedAt != stamp(t0) {
-							t.Errorf("job %s claimed at %s and not returned, by a pass that did not crash", j.Key, j.ClaimedAt)
-						}
-					case j.State != memstore.Claimed && returned[j.ID]:
-						t.Errorf("job %s returned but %s", j.Key, j.State)
+				returned, stranded := claimedOnce(t, d, after, maxClaimJobs, jobs1, jobs2)
+				for _, j := range stranded {
+					if j.ClaimedAt != stamp(t0) {
+						t.Errorf("job %s claimed at %s and not returned, by a pass that did not crash", j.Key, j.ClaimedAt)
 					}
 				}
-				if !after && stranded > 0 {
-					t.Errorf("%d jobs claimed and not returned by a call that never reached DynamoDB", stranded)
-				}
-				if stranded > maxClaimJobs {
-					t.Errorf("%d jobs stranded, more than one transaction's", stranded)
-				}
-				if len(returned) != 120 {
-					t.Errorf("got %d returned, want 120", len(returned))
+				if returned != 120 {
+					t.Errorf("got %d returned, want 120", returned)
 				}
 				if err := checkErr(d); err != nil {
 					t.Fatal(err)
@@ -78,6 +58,40 @@ func TestCrashDuringClaim(t *testing.T) {
 			})
 		}
 	}
+}
+
+// claimedOnce checks what a crashed Commit and a later one returned against
+// the table: no job returned twice, none returned but not CLAIMED, none
+// CLAIMED and returned by neither (stranded) unless the crash came after a
+// call reached DynamoDB — and then at most max. It returns how many were
+// returned, and the stranded jobs.
+func claimedOnce(t *testing.T, d tableDump, after bool, max int, commits ...[]scheduler.Job) (int, []jobItem) {
+	t.Helper()
+	returned := map[string]bool{}
+	for _, jobs := range commits {
+		for _, j := range jobs {
+			if returned[j.ID] {
+				t.Fatalf("job %s claimed twice", j.Key)
+			}
+			returned[j.ID] = true
+		}
+	}
+	var stranded []jobItem
+	for _, j := range d.jobs {
+		switch {
+		case j.State == memstore.Claimed && !returned[j.ID]:
+			stranded = append(stranded, j)
+		case j.State != memstore.Claimed && returned[j.ID]:
+			t.Errorf("job %s returned but %s", j.Key, j.State)
+		}
+	}
+	if !after && len(stranded) > 0 {
+		t.Errorf("%d jobs claimed and not returned by a call that never reached DynamoDB", len(stranded))
+	}
+	if len(stranded) > max {
+		t.Errorf("%d jobs stranded, more than one transaction's", len(stranded))
+	}
+	return len(returned), stranded
 }
 
 // TestLostAnswerDuringClaim loses the answer of each call of a Commit in
