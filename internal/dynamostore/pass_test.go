@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/passtest"
 	"github.com/evalsched/evalsched/internal/priority"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -16,51 +16,12 @@ import (
 // The real scheduler.Pass against the store, as internal/scheduler's
 // pass_test.go runs it against memstore.
 
-type clock struct{ now time.Time }
-
-func (c *clock) Now() time.Time { return c.now }
-
-// depths serves a fixed depth per model, measured 20 s ago.
-type depths map[string]float64
-
-func (d depths) Depths(_ context.Context, models []string, now time.Time) (map[string]scheduler.Depth, error) {
-	out := map[string]scheduler.Depth{}
-	for _, m := range models {
-		if v, ok := d[m]; ok {
-			out[m] = scheduler.Depth{Value: v, At: now.Add(-20 * time.Second)}
-		}
-	}
-	return out, nil
-}
-
-// launcher records launches; jobs whose key is in retry come back as Retry.
-type launcher struct {
-	mu       sync.Mutex
-	launched []scheduler.Job
-	retry    map[string]bool
-}
-
-func (l *launcher) Launch(_ context.Context, jobs []scheduler.Job) []scheduler.LaunchResult {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []scheduler.LaunchResult
-	for _, j := range jobs {
-		if l.retry[j.Key] {
-			out = append(out, scheduler.LaunchResult{JobID: j.ID, Attempt: j.Attempt, Status: scheduler.Retry, Reason: "capacity"})
-			continue
-		}
-		l.launched = append(l.launched, j)
-		out = append(out, scheduler.LaunchResult{JobID: j.ID, Attempt: j.Attempt, Status: scheduler.Launched, TaskARN: "arn:task/" + j.ID})
-	}
-	return out
-}
-
 // world is one store under the real pass, with the task events of the
 // other functions.
 type world struct {
 	name    string
 	sched   *scheduler.Scheduler
-	l       *launcher
+	l       *passtest.Launcher
 	started func(id string, attempt int, now time.Time) error
 	stopped func(id string, attempt int, exit memstore.Exit, now time.Time) error
 	counts  func() map[memstore.State]int
@@ -118,9 +79,9 @@ func TestPassMatchesMemstore(t *testing.T) {
 			},
 			check: mem.Check},
 	}
-	c := &clock{now: t0}
+	c := passtest.NewClock(t0)
 	for _, w := range worlds {
-		w.l = &launcher{retry: retry}
+		w.l = &passtest.Launcher{Retry: retry}
 		var st scheduler.Store = mem
 		if w.name == "dynamostore" {
 			st = dyn
@@ -146,13 +107,13 @@ func TestPassMatchesMemstore(t *testing.T) {
 				}
 			}
 		}
-		w.sched = &scheduler.Scheduler{Store: st, Depths: depths{"gpt": 0, "claude": 10}, Launcher: w.l, Clock: c, Config: scheduler.DefaultConfig()}
+		w.sched = &scheduler.Scheduler{Store: st, Depths: passtest.Depths{"gpt": 0, "claude": 10}, Launcher: w.l, Clock: c, Config: scheduler.DefaultConfig()}
 	}
 
 	for pass := range 12 {
 		var reports []string
 		for _, w := range worlds {
-			before := len(w.l.launched)
+			before := len(w.l.Launched())
 			rep, err := w.sched.Pass(ctx)
 			if err != nil {
 				t.Fatalf("%s pass %d: %v", w.name, pass, err)
@@ -163,7 +124,7 @@ func TestPassMatchesMemstore(t *testing.T) {
 				fmt.Fprintf(&b, "  %s limit %d (%s) running %d starting %d waiting %d admitted %d by tier %v breaker %s ack %+v\n",
 					m.Model, m.State.Limit.Limit, m.Limit.Reason, m.Running, m.Starting, m.Waiting, m.Admitted, m.ByTier, m.Breaker.State.Phase, m.Ack)
 			}
-			for _, j := range w.l.launched[before:] {
+			for _, j := range w.l.Launched()[before:] {
 				fmt.Fprintf(&b, "  launch %s/%s attempt %d tier %d\n", j.Batch, j.Key, j.Attempt, j.Tier)
 			}
 			fmt.Fprintf(&b, "  counts %v\n", w.counts())
@@ -173,21 +134,22 @@ func TestPassMatchesMemstore(t *testing.T) {
 			// or is lost to infrastructure, or fails on provider errors;
 			// half of those started a pass ago succeed, the rest run on.
 			for _, j := range w.running {
-				if err := w.stopped(j.ID, j.Attempt, memstore.Exit{Code: 0}, c.now); err != nil {
+				if err := w.stopped(j.ID, j.Attempt, memstore.Exit{Code: 0}, c.Now()); err != nil {
 					t.Fatal(err)
 				}
 			}
 			w.running = nil
-			for i := before; i < len(w.l.launched); i++ {
-				j := w.l.launched[i]
+			launched := w.l.Launched()
+			for i := before; i < len(launched); i++ {
+				j := launched[i]
 				var err error
 				switch {
 				case i%7 == 3:
-					err = w.stopped(j.ID, j.Attempt, memstore.Exit{Infrastructure: true, Reason: "spot"}, c.now)
+					err = w.stopped(j.ID, j.Attempt, memstore.Exit{Infrastructure: true, Reason: "spot"}, c.Now())
 				case i%5 == 0 && j.Model == "claude":
-					err = w.stopped(j.ID, j.Attempt, memstore.Exit{Code: 1, ProviderError: true}, c.now)
+					err = w.stopped(j.ID, j.Attempt, memstore.Exit{Code: 1, ProviderError: true}, c.Now())
 				default:
-					err = w.started(j.ID, j.Attempt, c.now)
+					err = w.started(j.ID, j.Attempt, c.Now())
 					if i%2 == 0 {
 						w.running = append(w.running, j)
 					}
@@ -208,7 +170,7 @@ func TestPassMatchesMemstore(t *testing.T) {
 				t.Fatalf("%s after pass %d: %v", w.name, pass, err)
 			}
 		}
-		c.now = c.now.Add(10 * time.Second)
+		c.Add(10 * time.Second)
 	}
 }
 
@@ -218,9 +180,9 @@ func TestPassRetriesFailedLaunches(t *testing.T) {
 	b := batch("lab", "sweep", "b1", "gpt", -1, 3)
 	b.MaxAttempts = 2
 	submit(t, st, b)
-	l := &launcher{retry: map[string]bool{"b1-0001": true}}
-	c := &clock{now: t0}
-	s := &scheduler.Scheduler{Store: st, Depths: depths{"gpt": 0}, Launcher: l, Clock: c, Config: scheduler.DefaultConfig()}
+	l := &passtest.Launcher{Retry: map[string]bool{"b1-0001": true}}
+	c := passtest.NewClock(t0)
+	s := &scheduler.Scheduler{Store: st, Depths: passtest.Depths{"gpt": 0}, Launcher: l, Clock: c, Config: scheduler.DefaultConfig()}
 	rep, err := s.Pass(ctx)
 	if err != nil || rep.Launched != 2 || rep.Retried != 1 {
 		t.Fatalf("got launched %d retried %d err %v, want 2, 1, nil", rep.Launched, rep.Retried, err)
@@ -228,7 +190,7 @@ func TestPassRetriesFailedLaunches(t *testing.T) {
 	if j := job(t, st, b, 1); j.State != memstore.Waiting || j.Attempt != 2 {
 		t.Fatalf("got %s attempt %d, want WAITING attempt 2", j.State, j.Attempt)
 	}
-	c.now = c.now.Add(10 * time.Second)
+	c.Add(10 * time.Second)
 	if _, err := s.Pass(ctx); err != nil {
 		t.Fatal(err)
 	}

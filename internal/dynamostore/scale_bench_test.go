@@ -38,6 +38,7 @@ import (
 
 	"github.com/evalsched/evalsched/internal/emf"
 	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/passtest"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -608,13 +609,13 @@ func runPasses(b *testing.B, tables Tables, sc scale, cfg scheduler.Config, ps p
 	em := newMeter(dynamoDB(b))
 	events := New(em, tables, defaults()) // the task-events function's work, metered apart
 
-	at := depths{}
+	at := passtest.Depths{}
 	for i := range sc.Models {
 		at[sc.model(i)] = 40 // at the target: the limits hold
 	}
 	p := &phased{Store: store, m: m, wall: map[string]time.Duration{}}
 	l := &instant{}
-	clk := &clock{now: ps.start}
+	clk := passtest.NewClock(ps.start)
 	sched := &scheduler.Scheduler{Store: p, Depths: at, Launcher: l, Clock: clk, Config: cfg}
 
 	res := passResult{Phases: map[string]time.Duration{}, Use: map[string]usage{}}
@@ -623,7 +624,7 @@ func runPasses(b *testing.B, tables Tables, sc scale, cfg scheduler.Config, ps p
 	m.take()
 	for b.Loop() {
 		b.StopTimer()
-		clk.now = clk.now.Add(10 * time.Second)
+		clk.Add(10 * time.Second)
 		stop := samplePeak()
 		b.StartTimer()
 
@@ -670,10 +671,10 @@ func runPasses(b *testing.B, tables Tables, sc scale, cfg scheduler.Config, ps p
 		results := slices.Clone(l.last)
 		err = parallel(ctx, len(results), func(ctx context.Context, i int) error {
 			r := results[i]
-			if err := events.TaskStarted(ctx, r.JobID, r.Attempt, clk.now.Add(2*time.Second)); err != nil {
+			if err := events.TaskStarted(ctx, r.JobID, r.Attempt, clk.Now().Add(2*time.Second)); err != nil {
 				return err
 			}
-			return events.TaskStopped(ctx, r.JobID, r.Attempt, memstore.Exit{}, clk.now.Add(5*time.Second))
+			return events.TaskStopped(ctx, r.JobID, r.Attempt, memstore.Exit{}, clk.Now().Add(5*time.Second))
 		})
 		if err != nil {
 			b.Fatal(err)
@@ -691,7 +692,7 @@ func runPasses(b *testing.B, tables Tables, sc scale, cfg scheduler.Config, ps p
 	store.mu.Unlock()
 	scoped := New(dynamoDB(b), tables, defaults())
 	scoped.ScopeToShard(ps.shard, ps.shards)
-	snap, err := scoped.Snapshot(ctx, clk.now)
+	snap, err := scoped.Snapshot(ctx, clk.Now())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,10 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/evalsched/evalsched/internal/passtest"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -210,22 +211,22 @@ func TestShardPassesSideBySide(t *testing.T) {
 	for i, m := range []string{"claude-opus-4.8", "gpt-5.5", "gemini-3-pro", "llama-4-405b"} {
 		submit(t, all, batch("acme", "p", "b"+string(rune('1'+i)), m, -1, 30))
 	}
-	c := &clock{now: t0}
-	d := depths{}
+	c := passtest.NewClock(t0)
+	d := passtest.Depths{}
 	for _, ms := range shardModels {
 		for _, m := range ms {
 			d[m] = 40
 		}
 	}
 	var scheds [2]*scheduler.Scheduler
-	var launchers [2]*launcher
+	var launchers [2]*passtest.Launcher
 	caps := scheduler.Caps{GlobalMaxRunning: 25, MaxLaunchesPerPass: 200, LaunchRate: 20, LaunchBurst: 100}
 	for k := range 2 {
 		s, _ := shardStore(tables, k)
 		share := caps.Share(k, 2)
 		cfg := scheduler.DefaultConfig()
 		cfg.GlobalMaxRunning, cfg.MaxLaunchesPerPass = share.GlobalMaxRunning, share.MaxLaunchesPerPass
-		launchers[k] = &launcher{}
+		launchers[k] = &passtest.Launcher{}
 		scheds[k] = &scheduler.Scheduler{Store: s, Depths: d, Launcher: launchers[k], Clock: c, Config: cfg}
 	}
 	for pass := range 3 {
@@ -240,13 +241,10 @@ func TestShardPassesSideBySide(t *testing.T) {
 				t.Fatalf("pass %d, shard %d: %v", pass, k, err)
 			}
 		}
-		c.now = c.now.Add(10 * time.Second)
+		c.Add(10 * time.Second)
 	}
 	for k, l := range launchers {
-		models := map[string]int{}
-		for _, j := range l.launched {
-			models[j.Model]++
-		}
+		models := l.Models()
 		// Each model's initial limit is 10; the shard's share of the cap
 		// (13 and 12) binds first.
 		n := models[shardModels[k][0]] + models[shardModels[k][1]]

@@ -3,72 +3,11 @@ package passloop
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/evalsched/evalsched/internal/passtest"
 )
-
-// fakeClock advances only when slept on or when a pass takes time.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Sleep(_ context.Context, d time.Duration) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	return nil
-}
-
-// memLease is a lease in memory with the store's conditional semantics.
-type memLease struct {
-	mu     sync.Mutex
-	holder string
-	until  time.Time
-	me     string
-	lost   bool
-}
-
-type handle struct {
-	l  *memLease
-	me string
-}
-
-func (h handle) Acquire(_ context.Context, now, until time.Time) (bool, string, time.Time, error) {
-	h.l.mu.Lock()
-	defer h.l.mu.Unlock()
-	if h.l.holder != "" && h.l.holder != h.me && now.Before(h.l.until) {
-		return false, h.l.holder, h.l.until, nil
-	}
-	h.l.holder, h.l.until = h.me, until
-	return true, h.me, until, nil
-}
-
-func (h handle) Renew(_ context.Context, now, until time.Time) (bool, error) {
-	h.l.mu.Lock()
-	defer h.l.mu.Unlock()
-	if h.l.holder != h.me || h.l.lost {
-		return false, nil
-	}
-	h.l.until = until
-	return true, nil
-}
-
-func (h handle) Release(context.Context) error {
-	h.l.mu.Lock()
-	defer h.l.mu.Unlock()
-	if h.l.holder == h.me {
-		h.l.holder = ""
-	}
-	return nil
-}
 
 func at(s string) time.Time {
 	t, _ := time.Parse(time.RFC3339Nano, s)
@@ -76,9 +15,9 @@ func at(s string) time.Time {
 }
 
 func TestRunCoversTheSlotsOfItsMinute(t *testing.T) {
-	clock := &fakeClock{now: at("2026-11-29T12:00:00.4Z")}
+	clock := passtest.NewClock(at("2026-11-29T12:00:00.4Z"))
 	var slots []string
-	loop := &Loop{Clock: clock, Lease: handle{&memLease{}, "a"}, Pass: func(context.Context) error {
+	loop := &Loop{Clock: clock, Lease: (&passtest.Lease{}).Handle("a"), Pass: func(context.Context) error {
 		slots = append(slots, clock.Now().Format("04:05"))
 		clock.Sleep(context.Background(), 2*time.Second) // a pass takes 2 s
 		return nil
@@ -94,9 +33,9 @@ func TestRunCoversTheSlotsOfItsMinute(t *testing.T) {
 }
 
 func TestRunStartingMidMinuteCoversSixSlots(t *testing.T) {
-	clock := &fakeClock{now: at("2026-11-29T12:00:23Z")}
+	clock := passtest.NewClock(at("2026-11-29T12:00:23Z"))
 	var slots []string
-	loop := &Loop{Clock: clock, Lease: handle{&memLease{}, "a"}, Pass: func(context.Context) error {
+	loop := &Loop{Clock: clock, Lease: (&passtest.Lease{}).Handle("a"), Pass: func(context.Context) error {
 		slots = append(slots, clock.Now().Format("04:05"))
 		return nil
 	}}
@@ -109,10 +48,10 @@ func TestRunStartingMidMinuteCoversSixSlots(t *testing.T) {
 }
 
 func TestOverrunSkipsTheNextSlot(t *testing.T) {
-	clock := &fakeClock{now: at("2026-11-29T12:00:00Z")}
+	clock := passtest.NewClock(at("2026-11-29T12:00:00Z"))
 	var slots []string
 	n := 0
-	loop := &Loop{Clock: clock, Lease: handle{&memLease{}, "a"}, Pass: func(context.Context) error {
+	loop := &Loop{Clock: clock, Lease: (&passtest.Lease{}).Handle("a"), Pass: func(context.Context) error {
 		slots = append(slots, clock.Now().Format("04:05"))
 		n++
 		if n == 2 {
@@ -130,10 +69,10 @@ func TestOverrunSkipsTheNextSlot(t *testing.T) {
 }
 
 func TestSecondInvocationExitsAtOnceWhileTheLeaseIsHeld(t *testing.T) {
-	lease := &memLease{holder: "a", until: at("2026-11-29T12:01:00Z")}
-	clock := &fakeClock{now: at("2026-11-29T12:00:05Z")}
+	lease := passtest.HeldBy("a", at("2026-11-29T12:01:00Z"))
+	clock := passtest.NewClock(at("2026-11-29T12:00:05Z"))
 	passes := 0
-	loop := &Loop{Clock: clock, Lease: handle{lease, "b"}, Pass: func(context.Context) error { passes++; return nil }}
+	loop := &Loop{Clock: clock, Lease: lease.Handle("b"), Pass: func(context.Context) error { passes++; return nil }}
 	_, err := loop.Run(context.Background())
 	if !errors.Is(err, ErrLeaseHeld) || passes != 0 {
 		t.Errorf("got %v after %d passes, want ErrLeaseHeld and none", err, passes)
@@ -144,11 +83,10 @@ func TestSecondInvocationExitsAtOnceWhileTheLeaseIsHeld(t *testing.T) {
 }
 
 func TestNewcomerWaitsForAHandOver(t *testing.T) {
-	lease := &memLease{holder: "a", until: at("2026-11-29T12:01:00Z")}
-	clock := &fakeClock{now: at("2026-11-29T12:00:59.5Z")}
-	go func() {}()
+	lease := passtest.HeldBy("a", at("2026-11-29T12:01:00Z"))
+	clock := passtest.NewClock(at("2026-11-29T12:00:59.5Z"))
 	// The holder releases when the clock passes 12:01:00 (its last pass ends).
-	h := handle{lease, "b"}
+	h := lease.Handle("b")
 	loop := &Loop{Clock: clock, Lease: releasing{h, lease, at("2026-11-29T12:01:01Z"), clock}, Pass: func(context.Context) error { return nil }}
 	sum, err := loop.Run(context.Background())
 	if err != nil || sum.Passes == 0 || sum.Waited == 0 {
@@ -158,30 +96,28 @@ func TestNewcomerWaitsForAHandOver(t *testing.T) {
 
 // releasing frees the old holder's lease once the clock reaches at.
 type releasing struct {
-	handle
-	l     *memLease
+	passtest.Handle
+	l     *passtest.Lease
 	at    time.Time
-	clock *fakeClock
+	clock *passtest.Clock
 }
 
 func (r releasing) Acquire(ctx context.Context, now, until time.Time) (bool, string, time.Time, error) {
 	if !now.Before(r.at) {
-		r.l.mu.Lock()
-		if r.l.holder == "a" {
-			r.l.holder = ""
-		}
-		r.l.mu.Unlock()
+		_ = r.l.Handle("a").Release(ctx)
 	}
-	return r.handle.Acquire(ctx, now, until)
+	return r.Handle.Acquire(ctx, now, until)
 }
 
 func TestLostLeaseStops(t *testing.T) {
-	lease := &memLease{}
-	clock := &fakeClock{now: at("2026-11-29T12:00:00Z")}
+	lease := &passtest.Lease{}
+	clock := passtest.NewClock(at("2026-11-29T12:00:00Z"))
 	passes := 0
-	loop := &Loop{Clock: clock, Lease: handle{lease, "a"}, Pass: func(context.Context) error {
+	loop := &Loop{Clock: clock, Lease: lease.Handle("a"), Pass: func(context.Context) error {
 		passes++
-		lease.lost = passes == 2
+		if passes == 2 {
+			lease.Lose()
+		}
 		return nil
 	}}
 	sum, err := loop.Run(context.Background())
@@ -191,8 +127,8 @@ func TestLostLeaseStops(t *testing.T) {
 }
 
 func TestFailedPassDoesNotStopTheLoop(t *testing.T) {
-	clock := &fakeClock{now: at("2026-11-29T12:00:00Z")}
-	loop := &Loop{Clock: clock, Lease: handle{&memLease{}, "a"}, Pass: func(context.Context) error { return errors.New("boom") }}
+	clock := passtest.NewClock(at("2026-11-29T12:00:00Z"))
+	loop := &Loop{Clock: clock, Lease: (&passtest.Lease{}).Handle("a"), Pass: func(context.Context) error { return errors.New("boom") }}
 	sum, err := loop.Run(context.Background())
 	if err != nil || sum.Failed != 6 || sum.Passes != 6 {
 		t.Errorf("got %+v, %v; want six failed passes and no error", sum, err)

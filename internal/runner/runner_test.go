@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,91 +16,27 @@ import (
 
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/passloop"
+	"github.com/evalsched/evalsched/internal/passtest"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
-type fakeClock struct{ now time.Time }
-
-func (c *fakeClock) Now() time.Time                                 { return c.now }
-func (c *fakeClock) Sleep(_ context.Context, d time.Duration) error { c.now = c.now.Add(d); return nil }
-
-// lease is one lease item in memory with the store's conditions.
-type lease struct {
-	mu    sync.Mutex
-	owner string
-	until time.Time
-}
-
-type handle struct {
-	l  *lease
-	me string
-}
-
-func (h handle) Acquire(_ context.Context, now, until time.Time) (bool, string, time.Time, error) {
-	h.l.mu.Lock()
-	defer h.l.mu.Unlock()
-	if h.l.owner != "" && h.l.owner != h.me && now.Before(h.l.until) {
-		return false, h.l.owner, h.l.until, nil
-	}
-	h.l.owner, h.l.until = h.me, until
-	return true, h.me, until, nil
-}
-func (h handle) Renew(_ context.Context, _, until time.Time) (bool, error) {
-	h.l.mu.Lock()
-	defer h.l.mu.Unlock()
-	if h.l.owner != h.me {
-		return false, nil
-	}
-	h.l.until = until
-	return true, nil
-}
-func (h handle) Release(context.Context) error {
-	h.l.mu.Lock()
-	defer h.l.mu.Unlock()
-	if h.l.owner == h.me {
-		h.l.owner = ""
-	}
-	return nil
-}
-
-type launcher struct{ n int }
-
-func (l *launcher) Launch(_ context.Context, jobs []scheduler.Job) []scheduler.LaunchResult {
-	var out []scheduler.LaunchResult
-	for _, j := range jobs {
-		l.n++
-		out = append(out, scheduler.LaunchResult{JobID: j.ID, Attempt: j.Attempt, Status: scheduler.Launched, TaskARN: "arn:" + j.ID})
-	}
-	return out
-}
-
-type depths struct{}
-
-func (depths) Depths(_ context.Context, models []string, now time.Time) (map[string]scheduler.Depth, error) {
-	out := map[string]scheduler.Depth{}
-	for _, m := range models {
-		out[m] = scheduler.Depth{Value: 0, At: now.Add(-20 * time.Second)}
-	}
-	return out, nil
-}
-
 func TestRunPassesReportsAndHandsOver(t *testing.T) {
-	clock := &fakeClock{now: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+	clock := passtest.NewClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 	st := memstore.New(scheduler.ModelConfig{Enabled: true, MinLimit: 1, MaxLimit: 100, TargetDepth: 10, InitialLimit: 5})
 	spec := memstore.BatchSpec{Account: "acme", Project: "p", Batch: "b", Model: "gpt", Tier: -1}
 	for _, k := range []string{"a", "b", "c", "d", "e", "f", "g"} {
 		spec.Jobs = append(spec.Jobs, memstore.JobSpec{Key: k})
 	}
-	if _, err := st.Submit(context.Background(), spec, clock.now); err != nil {
+	if _, err := st.Submit(context.Background(), spec, clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	l := &launcher{}
+	l := &passtest.Launcher{}
 	reconciled := 0
 	var metrics, logs bytes.Buffer
-	shared := &lease{}
+	shared := &passtest.Lease{}
 	r := &Runner{
-		Scheduler: &scheduler.Scheduler{Store: st, Depths: depths{}, Launcher: l, Clock: clock, Config: scheduler.DefaultConfig()},
-		Lease:     func(owner string) passloop.Lease { return handle{shared, owner} },
+		Scheduler: &scheduler.Scheduler{Store: st, Depths: passtest.IdleGateway{}, Launcher: l, Clock: clock, Config: scheduler.DefaultConfig()},
+		Lease:     func(owner string) passloop.Lease { return shared.Handle(owner) },
 		Clock:     clock, Metrics: &metrics, Namespace: "evalsched",
 		Reconcile: func(context.Context, time.Time) (any, error) { reconciled++; return nil, nil },
 		Log:       slog.New(slog.NewJSONHandler(&logs, nil)),
@@ -123,8 +58,8 @@ func TestRunPassesReportsAndHandsOver(t *testing.T) {
 	if reconciled != 1 {
 		t.Errorf("reconciled %d times in one invocation, want once", reconciled)
 	}
-	if l.n != 5 {
-		t.Errorf("got %d launches, want the initial limit 5", l.n)
+	if n := len(l.Launched()); n != 5 {
+		t.Errorf("got %d launches, want the initial limit 5", n)
 	}
 	// Every pass is one JSON log line with the model's decision in it.
 	lines := 0
@@ -157,11 +92,11 @@ func TestRunPassesReportsAndHandsOver(t *testing.T) {
 }
 
 func TestSecondInvocationExitsQuietly(t *testing.T) {
-	clock := &fakeClock{now: time.Date(2026, 11, 29, 12, 0, 5, 0, time.UTC)}
-	held := &lease{owner: "req-1", until: clock.now.Add(time.Minute)}
+	clock := passtest.NewClock(time.Date(2026, 11, 29, 12, 0, 5, 0, time.UTC))
+	held := passtest.HeldBy("req-1", clock.Now().Add(time.Minute))
 	r := &Runner{
-		Scheduler: &scheduler.Scheduler{Store: memstore.New(scheduler.ModelConfig{}), Launcher: &launcher{}, Clock: clock, Config: scheduler.DefaultConfig()},
-		Lease:     func(owner string) passloop.Lease { return handle{held, owner} },
+		Scheduler: &scheduler.Scheduler{Store: memstore.New(scheduler.ModelConfig{}), Launcher: &passtest.Launcher{}, Clock: clock, Config: scheduler.DefaultConfig()},
+		Lease:     func(owner string) passloop.Lease { return held.Handle(owner) },
 		Clock:     clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	res, err := r.Run(context.Background(), "req-2")

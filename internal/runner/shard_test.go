@@ -21,6 +21,7 @@ import (
 	"github.com/evalsched/evalsched/internal/localaws"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/passloop"
+	"github.com/evalsched/evalsched/internal/passtest"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -71,42 +72,6 @@ func TestParseShard(t *testing.T) {
 	}
 }
 
-// syncClock is a fake clock several invocations may read at once.
-type syncClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *syncClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *syncClock) Sleep(_ context.Context, d time.Duration) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	return nil
-}
-
-// modelLauncher records the models it launched jobs of.
-type modelLauncher struct {
-	mu     sync.Mutex
-	models map[string]int
-}
-
-func (l *modelLauncher) Launch(_ context.Context, jobs []scheduler.Job) []scheduler.LaunchResult {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []scheduler.LaunchResult
-	for _, j := range jobs {
-		l.models[j.Model]++
-		out = append(out, scheduler.LaunchResult{JobID: j.ID, Attempt: j.Attempt, Status: scheduler.Launched, TaskARN: "arn:" + j.ID})
-	}
-	return out
-}
-
 // With two shards, "claude-opus-4.8" is shard 0's and "gpt-5.5" shard 1's
 // (scheduler.TestShardOfIsStable).
 const model0, model1 = "claude-opus-4.8", "gpt-5.5"
@@ -132,8 +97,8 @@ func twoModels(t *testing.T, at time.Time) *memstore.Store {
 type shardFixture struct {
 	store    *memstore.Store
 	leases   func(shard int, owner string) passloop.Lease
-	clocks   [2]*syncClock
-	launched [2]*modelLauncher
+	clocks   [2]*passtest.Clock
+	launched [2]*passtest.Launcher
 	metrics  [2]bytes.Buffer
 	logs     bytes.Buffer
 	// reconcile, when set, runs as shard k's reconciler.
@@ -141,13 +106,13 @@ type shardFixture struct {
 }
 
 func (f *shardFixture) runner(shard int) *Runner {
-	f.clocks[shard] = &syncClock{now: t0}
-	f.launched[shard] = &modelLauncher{models: map[string]int{}}
+	f.clocks[shard] = passtest.NewClock(t0)
+	f.launched[shard] = &passtest.Launcher{}
 	owns := func(m string) bool { return scheduler.ShardOf(m, 2) == shard }
 	cfg := scheduler.DefaultConfig()
 	return &Runner{
 		Shard:     shard,
-		Scheduler: &scheduler.Scheduler{Store: f.store.Shard(owns), Depths: depths{}, Launcher: f.launched[shard], Clock: f.clocks[shard], Config: cfg},
+		Scheduler: &scheduler.Scheduler{Store: f.store.Shard(owns), Depths: passtest.IdleGateway{}, Launcher: f.launched[shard], Clock: f.clocks[shard], Config: cfg},
 		Lease:     func(owner string) passloop.Lease { return f.leases(shard, owner) },
 		Clock:     f.clocks[shard], Metrics: &f.metrics[shard], Namespace: "evalsched",
 		Reconcile: f.reconcile[shard],
@@ -175,8 +140,8 @@ func invoke(h *Handler, event, requestID string) (Result, error) {
 // the invocation with the field and the rule.
 func TestHandlerBuildsEachShardOnce(t *testing.T) {
 	f := &shardFixture{store: twoModels(t, t0)}
-	held := [2]*lease{{}, {}}
-	f.leases = func(shard int, owner string) passloop.Lease { return handle{held[shard], owner} }
+	held := [2]*passtest.Lease{{}, {}}
+	f.leases = func(shard int, owner string) passloop.Lease { return held[shard].Handle(owner) }
 	builds := map[int]int{}
 	failNext := true
 	h := &Handler{Shards: 2, Runner: func(k int) (*Runner, error) {
@@ -204,7 +169,7 @@ func TestHandlerBuildsEachShardOnce(t *testing.T) {
 	}
 	// Each shard launched its own model's jobs only: the initial limit of 5.
 	for k, want := range []string{model0, model1} {
-		if got := f.launched[k].models; len(got) != 1 || got[want] != 5 {
+		if got := f.launched[k].Models(); len(got) != 1 || got[want] != 5 {
 			t.Errorf("shard %d launched %v, want 5 of %s only", k, got, want)
 		}
 	}
@@ -292,10 +257,10 @@ func TestShardsHoldTheirLeasesSideBySide(t *testing.T) {
 	if err := <-first; err != nil || firstRes.Passes != 6 {
 		t.Fatalf("shard 0's first invocation: got %+v, %v; want six passes", firstRes, err)
 	}
-	if got := f.launched[0].models; len(got) != 1 || got[model0] != 5 {
+	if got := f.launched[0].Models(); len(got) != 1 || got[model0] != 5 {
 		t.Errorf("shard 0 launched %v, want 5 of %s only", got, model0)
 	}
-	if got := f.launched[1].models; len(got) != 1 || got[model1] != 5 {
+	if got := f.launched[1].Models(); len(got) != 1 || got[model1] != 5 {
 		t.Errorf("shard 1 launched %v, want 5 of %s only", got, model1)
 	}
 }

@@ -4,55 +4,16 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/passtest"
 	"github.com/evalsched/evalsched/internal/priority"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-
-type clock struct{ now time.Time }
-
-func (c *clock) Now() time.Time { return c.now }
-
-// depths serves a fixed depth per model, measured 20 s ago.
-type depths map[string]float64
-
-func (d depths) Depths(_ context.Context, models []string, now time.Time) (map[string]scheduler.Depth, error) {
-	out := map[string]scheduler.Depth{}
-	for _, m := range models {
-		if v, ok := d[m]; ok {
-			out[m] = scheduler.Depth{Value: v, At: now.Add(-20 * time.Second)}
-		}
-	}
-	return out, nil
-}
-
-// launcher records launches; jobs whose key is in fail come back as Retry.
-type launcher struct {
-	mu       sync.Mutex
-	launched []scheduler.Job
-	retry    map[string]bool
-}
-
-func (l *launcher) Launch(_ context.Context, jobs []scheduler.Job) []scheduler.LaunchResult {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []scheduler.LaunchResult
-	for _, j := range jobs {
-		if l.retry[j.Key] {
-			out = append(out, scheduler.LaunchResult{JobID: j.ID, Attempt: j.Attempt, Status: scheduler.Retry, Reason: "capacity"})
-			continue
-		}
-		l.launched = append(l.launched, j)
-		out = append(out, scheduler.LaunchResult{JobID: j.ID, Attempt: j.Attempt, Status: scheduler.Launched, TaskARN: "arn:task/" + j.ID})
-	}
-	return out
-}
 
 func batch(account, project, name, model string, tier, n int) memstore.BatchSpec {
 	b := memstore.BatchSpec{Account: account, Project: project, Batch: name, Model: model, Tier: tier}
@@ -62,7 +23,7 @@ func batch(account, project, name, model string, tier, n int) memstore.BatchSpec
 	return b
 }
 
-func newScheduler(st *memstore.Store, d depths, l *launcher, c *clock) *scheduler.Scheduler {
+func newScheduler(st *memstore.Store, d passtest.Depths, l *passtest.Launcher, c *passtest.Clock) *scheduler.Scheduler {
 	cfg := scheduler.DefaultConfig()
 	return &scheduler.Scheduler{Store: st, Depths: d, Launcher: l, Clock: c, Config: cfg}
 }
@@ -81,9 +42,9 @@ func TestPassFollowsJobsFromWaitingToLaunched(t *testing.T) {
 	if _, err := st.Submit(context.Background(), batch("lab", "sweep", "b1", "gpt", -1, 50), t0); err != nil {
 		t.Fatal(err)
 	}
-	l := &launcher{}
-	c := &clock{now: t0}
-	s := newScheduler(st, depths{"gpt": 0}, l, c)
+	l := &passtest.Launcher{}
+	c := passtest.NewClock(t0)
+	s := newScheduler(st, passtest.Depths{"gpt": 0}, l, c)
 
 	rep, err := s.Pass(ctx)
 	if err != nil {
@@ -93,7 +54,7 @@ func TestPassFollowsJobsFromWaitingToLaunched(t *testing.T) {
 	if rep.Launched != 10 {
 		t.Fatalf("got %d launched on the first pass, want the initial limit 10 (%s)", rep.Launched, rep.Plan.Models[0].Limit.Reason)
 	}
-	for i, j := range l.launched {
+	for i, j := range l.Launched() {
 		if want := fmt.Sprintf("b1-%04d", i); j.Key != want || j.Attempt != 1 {
 			t.Errorf("launch %d: got %s attempt %d, want %s attempt 1 (oldest first)", i, j.Key, j.Attempt, want)
 		}
@@ -104,21 +65,21 @@ func TestPassFollowsJobsFromWaitingToLaunched(t *testing.T) {
 
 	// A second pass with nothing running yet launches nothing more: the limit
 	// is full of starting jobs and the raise must wait for them.
-	c.now = c.now.Add(10 * time.Second)
+	c.Add(10 * time.Second)
 	if rep, err = s.Pass(ctx); err != nil || rep.Launched != 0 {
 		t.Fatalf("got %d launched, err %v; want 0 while the first 10 start", rep.Launched, err)
 	}
 
 	// Once they run (and a datapoint measured after that arrives), the cold
 	// model raises ×4 and launches 30 more.
-	for _, j := range l.launched {
-		if err := st.TaskStarted(context.Background(), j.ID, j.Attempt, c.now); err != nil {
+	for _, j := range l.Launched() {
+		if err := st.TaskStarted(context.Background(), j.ID, j.Attempt, c.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	launched := 0
 	for range 3 {
-		c.now = c.now.Add(10 * time.Second)
+		c.Add(10 * time.Second)
 		if rep, err = s.Pass(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -128,8 +89,8 @@ func TestPassFollowsJobsFromWaitingToLaunched(t *testing.T) {
 		t.Fatalf("got limit %d and %d launched (%s), want 40 and 30", m.State.Limit.Limit, launched, m.Limit.Reason)
 	}
 	// Finish them all: exit 0 succeeds, the counters drop.
-	for _, j := range l.launched[:10] {
-		if err := st.TaskStopped(context.Background(), j.ID, j.Attempt, memstore.Exit{Code: 0}, c.now); err != nil {
+	for _, j := range l.Launched()[:10] {
+		if err := st.TaskStopped(context.Background(), j.ID, j.Attempt, memstore.Exit{Code: 0}, c.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -147,17 +108,17 @@ func TestPassNeverClaimsAJobTwice(t *testing.T) {
 	if _, err := st.Submit(context.Background(), batch("lab", "sweep", "b1", "gpt", -1, 300), t0); err != nil {
 		t.Fatal(err)
 	}
-	l := &launcher{}
-	c := &clock{now: t0}
-	s := newScheduler(st, depths{"gpt": 0}, l, c)
+	l := &passtest.Launcher{}
+	c := passtest.NewClock(t0)
+	s := newScheduler(st, passtest.Depths{"gpt": 0}, l, c)
 	for range 5 {
 		if _, err := s.Pass(ctx); err != nil {
 			t.Fatal(err)
 		}
-		c.now = c.now.Add(10 * time.Second)
+		c.Add(10 * time.Second)
 	}
 	seen := map[string]bool{}
-	for _, j := range l.launched {
+	for _, j := range l.Launched() {
 		if seen[j.ID] {
 			t.Fatalf("job %s launched twice", j.Key)
 		}
@@ -176,9 +137,9 @@ func TestPassRetriesFailedLaunches(t *testing.T) {
 	if _, err := st.Submit(context.Background(), b, t0); err != nil {
 		t.Fatal(err)
 	}
-	l := &launcher{retry: map[string]bool{"b1-0001": true}}
-	c := &clock{now: t0}
-	s := newScheduler(st, depths{"gpt": 0}, l, c)
+	l := &passtest.Launcher{Retry: map[string]bool{"b1-0001": true}}
+	c := passtest.NewClock(t0)
+	s := newScheduler(st, passtest.Depths{"gpt": 0}, l, c)
 	rep, err := s.Pass(ctx)
 	if err != nil || rep.Launched != 2 || rep.Retried != 1 {
 		t.Fatalf("got launched %d retried %d err %v, want 2, 1, nil", rep.Launched, rep.Retried, err)
@@ -187,7 +148,7 @@ func TestPassRetriesFailedLaunches(t *testing.T) {
 	if j, _ := st.Job(id); j.State != memstore.Waiting || j.Attempt != 2 {
 		t.Fatalf("got %s attempt %d, want WAITING attempt 2", j.State, j.Attempt)
 	}
-	c.now = c.now.Add(10 * time.Second)
+	c.Add(10 * time.Second)
 	if _, err := s.Pass(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -212,14 +173,14 @@ func TestPassPinsTakeEffectNextPass(t *testing.T) {
 	}
 	st.PutPin(context.Background(), priority.Pin{Scope: "account#acme", Tier: "0"})
 	st.PutPin(context.Background(), priority.Pin{Scope: "account#typo", Tier: "urgent"})
-	l := &launcher{}
-	s := newScheduler(st, depths{"gpt": 0}, l, &clock{now: t0})
+	l := &passtest.Launcher{}
+	s := newScheduler(st, passtest.Depths{"gpt": 0}, l, passtest.NewClock(t0))
 	rep, err := s.Pass(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	acme := 0
-	for _, j := range l.launched {
+	for _, j := range l.Launched() {
 		if j.Account == "acme" {
 			acme++
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/passtest"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -19,7 +20,7 @@ type shardedWorld struct {
 	store   *memstore.Store
 	caps    scheduler.Caps
 	shards  []*scheduler.Scheduler
-	clock   *clock
+	clock   *passtest.Clock
 	sharing bool // the caps shared by load, not split statically
 }
 
@@ -35,8 +36,8 @@ func newSharingWorld(t *testing.T, caps scheduler.Caps, shards int, models []str
 
 func newWorld(t *testing.T, caps scheduler.Caps, shards int, models []string, sharing bool) *shardedWorld {
 	t.Helper()
-	w := &shardedWorld{store: memstore.New(model("", 1000)), caps: caps, clock: &clock{now: t0}, sharing: sharing}
-	d := depths{}
+	w := &shardedWorld{store: memstore.New(model("", 1000)), caps: caps, clock: passtest.NewClock(t0), sharing: sharing}
+	d := passtest.Depths{}
 	for i, m := range models {
 		d[m] = 40 // at the target: the limits hold at 1,000, the cap binds
 		if _, err := w.store.Submit(context.Background(), batch("lab", "p", fmt.Sprint("b", i), m, -1, 400), t0); err != nil {
@@ -48,7 +49,7 @@ func newWorld(t *testing.T, caps scheduler.Caps, shards int, models []string, sh
 		cfg := scheduler.DefaultConfig()
 		cfg.GlobalMaxRunning, cfg.MaxLaunchesPerPass = share.GlobalMaxRunning, share.MaxLaunchesPerPass
 		owns := func(m string) bool { return scheduler.ShardOf(m, shards) == k }
-		s := &scheduler.Scheduler{Store: w.store.Shard(owns), Depths: d, Launcher: &launcher{}, Clock: w.clock, Config: cfg}
+		s := &scheduler.Scheduler{Store: w.store.Shard(owns), Depths: d, Launcher: &passtest.Launcher{}, Clock: w.clock, Config: cfg}
 		if sharing {
 			s.Sharing = &scheduler.Sharing{Shard: k, Shards: shards, Account: caps, MaxAge: 30 * time.Second}
 		}
@@ -63,7 +64,7 @@ func newWorld(t *testing.T, caps scheduler.Caps, shards int, models []string, sh
 func (w *shardedWorld) round(t *testing.T) (int, []int) {
 	t.Helper()
 	ctx := context.Background()
-	w.clock.now = w.clock.now.Add(10 * time.Second)
+	w.clock.Add(10 * time.Second)
 	var wg sync.WaitGroup
 	errs := make([]error, len(w.shards))
 	for k, s := range w.shards {
@@ -84,20 +85,20 @@ func (w *shardedWorld) round(t *testing.T) (int, []int) {
 		byShard[scheduler.ShardOf(j.Model, len(w.shards))]++
 	}
 	if len(jobs) > w.caps.GlobalMaxRunning {
-		t.Fatalf("at %v: %d jobs hold a slot (by shard %v), past the global cap %d", w.clock.now, len(jobs), byShard, w.caps.GlobalMaxRunning)
+		t.Fatalf("at %v: %d jobs hold a slot (by shard %v), past the global cap %d", w.clock.Now(), len(jobs), byShard, w.caps.GlobalMaxRunning)
 	}
 	for k, n := range byShard {
 		if share := w.caps.Share(k, len(w.shards)).GlobalMaxRunning; n > share && !w.sharing {
-			t.Fatalf("at %v: shard %d holds %d slots, past its share %d", w.clock.now, k, n, share)
+			t.Fatalf("at %v: shard %d holds %d slots, past its share %d", w.clock.Now(), k, n, share)
 		}
 	}
 	// The tasks: launched ones start; every third running one ends.
 	for i, j := range jobs {
 		switch {
 		case j.State == "LAUNCHED":
-			err = w.store.TaskStarted(ctx, j.ID, j.Attempt, w.clock.now.Add(time.Second))
+			err = w.store.TaskStarted(ctx, j.ID, j.Attempt, w.clock.Now().Add(time.Second))
 		case j.State == "RUNNING" && i%3 == 0:
-			err = w.store.TaskStopped(ctx, j.ID, j.Attempt, memstore.Exit{}, w.clock.now.Add(2*time.Second))
+			err = w.store.TaskStopped(ctx, j.ID, j.Attempt, memstore.Exit{}, w.clock.Now().Add(2*time.Second))
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -201,7 +202,7 @@ func TestALateShardGetsItsFairShareByLoad(t *testing.T) {
 		t.Fatalf("shard 0 alone holds %d, want the whole cap %d", by[0], caps.GlobalMaxRunning)
 	}
 	for i, m := range modelsOf(4, 2, map[int]bool{1: true}) {
-		if _, err := w.store.Submit(context.Background(), batch("lab", "late", fmt.Sprint("l", i), m, -1, 400), w.clock.now); err != nil {
+		if _, err := w.store.Submit(context.Background(), batch("lab", "late", fmt.Sprint("l", i), m, -1, 400), w.clock.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -216,7 +217,7 @@ func TestALateShardGetsItsFairShareByLoad(t *testing.T) {
 
 // rateLauncher records the bucket sizes a shard's passes set.
 type rateLauncher struct {
-	launcher
+	passtest.Launcher
 	rates []float64
 }
 
@@ -244,8 +245,8 @@ func TestShardPassSizesItsLaunchBucket(t *testing.T) {
 	cfg := scheduler.DefaultConfig()
 	static := caps.Share(0, 2)
 	cfg.GlobalMaxRunning, cfg.MaxLaunchesPerPass = static.GlobalMaxRunning, static.MaxLaunchesPerPass
-	clk := &clock{now: t0}
-	s := &scheduler.Scheduler{Store: store.Shard(owns), Depths: depths{m: 40}, Launcher: l, Clock: clk, Config: cfg,
+	clk := passtest.NewClock(t0)
+	s := &scheduler.Scheduler{Store: store.Shard(owns), Depths: passtest.Depths{m: 40}, Launcher: l, Clock: clk, Config: cfg,
 		Sharing: &scheduler.Sharing{Shard: 0, Shards: 2, Account: caps, MaxAge: 30 * time.Second}}
 	// Shard 1 reports nothing to do.
 	if err := store.PutShardLoad(context.Background(), scheduler.ShardLoad{Shard: 1, At: t0}); err != nil {
@@ -259,7 +260,7 @@ func TestShardPassSizesItsLaunchBucket(t *testing.T) {
 		t.Errorf("alone with work: rates %v, share %+v; want the account's 20/s and its 40 launches", l.rates, rep.Share)
 	}
 	s.Store = noLoads{store.Shard(owns)}
-	clk.now = clk.now.Add(10 * time.Second)
+	clk.Add(10 * time.Second)
 	if rep, err = s.Pass(context.Background()); err != nil {
 		t.Fatal(err)
 	}
