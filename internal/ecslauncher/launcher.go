@@ -1,6 +1,7 @@
 package ecslauncher
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -78,27 +79,13 @@ type Launcher struct {
 // New returns a launcher; zero Rate, Burst, Concurrency, ThrottleRetries and
 // Backoff take ECS's Fargate defaults (20/s, 100) and 16, 3, 500 ms.
 func New(api API, cfg Config, log *slog.Logger) *Launcher {
-	if cfg.Rate == 0 {
-		cfg.Rate = 20
-	}
-	if cfg.Burst == 0 {
-		cfg.Burst = 100
-	}
-	if cfg.Concurrency == 0 {
-		cfg.Concurrency = 16
-	}
-	if cfg.ThrottleRetries == 0 {
-		cfg.ThrottleRetries = 3
-	}
-	if cfg.Backoff == 0 {
-		cfg.Backoff = 500 * time.Millisecond
-	}
-	if cfg.Capacity == "" {
-		cfg.Capacity = Fargate
-	}
-	if log == nil {
-		log = slog.Default()
-	}
+	cfg.Rate = cmp.Or(cfg.Rate, 20)
+	cfg.Burst = cmp.Or(cfg.Burst, 100)
+	cfg.Concurrency = cmp.Or(cfg.Concurrency, 16)
+	cfg.ThrottleRetries = cmp.Or(cfg.ThrottleRetries, 3)
+	cfg.Backoff = cmp.Or(cfg.Backoff, 500*time.Millisecond)
+	cfg.Capacity = cmp.Or(cfg.Capacity, Fargate)
+	log = cmp.Or(log, slog.Default())
 	return &Launcher{api: api, cfg: cfg, limiter: rate.NewLimiter(rate.Limit(cfg.Rate), cfg.Burst), log: log}
 }
 

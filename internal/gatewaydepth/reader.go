@@ -1,6 +1,7 @@
 package gatewaydepth
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -31,21 +32,11 @@ type Config struct {
 const maxQueries = 500
 
 func (c Config) withDefaults() Config {
-	if c.Namespace == "" {
-		c.Namespace = "LLMGateway"
-	}
-	if c.MetricName == "" {
-		c.MetricName = "QueueDepth"
-	}
-	if c.Dimension == "" {
-		c.Dimension = "Model"
-	}
-	if c.Period == 0 {
-		c.Period = 10 * time.Second
-	}
-	if c.Lookback == 0 {
-		c.Lookback = 3 * time.Minute
-	}
+	c.Namespace = cmp.Or(c.Namespace, "LLMGateway")
+	c.MetricName = cmp.Or(c.MetricName, "QueueDepth")
+	c.Dimension = cmp.Or(c.Dimension, "Model")
+	c.Period = cmp.Or(c.Period, 10*time.Second)
+	c.Lookback = cmp.Or(c.Lookback, 3*time.Minute)
 	return c
 }
 

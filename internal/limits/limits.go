@@ -1,6 +1,7 @@
 package limits
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -298,24 +299,12 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	if c.MaxAge == 0 {
-		c.MaxAge = d.MaxAge
-	}
-	if c.FastFactor == 0 {
-		c.FastFactor = d.FastFactor
-	}
-	if c.StepGain == 0 {
-		c.StepGain = d.StepGain
-	}
-	if c.Smoothing == 0 {
-		c.Smoothing = d.Smoothing
-	}
-	if c.LowerGain == 0 {
-		c.LowerGain = d.LowerGain
-	}
-	if c.BindingShare == 0 {
-		c.BindingShare = d.BindingShare
-	}
+	c.MaxAge = cmp.Or(c.MaxAge, d.MaxAge)
+	c.FastFactor = cmp.Or(c.FastFactor, d.FastFactor)
+	c.StepGain = cmp.Or(c.StepGain, d.StepGain)
+	c.Smoothing = cmp.Or(c.Smoothing, d.Smoothing)
+	c.LowerGain = cmp.Or(c.LowerGain, d.LowerGain)
+	c.BindingShare = cmp.Or(c.BindingShare, d.BindingShare)
 	return c
 }
 

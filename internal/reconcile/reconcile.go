@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -60,13 +61,7 @@ const describeBatch = 100
 // Run makes one reconciliation at time now. It goes on past a failed repair
 // and returns the failures joined.
 func (r *Reconciler) Run(ctx context.Context, now time.Time) (Report, error) {
-	claimGrace, missingGrace := r.ClaimGrace, r.MissingGrace
-	if claimGrace == 0 {
-		claimGrace = 2 * time.Minute
-	}
-	if missingGrace == 0 {
-		missingGrace = 5 * time.Minute
-	}
+	claimGrace, missingGrace := cmp.Or(r.ClaimGrace, 2*time.Minute), cmp.Or(r.MissingGrace, 5*time.Minute)
 	log := r.Log
 	if log == nil {
 		log = slog.Default()
