@@ -88,7 +88,7 @@ func runCancel(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("cancel", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	sf := addStoreFlags(fs)
-	stop := fs.Bool("stop-running", false, "also stop the scope's tasks (they end as failed, reason given)")
+	stop := fs.Bool("stop-running", false, "also stop the scope's tasks (their jobs end CANCELLED)")
 	cluster := fs.String("cluster", "", "the sandbox `CLUSTER`, for --stop-running (EVALSCHED_CLUSTER)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {

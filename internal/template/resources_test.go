@@ -91,27 +91,15 @@ func deref[T any](p *T) any {
 // rendered replaces every intrinsic under v by its text (or "?"), for
 // decoding into goformation's typed structs.
 func rendered(v any) any {
-	if _, _, ok := intrinsic(v); ok {
+	return copyTree(v, func(v any) (any, bool) {
+		if _, _, ok := intrinsic(v); !ok {
+			return nil, false
+		}
 		if s, ok := text(v); ok {
-			return s
+			return s, true
 		}
-		return "?"
-	}
-	switch x := v.(type) {
-	case map[string]any:
-		m := map[string]any{}
-		for k, val := range x {
-			m[k] = rendered(val)
-		}
-		return m
-	case []any:
-		l := make([]any, len(x))
-		for i, val := range x {
-			l[i] = rendered(val)
-		}
-		return l
-	}
-	return v
+		return "?", true
+	})
 }
 
 // ---------------------------------------------------------------- tables

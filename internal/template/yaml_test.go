@@ -311,18 +311,25 @@ func number(v any) (float64, bool) {
 }
 
 // deepCopy copies plain values, for tests that mutate a template.
-func deepCopy(v any) any {
+func deepCopy(v any) any { return copyTree(v, func(any) (any, bool) { return nil, false }) }
+
+// copyTree copies the maps and lists under v; replace may take the place
+// of any value (and of all under it) by returning true.
+func copyTree(v any, replace func(any) (any, bool)) any {
+	if r, ok := replace(v); ok {
+		return r
+	}
 	switch x := v.(type) {
 	case map[string]any:
 		m := make(map[string]any, len(x))
 		for k, val := range x {
-			m[k] = deepCopy(val)
+			m[k] = copyTree(val, replace)
 		}
 		return m
 	case []any:
 		l := make([]any, len(x))
 		for i, val := range x {
-			l[i] = deepCopy(val)
+			l[i] = copyTree(val, replace)
 		}
 		return l
 	}
