@@ -467,7 +467,7 @@ func (s *Store) readJob(ctx context.Context, id string) (jobItem, bool, error) {
 // claimed, launched or running are not touched: the caller stops their tasks
 // if it wants them gone.
 func (s *Store) Cancel(ctx context.Context, scope scheduler.Scope, now time.Time) (int, error) {
-	queues, err := s.readActiveQueues(ctx)
+	queues, err := s.readActiveQueues(ctx, false)
 	if err != nil {
 		return 0, err
 	}

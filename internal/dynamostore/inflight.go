@@ -28,7 +28,7 @@ type inflightItem struct {
 
 // InFlight lists the jobs holding a slot, oldest claim first within each
 // shard: one Query per shard of the inflight index (and its pages). The cost
-// grows with the jobs running, never with the jobs waiting. With Owns set
+// grows with the jobs running, never with the jobs waiting. Scoped to a shard
 // it lists the owned models' jobs only, so a scheduler shard's reconciler
 // repairs its own; the index is not keyed by model, so it still reads all.
 func (s *Store) InFlight(ctx context.Context) ([]scheduler.InFlight, error) {

@@ -33,8 +33,11 @@ import (
 //
 // and its Commit claims, records and writes the state of its models only.
 
-// owns reports whether the store's shard owns the model (all without Owns).
-func (s *Store) owns(model string) bool { return s.Owns == nil || s.Owns(model) }
+// owns reports whether the store's shard owns the model (every model when
+// the store is not scoped).
+func (s *Store) owns(model string) bool {
+	return s.shards <= 1 || scheduler.ShardOf(model, s.shards) == s.shard
+}
 
 // queueModel returns the model of a queue item's pk,
 // "QUEUE#<account>#<project>#<batch>#<model>": names cannot contain "#"
@@ -44,34 +47,23 @@ func queueModel(pk string) string {
 	return pk[strings.LastIndexByte(pk, '#')+1:]
 }
 
-// ScopeToShard scopes the store to shard k of n (scheduler.ShardOf): Owns,
-// and when n divides the bucket count, the buckets its Snapshot queries —
-// so a shard reads 1/n of the model states and of the active index.
-func (s *Store) ScopeToShard(k, n int) {
-	if n <= 1 {
-		s.Owns, s.ownBuckets = nil, nil
-		return
-	}
-	s.Owns = func(model string) bool { return scheduler.ShardOf(model, n) == k }
-	s.ownBuckets = nil
-	if buckets%n == 0 {
-		for b := k; b < buckets; b += n {
-			s.ownBuckets = append(s.ownBuckets, b)
+// ScopeToShard scopes the store to shard k of n (scheduler.ShardOf): its
+// Snapshot and InFlight see only the shard's models, and when n divides the
+// bucket count its Snapshot queries only the shard's buckets — 1/n of the
+// model states and of the active index.
+func (s *Store) ScopeToShard(k, n int) { s.shard, s.shards = k, n }
+
+// bucketsToRead are the buckets a read queries: the scoped store's own
+// (bucket b holds shard b mod n's models when n divides the bucket count),
+// else — unscoped, or scoped by an n that does not divide it — all.
+func (s *Store) bucketsToRead(scoped bool) []int {
+	var out []int
+	for b := range buckets {
+		if !scoped || s.shards <= 1 || buckets%s.shards != 0 || b%s.shards == s.shard {
+			out = append(out, b)
 		}
 	}
-}
-
-// bucketsToRead are the buckets a read scoped by owns queries: the shard's
-// own when owns is its Owns and ScopeToShard knew them, else all.
-func (s *Store) bucketsToRead(owns func(string) bool) []int {
-	if owns != nil && s.ownBuckets != nil {
-		return s.ownBuckets
-	}
-	all := make([]int, buckets)
-	for b := range all {
-		all[b] = b
-	}
-	return all
+	return out
 }
 
 // queryBuckets runs one Query per bucket of a partition prefix ("MODELS",

@@ -101,7 +101,7 @@ func (s *Store) Snapshot(ctx context.Context, _ time.Time) (scheduler.Snapshot, 
 	s.mu.Unlock()
 
 	// 3. Queues with waiting jobs, oldest first (this shard's only).
-	queues, err := s.readActiveQueuesOf(ctx, s.Owns)
+	queues, err := s.readActiveQueues(ctx, true)
 	if err != nil {
 		return snap, err
 	}
@@ -132,7 +132,7 @@ type readState struct {
 // readStates reads the model state items: one Query of each "MODELS#<b>"
 // partition (the shard's buckets only, when scoped).
 func (s *Store) readStates(ctx context.Context) (map[string]readState, error) {
-	items, err := s.queryBuckets(ctx, s.bucketsToRead(s.Owns), func(b string) *dynamodb.QueryInput {
+	items, err := s.queryBuckets(ctx, s.bucketsToRead(true), func(b string) *dynamodb.QueryInput {
 		return &dynamodb.QueryInput{
 			TableName:                 aws.String(s.tables.State),
 			ConsistentRead:            aws.Bool(true),
@@ -181,18 +181,15 @@ func (s *Store) readCounters(ctx context.Context, models []string) (map[string]c
 // drained just now shows with nothing waiting, a cursor moved just now shows
 // where it was — Commit's claims are conditioned on it, so that costs a
 // refused transaction and a fresh read, never a wrong claim.
-func (s *Store) readActiveQueues(ctx context.Context) ([]queueItem, error) {
-	return s.readActiveQueuesOf(ctx, nil)
-}
-
-// readActiveQueuesOf is readActiveQueues of the models owns owns (nil: all).
-// The index is partitioned by the models' buckets: a shard scoped by
-// ScopeToShard queries only its own; and a queue's key names its model
-// (queueModel), so the entries of models it does not own (another shard's
-// sharing a bucket, when N does not divide the bucket count) are dropped
-// before they are decoded.
-func (s *Store) readActiveQueuesOf(ctx context.Context, owns func(model string) bool) ([]queueItem, error) {
-	refs, err := s.queryBuckets(ctx, s.bucketsToRead(owns), func(b string) *dynamodb.QueryInput {
+//
+// Scoped, it reads the store's shard's queues only: the index is
+// partitioned by the models' buckets, so it queries only the shard's; and a
+// queue's key names its model (queueModel), so the entries of models it
+// does not own (another shard's sharing a bucket, when N does not divide
+// the bucket count) are dropped before they are decoded. Cancel reads
+// unscoped: an operator's cancel spans every model.
+func (s *Store) readActiveQueues(ctx context.Context, scoped bool) ([]queueItem, error) {
+	refs, err := s.queryBuckets(ctx, s.bucketsToRead(scoped), func(b string) *dynamodb.QueryInput {
 		return &dynamodb.QueryInput{
 			TableName:                 aws.String(s.tables.State),
 			IndexName:                 aws.String(ActiveIndex),
@@ -208,7 +205,7 @@ func (s *Store) readActiveQueuesOf(ctx context.Context, owns func(model string) 
 	// (ActiveProjection): no queue item is read from the table.
 	out := make([]queueItem, 0, len(refs))
 	for _, it := range refs {
-		if owns != nil && !owns(queueModel(text(it[attrPK]))) {
+		if scoped && !s.owns(queueModel(text(it[attrPK]))) {
 			continue
 		}
 		var q queueItem

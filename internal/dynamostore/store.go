@@ -36,14 +36,10 @@ type Store struct {
 	// (TTLAttribute, epoch seconds) is its end plus this, and DynamoDB's TTL
 	// deletes it after (template.yaml). 0 keeps ended jobs for ever.
 	Retention time.Duration
-	// Owns, when set, scopes the store to one scheduler shard's models
-	// (nil: all): Snapshot reads only their counters and queue items, and
-	// InFlight lists only their jobs. Writes and Cancel are not scoped (an
-	// operator's cancel spans every model). See shard.go.
-	Owns func(model string) bool
-	// ownBuckets, set by ScopeToShard, are the buckets (model states,
-	// active index) holding the shard's models: nil reads every bucket.
-	ownBuckets []int
+	// shard of shards, set by ScopeToShard, scopes Snapshot and InFlight to
+	// one scheduler shard's models (shards ≤ 1: all). Writes and Cancel are
+	// not scoped (an operator's cancel spans every model). See shard.go.
+	shard, shards int
 
 	mu   sync.Mutex
 	seen map[string]seenModel // model → what the last Snapshot read of its state item
