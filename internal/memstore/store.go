@@ -516,7 +516,7 @@ func (s *Store) inFlight(owns func(model string) bool) []scheduler.InFlight {
 // Snapshot and InFlight see only the models it owns; every other method is
 // the store's own, unscoped — Submit, Commit, the task events and Cancel
 // (an operator's cancel spans every model). It is the in-memory counterpart
-// of the DynamoDB store's Owns; several Shards of one Store share its jobs,
+// of the DynamoDB store's ScopeToShard; several Shards of one Store share its jobs,
 // as several scheduler invocations share the tables.
 type Shard struct {
 	*Store

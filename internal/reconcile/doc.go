@@ -23,7 +23,7 @@
 // racing the real event is applied once.
 //
 // In a sharded deployment each shard's invocation reconciles the jobs of its
-// own models: the store it is given lists only those (dynamostore's Owns,
+// own models: the store it is given lists only those (dynamostore's ScopeToShard,
 // memstore's Shard), so each job is looked at by one reconciler and the ECS
 // calls split with the models.
 package reconcile
