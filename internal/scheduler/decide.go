@@ -157,7 +157,7 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 		if m.State.Limit.Limit == 0 {
 			// A model never steered starts at its initial limit, counted as a
 			// raise so the next one waits for these launches to run.
-			l := max(m.Config.InitialLimit, m.Config.MinLimit, 1)
+			l := initialLimit(m.Config)
 			m.State.Limit = limits.State{Limit: l, RaisedAt: now, RaisedBy: l}
 		}
 		mp.State = m.State
@@ -184,7 +184,7 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 	demand := make([]int, len(models))
 	for i, mp := range plan.Models {
 		held := mp.Running + mp.Starting
-		demand[i] = max(held, min(mp.State.Limit.Limit, held+mp.Waiting))
+		demand[i] = demandOf(held, mp.State.Limit.Limit, mp.Waiting)
 	}
 	caps := capacity.Split(cfg.GlobalMaxRunning, demand)
 	heldAll := 0
@@ -295,3 +295,10 @@ func why(mp *ModelPlan, enabled bool, free int) string {
 	}
 	return fmt.Sprintf("%d wait: %s (%d running, %d starting)", rest, cause, mp.Running, mp.Starting)
 }
+
+// initialLimit is the limit of a model the scheduler has never steered.
+func initialLimit(c ModelConfig) int { return max(c.InitialLimit, c.MinLimit, 1) }
+
+// demandOf is the slots a model would hold were the global cap no bound:
+// what it holds, or more up to its limit while jobs wait.
+func demandOf(held, limit, waiting int) int { return max(held, min(limit, held+waiting)) }

@@ -93,7 +93,7 @@ type ShardLoad struct {
 	// after the pass's claims.
 	Held int
 	// Demand is the slots its models would hold were the account's cap no
-	// bound: Σ max(held, min(limit, held + waiting)), as Decide computes a
+	// bound: Σ demandOf(held, limit, waiting), as Decide computes a
 	// model's demand (a paused or disabled model's waiting jobs included:
 	// they are demand the moment they resume).
 	Demand int
@@ -226,10 +226,10 @@ func LoadNow(shard int, snap Snapshot, now time.Time) ShardLoad {
 		held := m.Running + m.Starting
 		limit := m.State.Limit.Limit
 		if limit == 0 {
-			limit = max(m.Config.InitialLimit, m.Config.MinLimit, 1)
+			limit = initialLimit(m.Config)
 		}
 		l.Held += held
-		l.Demand += max(held, min(limit, held+waiting[m.Config.Name]))
+		l.Demand += demandOf(held, limit, waiting[m.Config.Name])
 	}
 	return l
 }
@@ -245,7 +245,7 @@ func LoadAfter(shard int, plan Plan, claimed []Job, now time.Time) ShardLoad {
 	for _, mp := range plan.Models {
 		held := mp.Running + mp.Starting + n[mp.Model]
 		l.Held += held
-		l.Demand += max(held, min(mp.State.Limit.Limit, mp.Running+mp.Starting+mp.Waiting))
+		l.Demand += demandOf(held, mp.State.Limit.Limit, mp.Waiting-n[mp.Model])
 	}
 	return l
 }
