@@ -3,6 +3,7 @@ package dynamostore
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -158,7 +159,7 @@ func (s *Store) claimBatched(ctx context.Context, at time.Time, claims []*grantC
 	// The models that claim nothing here but have emptied entries: their
 	// tidy rides along (an entry at 0 never grows again: only the pass that
 	// named it adds to it).
-	for _, model := range sortedKeys(empty) {
+	for _, model := range slices.Sorted(maps.Keys(empty)) { // deterministic transactions
 		if !tidied[model] && len(empty[model]) > 0 {
 			add(model, nil)
 		}
@@ -309,8 +310,8 @@ func (s *Store) idsOf(ctx context.Context, units []claimUnit) (map[string][]stri
 			last := min(start+chunkSize, u.c.q.Next+u.n) - 1 // the last position needed from this chunk
 			if c, ok := s.chunks[pk]; ok && c.Start == start && c.covers(last) {
 				have[w] = c
-			} else if _, dup := have[w]; !dup && !slices.Contains(missing, w) {
-				missing = append(missing, w)
+			} else {
+				missing = append(missing, w) // once: Commit batches one grant a queue
 			}
 		}
 	}
@@ -352,14 +353,4 @@ func (s *Store) idsOf(ctx context.Context, units []claimUnit) (map[string][]stri
 		out[pk] = ids
 	}
 	return out, nil
-}
-
-// sortedKeys returns a map's keys in order (deterministic transactions).
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
