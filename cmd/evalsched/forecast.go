@@ -2,7 +2,6 @@ package main
 
 import (
 	"cmp"
-	"fmt"
 	"math"
 	"runtime"
 	"slices"
@@ -333,18 +332,11 @@ func forecastQueues(fc forecastConfig, sc scheduler.Config, snap scheduler.Snaps
 			continue
 		}
 		m := models[mp.Model]
-		batches := make([]admission.Batch, len(qs))
-		ids := make(map[string]bool, len(qs))
+		queues := make([]scheduler.Queue, len(qs))
 		for j, qi := range qs {
-			q := snap.Queues[qi]
-			tier, _ := pins.Tier(q.Account, q.Project, q.Batch, q.SubmittedTier, sc.DefaultTier)
-			id := q.Account + "/" + q.Project + "/" + q.Batch
-			if ids[id] { // names may contain "/": keep ids unique, as Decide does
-				id = fmt.Sprintf("%s#%d", id, j)
-			}
-			ids[id] = true
-			batches[j] = admission.Batch{ID: id, Project: q.Account + "/" + q.Project, Tier: tier, Seq: q.Seq, Waiting: q.Waiting}
+			queues[j] = snap.Queues[qi]
 		}
+		batches := scheduler.AdmissionBatches(queues, pins, sc.DefaultTier) // as Decide ranks them
 		admitting := m.Config.Enabled && mp.Breaker.Allow < 0
 		open := 0
 		if admitting {

@@ -221,16 +221,10 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 			mp.Why = why(mp, m.Config.Enabled, free[i])
 			continue
 		}
-		batches := make([]admission.Batch, len(queues))
-		index := make(map[string]int, len(queues))
-		for j, q := range queues {
-			tier, _ := pins.Tier(q.Account, q.Project, q.Batch, q.SubmittedTier, cfg.DefaultTier)
-			id := q.Account + "/" + q.Project + "/" + q.Batch
-			if _, dup := index[id]; dup { // names may contain "/": keep ids unique
-				id = fmt.Sprintf("%s#%d", id, j)
-			}
-			index[id] = j
-			batches[j] = admission.Batch{ID: id, Project: q.Account + "/" + q.Project, Tier: tier, Seq: q.Seq, Waiting: q.Waiting}
+		batches := AdmissionBatches(queues, pins, cfg.DefaultTier)
+		index := make(map[string]int, len(batches))
+		for j, b := range batches {
+			index[b.ID] = j
 		}
 		res, st := admission.Plan(acfg, mp.Free, batches, m.State.Admission)
 		mp.State.Admission = st
@@ -302,3 +296,22 @@ func initialLimit(c ModelConfig) int { return max(c.InitialLimit, c.MinLimit, 1)
 // demandOf is the slots a model would hold were the global cap no bound:
 // what it holds, or more up to its limit while jobs wait.
 func demandOf(held, limit, waiting int) int { return max(held, min(limit, held+waiting)) }
+
+// AdmissionBatches are a model's queues as admission ranks them: each with
+// the tier its pins give it (or the one submitted, or the default) and an
+// id unique among them — names may contain "/", so a repeated
+// account/project/batch gets its index appended.
+func AdmissionBatches(queues []Queue, pins priority.Table, defaultTier int) []admission.Batch {
+	batches := make([]admission.Batch, len(queues))
+	seen := make(map[string]bool, len(queues))
+	for j, q := range queues {
+		tier, _ := pins.Tier(q.Account, q.Project, q.Batch, q.SubmittedTier, defaultTier)
+		id := q.Account + "/" + q.Project + "/" + q.Batch
+		if seen[id] {
+			id = fmt.Sprintf("%s#%d", id, j)
+		}
+		seen[id] = true
+		batches[j] = admission.Batch{ID: id, Project: q.Account + "/" + q.Project, Tier: tier, Seq: q.Seq, Waiting: q.Waiting}
+	}
+	return batches
+}
