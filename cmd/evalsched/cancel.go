@@ -13,6 +13,7 @@ import (
 
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/scheduler"
+	"github.com/evalsched/evalsched/internal/taskevent"
 )
 
 var (
@@ -142,7 +143,7 @@ type jobLister interface {
 }
 
 // stopScope stops the tasks of the scope's jobs (the reason
-// memstore.CancelReason) and ends each job CANCELLED; the tasks' STOPPED
+// taskevent.CancelReason) and ends each job CANCELLED; the tasks' STOPPED
 // events then find the jobs ended and change nothing — or, if this command
 // dies between the two, end them CANCELLED by that reason.
 func stopScope(ctx context.Context, st jobLister, cluster string, scope scheduler.Scope) (int, error) {
@@ -163,7 +164,7 @@ func stopScope(ctx context.Context, st jobLister, cluster string, scope schedule
 		if !scope.Matches(j.Key()) {
 			continue
 		}
-		if _, err := client.StopTask(ctx, &ecs.StopTaskInput{Cluster: &cluster, Task: &j.TaskARN, Reason: ptr(memstore.CancelReason)}); err != nil {
+		if _, err := client.StopTask(ctx, &ecs.StopTaskInput{Cluster: &cluster, Task: &j.TaskARN, Reason: ptr(taskevent.CancelReason)}); err != nil {
 			return n, fmt.Errorf("stop %s: %w", j.TaskARN, err)
 		}
 		if err := st.TaskStopped(ctx, j.ID, j.Attempt, memstore.Exit{Code: -1, Cancelled: true, Reason: "cancelled by an operator"}, time.Now()); err != nil {

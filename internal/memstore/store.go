@@ -67,11 +67,6 @@ type Exit struct {
 	Reason    string
 }
 
-// CancelReason is the reason evalsched gives ECS when an operator stops a
-// job's task: the task's STOPPED event carries it back, and the task events
-// end the job CANCELLED by it.
-const CancelReason = "evalsched: cancelled by an operator"
-
 // Job is a copy of one job's record.
 type Job struct {
 	scheduler.Job

@@ -8,9 +8,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/evalsched/evalsched/internal/memstore"
 )
+
+// CancelReason is the reason evalsched gives ECS when an operator stops a
+// job's task (evalsched cancel --stop-running): the task's STOPPED event
+// carries it back, and Classify makes it Cancelled.
+const CancelReason = "evalsched: cancelled by an operator"
 
 // Kind is what an event means for its job.
 type Kind string
@@ -23,7 +26,7 @@ const (
 	Failed         Kind = "failed"          // non-zero exit: the job's own failure
 	ProviderFailed Kind = "provider_failed" // the provider-error exit code
 	Infrastructure Kind = "infrastructure"  // the task never ran the job to an end
-	Cancelled      Kind = "cancelled"       // an operator stopped it (memstore.CancelReason)
+	Cancelled      Kind = "cancelled"       // an operator stopped it (CancelReason)
 )
 
 // Event is one decoded task state change.
@@ -169,7 +172,7 @@ var infraMarkers = []string{
 // reconciler (reading DescribeTasks) share it.
 func Classify(stopCode, stoppedReason string, containers []Container, cfg Config) (Kind, *int, string) {
 	reason := strings.TrimSpace(stopCode + ": " + stoppedReason)
-	if stopCode == "UserInitiated" && stoppedReason == memstore.CancelReason {
+	if stopCode == "UserInitiated" && stoppedReason == CancelReason {
 		// Whatever the container's exit (SIGTERM's 143, or none): the
 		// operator ended it, not the job or the provider.
 		return Cancelled, nil, stoppedReason
