@@ -1,0 +1,77 @@
+package sandboxkit
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The variables the launcher (internal/ecslauncher) sets on the sandbox
+// container, beside the job's own env from its batch message.
+const (
+	EnvJobID          = "EVALSCHED_JOB_ID"
+	EnvBatch          = "EVALSCHED_BATCH" // account/project/batch
+	EnvModel          = "EVALSCHED_MODEL"
+	EnvAttempt        = "EVALSCHED_ATTEMPT" // 1, 2, …: a job runs again after an infrastructure stop
+	EnvSubmittedAt    = "EVALSCHED_SUBMITTED_AT"
+	EnvResultQueueURL = "EVALSCHED_RESULT_QUEUE_URL" // where SQSReporter sends; the task definition sets it
+)
+
+// Job is what the scheduler tells a sandbox about the job it runs.
+type Job struct {
+	ID          string
+	Account     string
+	Project     string
+	Batch       string
+	Model       string
+	Attempt     int
+	SubmittedAt time.Time // zero if the launcher did not set it
+}
+
+// JobFromEnv reads the job from the EVALSCHED_* variables (pass os.Getenv).
+// The values are data: never run one as a command. Every missing or malformed
+// variable is named in the error.
+func JobFromEnv(getenv func(string) string) (Job, error) {
+	var j Job
+	var problems []string
+	bad := func(name, format string, args ...any) {
+		problems = append(problems, name+": "+fmt.Sprintf(format, args...))
+	}
+	if j.ID = getenv(EnvJobID); j.ID == "" {
+		bad(EnvJobID, "required (the scheduler sets it)")
+	}
+	if j.Model = getenv(EnvModel); j.Model == "" {
+		bad(EnvModel, "required (the scheduler sets it)")
+	}
+	if b := getenv(EnvBatch); b != "" {
+		parts := strings.Split(b, "/")
+		if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+			bad(EnvBatch, "%q is not account/project/batch", b)
+		} else {
+			j.Account, j.Project, j.Batch = parts[0], parts[1], parts[2]
+		}
+	} else {
+		bad(EnvBatch, "required (the scheduler sets it)")
+	}
+	if a := getenv(EnvAttempt); a != "" {
+		n, err := strconv.Atoi(a)
+		if err != nil || n < 1 {
+			bad(EnvAttempt, "%q is not an integer ≥ 1", a)
+		}
+		j.Attempt = n
+	} else {
+		bad(EnvAttempt, "required (the scheduler sets it)")
+	}
+	if s := getenv(EnvSubmittedAt); s != "" {
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			bad(EnvSubmittedAt, "%q is not an RFC 3339 time", s)
+		}
+		j.SubmittedAt = t
+	}
+	if len(problems) > 0 {
+		return Job{}, fmt.Errorf("the job's environment: %s", strings.Join(problems, "; "))
+	}
+	return j, nil
+}
