@@ -136,4 +136,3 @@ func status(code int, header ...string) reply {
 	}
 	return r
 }
-
