@@ -16,7 +16,7 @@ import (
 // flushed, as a gateway relaying a provider's tokens does.
 type fakeGateway struct {
 	*httptest.Server
-	t *testing.T
+	t testing.TB
 
 	mu       sync.Mutex
 	script   []reply // consumed in order; the last one repeats
@@ -38,7 +38,7 @@ type seen struct {
 	body map[string]any
 }
 
-func newFakeGateway(t *testing.T, script ...reply) *fakeGateway {
+func newFakeGateway(t testing.TB, script ...reply) *fakeGateway {
 	g := &fakeGateway{t: t, script: script}
 	g.Server = httptest.NewUnstartedServer(http.HandlerFunc(g.serve))
 	g.Server.Config.ConnState = func(_ net.Conn, s http.ConnState) {
