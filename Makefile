@@ -28,7 +28,7 @@ bench: node_modules ## benchmarks (numbers go to BENCHMARKS.md)
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
 fuzz: ## each fuzz target for FUZZTIME
-	@for t in $$(grep -rl --include='*_test.go' '^func Fuzz' internal cmd | xargs -n1 dirname | sort -u); do \
+	@for t in $$(grep -rl --include='*_test.go' '^func Fuzz' internal cmd sandboxkit | xargs -n1 dirname | sort -u); do \
 	  for f in $$(grep -h '^func Fuzz' $$t/*_test.go | sed 's/func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
 	    echo "== $$t $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $${FUZZTIME:-30s} ./$$t || exit 1; \
 	  done; \
