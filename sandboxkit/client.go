@@ -67,6 +67,12 @@ func NewClient(cfg Config) (*Client, error) {
 	if !strings.HasPrefix(cfg.GatewayURL, "http://") && !strings.HasPrefix(cfg.GatewayURL, "https://") {
 		return nil, fmt.Errorf("sandboxkit: GatewayURL %q: must start with http:// or https://", cfg.GatewayURL)
 	}
+	if err := cfg.Retry.check(); err != nil {
+		return nil, fmt.Errorf("sandboxkit: %w", err)
+	}
+	if cfg.MaxResponseBytes < 0 {
+		return nil, fmt.Errorf("sandboxkit: MaxResponseBytes %d: must be ≥ 0 (0 takes 1 MiB)", cfg.MaxResponseBytes)
+	}
 	c := &Client{
 		url:      strings.TrimSuffix(cfg.GatewayURL, "/") + "/v1/chat/completions",
 		apiKey:   cfg.APIKey,

@@ -3,6 +3,7 @@ package sandboxkit
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -263,9 +264,16 @@ func TestChatUnstreamedAnswer(t *testing.T) {
 }
 
 func TestNewClientRejects(t *testing.T) {
-	for _, url := range []string{"", "gateway:4000"} {
-		if _, err := NewClient(Config{GatewayURL: url}); err == nil {
-			t.Errorf("GatewayURL %q accepted", url)
+	cases := map[string]Config{
+		"GatewayURL is required":  {},
+		"must start with http://": {GatewayURL: "gateway:4000"},
+		"MaxAttempts -1":          {GatewayURL: "http://gw", Retry: RetryPolicy{MaxAttempts: -1}},
+		"none may be negative":    {GatewayURL: "http://gw", Retry: RetryPolicy{MaxWait: -time.Second}},
+		"MaxResponseBytes -5":     {GatewayURL: "http://gw", MaxResponseBytes: -5},
+	}
+	for want, cfg := range cases {
+		if _, err := NewClient(cfg); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("NewClient(%+v) error %v, want one saying %q", cfg, err, want)
 		}
 	}
 }

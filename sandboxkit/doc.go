@@ -33,7 +33,7 @@
 // connection (newTCPConn in net/tcpsock.go calls setNoDelay(fd, true), after
 // any Dialer.Control hook). The kit's Dialer sets it again, explicitly, on the
 // *net.TCPConn after the dial, so the behaviour does not rest on a default,
-// and so BenchmarkWriteWriteRead can turn it off (TransportOptions.Nagle) to
+// and so BenchmarkWriteWriteRead can turn it off (an unexported option) to
 // show the ~40 ms stall Nagle plus delayed ACK cause on loopback. Measured
 // (BENCHMARKS.md): the stall is real for a client that writes a request in
 // pieces, and for SSE it is the gateway's side, which writes the small

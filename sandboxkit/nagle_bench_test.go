@@ -23,7 +23,7 @@ func BenchmarkWriteWriteRead(b *testing.B) {
 	}{{"TCP_NODELAY", false}, {"Nagle", true}} {
 		b.Run(bc.name, func(b *testing.B) {
 			addr := echoAfter(b, header+body)
-			conn, err := Dialer(TransportOptions{Nagle: bc.nagle})(context.Background(), "tcp", addr)
+			conn, err := Dialer(TransportOptions{nagle: bc.nagle})(context.Background(), "tcp", addr)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -98,7 +98,7 @@ func BenchmarkChatStream(b *testing.B) {
 				}
 			}
 			c, err := NewClient(Config{GatewayURL: g.URL,
-				HTTPClient: &http.Client{Transport: NewTransport(TransportOptions{Nagle: bc.clientNagle})}})
+				HTTPClient: &http.Client{Transport: NewTransport(TransportOptions{nagle: bc.clientNagle})}})
 			if err != nil {
 				b.Fatal(err)
 			}

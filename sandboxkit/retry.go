@@ -2,6 +2,7 @@ package sandboxkit
 
 import (
 	"cmp"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -17,6 +18,18 @@ type RetryPolicy struct {
 	MaxDelay      time.Duration // the backoff's cap; default 20 s
 	MaxRetryAfter time.Duration // a Retry-After longer than this ends the call at once; default 60 s
 	MaxWait       time.Duration // all waits of one call (backoff, Retry-After, an open breaker) together; default 2 min
+}
+
+// check names the first field that cannot work.
+func (p RetryPolicy) check() error {
+	switch {
+	case p.MaxAttempts < 0:
+		return fmt.Errorf("retry: MaxAttempts %d: must be ≥ 1 (0 takes the default)", p.MaxAttempts)
+	case p.BaseDelay < 0, p.MaxDelay < 0, p.MaxRetryAfter < 0, p.MaxWait < 0:
+		return fmt.Errorf("retry: BaseDelay %s, MaxDelay %s, MaxRetryAfter %s, MaxWait %s: none may be negative",
+			p.BaseDelay, p.MaxDelay, p.MaxRetryAfter, p.MaxWait)
+	}
+	return nil
 }
 
 func (p RetryPolicy) withDefaults() RetryPolicy {

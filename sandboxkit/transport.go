@@ -12,9 +12,10 @@ import (
 // TransportOptions tunes the gateway transport. The zero value is the
 // recommended setting.
 type TransportOptions struct {
-	// Nagle turns Nagle's algorithm back on (TCP_NODELAY off). Only the
-	// benchmark that shows the stall it causes should set it.
-	Nagle bool
+	// nagle turns Nagle's algorithm back on (TCP_NODELAY off): unexported,
+	// so only the package's own benchmark, which shows the stall it causes,
+	// can set it.
+	nagle bool
 
 	DialTimeout           time.Duration // default 5 s
 	KeepAlive             time.Duration // TCP keep-alive probe interval; default 30 s
@@ -61,7 +62,7 @@ func Dialer(o TransportOptions) func(ctx context.Context, network, addr string) 
 			return nil, err
 		}
 		if tc, ok := c.(*net.TCPConn); ok {
-			if err := tc.SetNoDelay(!o.Nagle); err != nil {
+			if err := tc.SetNoDelay(!o.nagle); err != nil {
 				c.Close()
 				return nil, fmt.Errorf("set TCP_NODELAY on %s: %w", addr, err)
 			}

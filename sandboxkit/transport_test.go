@@ -47,13 +47,13 @@ func TestDialerSetsNoDelay(t *testing.T) {
 	for _, tc := range []struct {
 		opts TransportOptions
 		want int
-	}{{TransportOptions{}, 1}, {TransportOptions{Nagle: true}, 0}} {
+	}{{TransportOptions{}, 1}, {TransportOptions{nagle: true}, 0}} {
 		c, err := Dialer(tc.opts)(context.Background(), "tcp", ln.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := noDelay(t, c); got != tc.want {
-			t.Errorf("Nagle %v: TCP_NODELAY = %d on the socket, want %d", tc.opts.Nagle, got, tc.want)
+			t.Errorf("Nagle %v: TCP_NODELAY = %d on the socket, want %d", tc.opts.nagle, got, tc.want)
 		}
 		c.Close()
 	}

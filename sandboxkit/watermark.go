@@ -13,9 +13,11 @@ import (
 // sandbox near its bound from flapping between blocking and running on every
 // small release.
 //
-// The level may exceed High by what one Acquire adds: an acquirer is never
-// refused part-way, so memory stays under High plus the largest single
-// acquisition (for the Client: High + MaxResponseBytes × concurrent calls).
+// The level may exceed High by what is added before the pause takes hold:
+// an Add never waits (a call already streaming must finish, and be released,
+// rather than stall holding memory), and concurrent Acquires that passed Wait
+// together all add. For the Client the bound is High plus MaxResponseBytes
+// for each call in flight.
 type Watermark struct {
 	low, high int64
 
