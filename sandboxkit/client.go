@@ -168,15 +168,20 @@ func (c *Client) count(f func(*Stats)) {
 // their wait budget run out, or the breaker stays open; a *RequestError for
 // a 4xx; ctx's error if ctx ends.
 func (c *Client) Chat(ctx context.Context, req ChatRequest) (*Response, error) {
+	switch {
+	case req.Model == "":
+		return nil, errors.New("chat request: model: required")
+	case len(req.Messages) == 0:
+		return nil, errors.New("chat request: messages: at least one required")
+	}
+	type streamOptions struct {
+		IncludeUsage bool `json:"include_usage"` // the last chunk carries the token count
+	}
 	body, err := json.Marshal(struct {
 		ChatRequest
-		Stream        bool `json:"stream"`
-		StreamOptions struct {
-			IncludeUsage bool `json:"include_usage"`
-		} `json:"stream_options"`
-	}{ChatRequest: req, Stream: true, StreamOptions: struct {
-		IncludeUsage bool `json:"include_usage"`
-	}{true}})
+		Stream        bool          `json:"stream"`
+		StreamOptions streamOptions `json:"stream_options"`
+	}{req, true, streamOptions{true}})
 	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)
 	}

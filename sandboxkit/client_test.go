@@ -253,6 +253,19 @@ func TestChatMemoryWatermark(t *testing.T) {
 	}
 }
 
+func TestChatRejectsAnIncompleteRequest(t *testing.T) {
+	g := newFakeGateway(t, stream("ok"))
+	c, _ := newTestClient(t, g, Config{})
+	for want, req := range map[string]ChatRequest{"model: required": {Messages: hello.Messages}, "messages: at least one": {Model: "m"}} {
+		if _, err := c.Chat(context.Background(), req); err == nil || !strings.Contains(err.Error(), want) || ExitCode(err) != ExitJobFailed {
+			t.Errorf("error %v, want the job's own failure saying %q", err, want)
+		}
+	}
+	if n := g.requestCount(); n != 0 {
+		t.Errorf("%d requests reached the gateway, want 0", n)
+	}
+}
+
 func TestChatUnstreamedAnswer(t *testing.T) {
 	g := newFakeGateway(t, reply{status: 200, header: map[string]string{"Content-Type": "application/json"},
 		body: `{"choices":[{"message":{"content":"whole"},"finish_reason":"stop"}],"usage":{"completion_tokens":1}}`})
