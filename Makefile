@@ -12,7 +12,7 @@ run: ## simulate seed-hot-lanes under all three policies, print the table, write
 	@mkdir -p $(dir $(REPORT))
 	$(GO) run ./cmd/evalsched sim --scenario $(SCENARIO) --policy all --report $(REPORT)
 
-node_modules: package.json package-lock.json ## the local AWS stand-ins the adapter tests run (shared/LOCAL_AWS.md)
+node_modules: package.json package-lock.json ## the local AWS stand-ins the adapter tests run (docs/local-aws.md)
 	npm ci --no-audit --no-fund
 	@touch node_modules
 

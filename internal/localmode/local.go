@@ -116,7 +116,6 @@ func Run(ctx context.Context, opt Options) error {
 	if err != nil {
 		return err
 	}
-	printStart(opt, queueURL, dlqURL)
 
 	// 2. The functions' code, wired to the stand-ins and the world.
 	cfg.DLQURL = dlqURL
@@ -127,6 +126,7 @@ func Run(ctx context.Context, opt Options) error {
 	in := &intake.Handler{Store: store, DLQ: sq, Config: icfg, Log: log, Metrics: io.Discard}
 	te := &taskevent.Handler{Store: store, Config: taskevent.Config{ProviderErrorCodes: cfg.ProviderErrorCodes}, Log: log}
 	world := newWorld(ctx, opt.Speed, opt.Models, te)
+	printStart(opt, queueURL, dlqURL)
 	sc := scheduler.DefaultConfig()
 	sc.Tiers, sc.TierWeight, sc.DefaultTier, sc.GlobalMaxRunning = cfg.Tiers, cfg.TierWeight, cfg.DefaultTier, cfg.GlobalMaxRunning
 	sc.MaxLaunchesPerPass = max(1, int(cfg.LaunchRate*opt.Interval.Seconds()))
