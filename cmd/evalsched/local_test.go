@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -33,6 +34,12 @@ func TestMakeLocal(t *testing.T) {
 	// reinstalled by a test.
 	cmd := exec.Command(makePath, "-o", "node_modules", "local", `ARGS=--speed 20 --interval 2s --log `+filepath.Join(t.TempDir(), "pass.log"))
 	cmd.Dir = root
+	// A make of its own, whatever make runs the tests (its jobserver, -s).
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); name != "MAKEFLAGS" && name != "MFLAGS" && name != "MAKELEVEL" {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var out lockedBuffer
 	pr, pw := io.Pipe()
@@ -51,19 +58,21 @@ func TestMakeLocal(t *testing.T) {
 		}
 		_, _ = io.Copy(io.Discard, pr)
 	}()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait(); pw.Close() }()
 	select {
 	case <-up:
+	case err := <-done:
+		t.Fatalf("make local ended before it was up (%v):\n%s", err, out.String())
 	case <-time.After(3 * time.Minute):
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
+		<-done
 		t.Fatalf("make local not up after 3 minutes:\n%s", out.String())
 	}
 	time.Sleep(3 * time.Second) // a pass or two
 	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait(); pw.Close() }()
 	select {
 	case err = <-done:
 	case <-time.After(30 * time.Second):
