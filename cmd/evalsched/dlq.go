@@ -253,7 +253,10 @@ func letterOf(m sqstypes.Message) deadLetter {
 		}
 	}
 	if l.Reason == "" {
-		l.Reason = "(no " + intake.AttrReason + " attribute: not dead-lettered by the intake function)"
+		// The intake did not reject it: SQS's redrive policy moved it after
+		// repeated failed deliveries (the intake's log says why), or it was
+		// sent here by hand.
+		l.Reason = "(no " + intake.AttrReason + ": moved here by SQS after repeated failed deliveries, see the intake's log, or sent here directly)"
 	}
 	// The batch, as far as the body names it: a broken message may not.
 	var head struct {
