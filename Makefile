@@ -12,7 +12,7 @@ run: ## simulate seed-hot-lanes under all three policies, print the table, write
 	@mkdir -p $(dir $(REPORT))
 	$(GO) run ./cmd/evalsched sim --scenario $(SCENARIO) --policy all --report $(REPORT)
 
-node_modules: package.json package-lock.json ## the local AWS stand-ins the adapter tests run (shared/LOCAL_AWS.md)
+node_modules: package.json package-lock.json ## the local AWS stand-ins the adapter tests run (docs/local-aws.md)
 	npm ci --no-audit --no-fund
 	@touch node_modules
 
@@ -34,8 +34,10 @@ fuzz: ## each fuzz target for FUZZTIME
 	  done; \
 	done
 
-local: node_modules ## the whole system on this machine (DynamoDB Local, fauxqs, a simulated world); Ctrl-C stops it
-	$(GO) run ./cmd/evalsched local
+# `go run` exits 1 when interrupted, whatever the program's own exit: the
+# binary is built and run directly, so a clean Ctrl-C ends without "Error 1".
+local: node_modules build ## the whole system on this machine (DynamoDB Local, fauxqs, a simulated world); flags as ARGS="--speed 20"; Ctrl-C stops it
+	@exec bin/evalsched local $(ARGS)
 
 build: ## the operator CLI into bin/
 	$(GO) build -o bin/evalsched ./cmd/evalsched

@@ -25,8 +25,10 @@ func runLocal(args []string, stdout, stderr io.Writer) int {
 	speed := fs.Float64("speed", 10, "compress the simulated world's time `N`-fold (container starts, calls, think time)")
 	interval := fs.Duration("interval", 10*time.Second, "between scheduler passes")
 	prefix := fs.String("table-prefix", "evalsched-", "the tables' name `PREFIX`")
+	logFile := fs.String("log", "", "write every log line (the pass log: each limit decision and its reason) as JSON to `FILE` (default: a new file in the temporary directory)")
+	verbose := fs.Bool("verbose", false, "print every log line, not only intake rejects, conflicts, stored batches, pass warnings and errors")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: %s local [flags]\n\nStarts DynamoDB Local and fauxqs (unless AWS_ENDPOINT_URL_DYNAMODB / AWS_ENDPOINT_URL_SQS\nname running ones), creates the tables and queues, and runs the intake, scheduler and\ntask-events code in this process until interrupted. Needs `npm ci` (make local does it).\n\n", programName)
+		fmt.Fprintf(stderr, "usage: %s local [flags]\n\nStarts DynamoDB Local and fauxqs on 127.0.0.1 (unless AWS_ENDPOINT_URL_DYNAMODB /\nAWS_ENDPOINT_URL_SQS name running ones), creates the tables and queues, and runs the\nintake, scheduler and task-events code in this process until Ctrl-C, which stops it\ncleanly (exit 0). It prints what to export in another shell, then intake rejects with\ntheir reasons, conflicts, stored batches, the pass's warnings (malformed pins and\nmodels) and a line per busy model every three passes; the full pass log goes to --log.\nNeeds Java 17 (a JDK: javac), Node 20 and `npm ci` (make local does it; pass flags\nwith make local ARGS=\"--speed 20\"). See docs/local-aws.md.\n\n", programName)
 		fs.PrintDefaults()
 	}
 	if pos, err := parseInterspersed(fs, args); err != nil || len(pos) > 0 {
@@ -36,11 +38,28 @@ func runLocal(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s local: --speed must be positive and --interval at least 1s\n", programName)
 		return exitUsage
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	// Ctrl-C (or SIGTERM) stops the loops, the world and the servers, and
+	// the command exits 0. Later ones are noted and change nothing: dying
+	// at once would leave DynamoDB Local and fauxqs running (they are in
+	// their own process group), and the stop is bounded (5 s a server).
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	defer func() { signal.Stop(signals); close(signals) }()
+	go func() {
+		if _, ok := <-signals; !ok {
+			return // ended without a signal
+		}
+		fmt.Fprintf(stderr, "\n%s local: stopping\n", programName)
+		cancel()
+		for range signals {
+			fmt.Fprintf(stderr, "%s local: still stopping the servers\n", programName)
+		}
+	}()
 	err := localmode.Run(ctx, localmode.Options{
 		DynamoDB: os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), SQS: os.Getenv("AWS_ENDPOINT_URL_SQS"),
-		Prefix: *prefix, Speed: *speed, Interval: *interval, Out: stdout,
+		Prefix: *prefix, Speed: *speed, Interval: *interval, Out: stdout, LogFile: *logFile, Verbose: *verbose,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "%s local: %v\n", programName, err)

@@ -27,6 +27,7 @@ var commands = []command{
 	simCommand,
 	validateCommand,
 	submitCommand,
+	dlqCommand,
 	pinCommand,
 	pauseCommand,
 	resumeCommand,

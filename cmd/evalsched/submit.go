@@ -25,7 +25,7 @@ import (
 
 var submitCommand = command{
 	name:    "submit",
-	summary: "send a batch to the intake queue, split into messages under 1 MiB",
+	summary: "send a batch to the intake queue: a message as it is, JSON Lines split into parts under 1 MiB",
 	run:     runSubmit,
 }
 
@@ -33,7 +33,8 @@ const submitUsage = `usage: evalsched submit [flags] FILE
 
 Sends a batch to the intake queue. FILE (or - for standard input) is either
 
-  - a batch message (BATCH_FORMAT.md), sent as it is; or
+  - a batch message (docs/batch-format.md), sent as it is, never split: it
+    must be under 1 MiB with at most 10,000 jobs; or
   - JSON Lines of jobs, one {"key": …, "env": {…}, "model": …} per line, with
     the batch's fields as flags (--account, --project and --batch required).
     The jobs are split into parts, each a message under SQS's 1 MiB limit

@@ -12,7 +12,7 @@ import (
 
 var validateCommand = command{
 	name:    "validate",
-	summary: "check a batch message against the intake's contract (BATCH_FORMAT.md)",
+	summary: "check a batch message against the intake's contract (docs/batch-format.md)",
 	run:     runValidate,
 }
 

@@ -1,6 +1,5 @@
 // Package batchmsg reads and checks the batch messages submitters put on the
-// intake queue: the public contract of /work/shared/BATCH_FORMAT.md (the
-// README's "Batch messages" section), version 1.
+// intake queue: the public contract of docs/batch-format.md, version 1.
 //
 // It sits at the very start of the pipeline, before anything is stored:
 //

@@ -11,7 +11,7 @@ import (
 	"github.com/evalsched/evalsched/internal/memstore"
 )
 
-// The contract's limits (BATCH_FORMAT.md, version 1).
+// The contract's limits (docs/batch-format.md, version 1).
 const (
 	Version          = 1       // the only version this package reads
 	MaxMessageBytes  = 1 << 20 // SQS's limit on a message body: 1 MiB

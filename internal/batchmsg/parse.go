@@ -15,7 +15,7 @@ import (
 const maxErrors = 10
 
 // Parse reads one batch message and checks it against every rule of the
-// contract (BATCH_FORMAT.md, version 1):
+// contract (docs/batch-format.md, version 1):
 //
 //   - the message is at most 1 MiB of UTF-8 JSON: one object, nothing after it;
 //   - every object has only the contract's fields, each at most once; an env
@@ -23,7 +23,7 @@ const maxErrors = 10
 //   - a required field that is null is missing; an optional one that is null
 //     is absent;
 //   - integers are JSON integers: 1.0, 1e0 and "1" are not;
-//   - every field's own rule (see the table in BATCH_FORMAT.md).
+//   - every field's own rule (see the table in docs/batch-format.md).
 //
 // It returns the first *Error, or an errors.Join of up to 10 of them in the
 // order found (use Errors to list them), or, for a version other than 1, only

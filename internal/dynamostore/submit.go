@@ -498,7 +498,7 @@ func (s *Store) nextSeq(ctx context.Context) (int64, error) {
 }
 
 // validate checks what the key layout needs; the intake validates the rest
-// of the message format (shared/BATCH_FORMAT.md) before calling Submit.
+// of the message format (docs/batch-format.md) before calling Submit.
 func validate(b memstore.BatchSpec) error {
 	for _, f := range []struct{ what, v string }{{"account", b.Account}, {"project", b.Project}, {"batch", b.Batch}} {
 		if err := checkName(f.what, f.v); err != nil {

@@ -1,17 +1,20 @@
 package intake
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/evalsched/evalsched/internal/batchmsg"
 )
 
-// The attributes of a dead-lettered message; its body is the original's,
-// unchanged, so it can be fixed and sent again.
+// The attributes of a dead-lettered message, beside the submitter's own; its
+// body is the original's, unchanged, so it can be fixed and sent again.
 const (
 	// AttrReason holds why the message was rejected: the rules it breaks,
 	// "field: rule; field: rule", cut to fit.
@@ -39,13 +42,20 @@ func Reason(errs []*batchmsg.Error) string {
 	return strings.Join(parts, "; ")
 }
 
+// maxAttributes is SQS's limit on a message's attributes.
+const maxAttributes = 10
+
 // DeadLetterAttributes returns the attributes of the dead-lettered copy of
-// a message: its source id and the reason, the reason cut (ending in "…")
-// so that the copy fits SQS's 1 MiB limit. An attribute that cannot fit at
-// all (the body alone nearly fills the limit) is left out rather than have
-// the send refused forever.
-func DeadLetterAttributes(body, messageID, reason string) map[string]sqstypes.MessageAttributeValue {
-	attrs := map[string]sqstypes.MessageAttributeValue{}
+// a message: its source id and the reason, then the attributes the
+// submitter sent with it (submitted, by name), so whoever reads the
+// dead-letter queue still has them (a trace id, who sent it). The reason is
+// cut (ending in "…") so that the copy fits SQS's 1 MiB limit. What cannot
+// fit — an attribute of ours when the body alone nearly fills the limit, a
+// submitter's attribute past SQS's ten or the size, or one named like ours
+// — is left out rather than have the send refused forever; dropped names
+// the submitter's attributes left out, for the log line.
+func DeadLetterAttributes(body, messageID, reason string, submitted map[string]sqstypes.MessageAttributeValue) (attrs map[string]sqstypes.MessageAttributeValue, dropped []string) {
+	attrs = map[string]sqstypes.MessageAttributeValue{}
 	room := maxMessageBytes - len(body)
 	add := func(name, value string) {
 		cost := len(name) + len("String") + len(value)
@@ -57,7 +67,32 @@ func DeadLetterAttributes(body, messageID, reason string) map[string]sqstypes.Me
 	}
 	add(AttrSourceMessageID, clean(messageID))
 	add(AttrReason, cut(clean(reason), min(MaxReasonBytes, room-len(AttrReason)-len("String"))))
-	return attrs
+	// In name order, so the same message always keeps the same ones.
+	for _, name := range slices.Sorted(maps.Keys(submitted)) {
+		a := submitted[name]
+		cost := len(name) + len(aws.ToString(a.DataType)) + len(aws.ToString(a.StringValue)) + len(a.BinaryValue)
+		if _, ours := attrs[name]; ours || name == AttrReason || name == AttrSourceMessageID || len(attrs) == maxAttributes || cost > room {
+			dropped = append(dropped, name)
+			continue
+		}
+		attrs[name] = a
+		room -= cost
+	}
+	return attrs, dropped
+}
+
+// SubmittedAttributes converts the message attributes of a Lambda SQS record
+// to the form SendMessage takes. List values, which SQS reserves and does not
+// deliver, are not carried.
+func SubmittedAttributes(in map[string]events.SQSMessageAttribute) map[string]sqstypes.MessageAttributeValue {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]sqstypes.MessageAttributeValue, len(in))
+	for name, a := range in {
+		out[name] = sqstypes.MessageAttributeValue{DataType: aws.String(a.DataType), StringValue: a.StringValue, BinaryValue: a.BinaryValue}
+	}
+	return out
 }
 
 // ellipsis marks a cut reason.

@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -45,7 +47,7 @@ func TestDeadLetterAttributes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			attrs := intake.DeadLetterAttributes(tc.body, id, tc.reason)
+			attrs, _ := intake.DeadLetterAttributes(tc.body, id, tc.reason, nil)
 			if n := size(tc.body, attrs); n > limit {
 				t.Errorf("message of %d bytes with its attributes, over SQS's %d", n, limit)
 			}
@@ -75,7 +77,7 @@ func TestDeadLetterFitsSQS(t *testing.T) {
 	start(t)
 	url := createQueue(t, "intake-dlq-fits")
 	body := strings.Repeat("x", limit-300)
-	attrs := intake.DeadLetterAttributes(body, "m-1", strings.Repeat("jobs[0].key: required; ", 100))
+	attrs, _ := intake.DeadLetterAttributes(body, "m-1", strings.Repeat("jobs[0].key: required; ", 100), nil)
 	if _, ok := attrs[intake.AttrReason]; !ok {
 		t.Fatal("no reason attribute, want one cut to fit")
 	}
@@ -112,5 +114,79 @@ func TestFixtures(t *testing.T) {
 				t.Errorf("%s: record %s: md5OfBody %s, eventSource %q; want the body's md5 and aws:sqs", name, r.MessageId, r.Md5OfBody, r.EventSource)
 			}
 		}
+	}
+}
+
+// TestDeadLetterKeepsTheSubmittersAttributes: a message sent to the intake
+// queue with attributes of its own (String, Number, Binary), received as the
+// event source receives it and rejected, reaches the dead-letter queue
+// (fauxqs) with them beside the reason. Past SQS's ten attributes, the
+// submitter's last by name are dropped and the log names them.
+func TestDeadLetterKeepsTheSubmittersAttributes(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	queue := createQueue(t, fmt.Sprintf("intake-attrs-%03d", seq.Add(1)))
+	str := func(v string) sqstypes.MessageAttributeValue {
+		return sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
+	}
+	few := map[string]sqstypes.MessageAttributeValue{
+		"trace-id":  str("abc-123"),
+		"submitter": str("alice@acme"),
+		"attempt":   {DataType: aws.String("Number"), StringValue: aws.String("3")},
+		"blob":      {DataType: aws.String("Binary"), BinaryValue: []byte{0, 1, 2, 255}},
+	}
+	many := map[string]sqstypes.MessageAttributeValue{}
+	for i := range 10 {
+		many[fmt.Sprintf("a%d", i)] = str(fmt.Sprint(i))
+	}
+	for _, attrs := range []map[string]sqstypes.MessageAttributeValue{few, many} {
+		if _, err := servers.sqsClient.SendMessage(ctx, &sqs.SendMessageInput{
+			QueueUrl: aws.String(queue), MessageBody: aws.String(`{"version": 1}`), MessageAttributes: attrs,
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := servers.sqsClient.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl: aws.String(queue), MaxNumberOfMessages: 10, MessageAttributeNames: []string{"All"}, AttributeNames: []sqstypes.QueueAttributeName{"All"},
+	})
+	if err != nil || len(got.Messages) != 2 {
+		t.Fatalf("received %d messages, %v; want the 2 sent", len(got.Messages), err)
+	}
+	var ev events.SQSEvent
+	for _, m := range got.Messages {
+		ev.Records = append(ev.Records, intake.Record(m))
+	}
+	if resp := r.invoke(payload(t, ev.Records...)); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("batch item failures %v, want none", failures(resp))
+	}
+
+	dead := r.deadLetters()
+	if len(dead) != 2 {
+		t.Fatalf("%d dead letters, want 2", len(dead))
+	}
+	for _, m := range got.Messages {
+		d := dead[aws.ToString(m.MessageId)]
+		if !strings.HasPrefix(aws.ToString(d.MessageAttributes[intake.AttrReason].StringValue), "account: required") {
+			t.Errorf("%s: reason %q, want the rules broken", aws.ToString(m.MessageId), aws.ToString(d.MessageAttributes[intake.AttrReason].StringValue))
+		}
+		want := few
+		if len(m.MessageAttributes) == 10 {
+			want = map[string]sqstypes.MessageAttributeValue{}
+			for i := range 8 { // 8 of the submitter's and our 2
+				want[fmt.Sprintf("a%d", i)] = str(fmt.Sprint(i))
+			}
+		}
+		for name, a := range want {
+			g, ok := d.MessageAttributes[name]
+			if !ok || aws.ToString(g.DataType) != aws.ToString(a.DataType) || aws.ToString(g.StringValue) != aws.ToString(a.StringValue) || string(g.BinaryValue) != string(a.BinaryValue) {
+				t.Errorf("dead letter's attribute %s = %+v (present %v), want %+v", name, g, ok, a)
+			}
+		}
+		if n := len(d.MessageAttributes); n != len(want)+2 {
+			t.Errorf("dead letter has %d attributes, want %d (the submitter's kept and our 2)", n, len(want)+2)
+		}
+	}
+	if !strings.Contains(r.logs.String(), `"attributes_dropped":["a8","a9"]`) {
+		t.Errorf("the log does not name the dropped attributes a8, a9:\n%s", r.logs.String())
 	}
 }

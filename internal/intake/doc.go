@@ -13,8 +13,9 @@
 //	valid, some keys conflict      done: the conflicting jobs stay as they were,
 //	                               the others are stored; logged, IntakeConflicts
 //	invalid (a *batchmsg.Error)    to the dead-letter queue, body unchanged, with
-//	                               evalsched-reason and evalsched-source-message-id;
-//	                               logged, IntakeRejected; then done
+//	                               evalsched-reason and evalsched-source-message-id
+//	                               beside the submitter's own attributes (up to
+//	                               SQS's ten); logged, IntakeRejected; then done
 //	dead-letter send failed        batch item failure: SQS delivers it again
 //	store failed (throttled, …)    batch item failure: SQS delivers just it again
 //

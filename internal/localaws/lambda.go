@@ -17,7 +17,7 @@ import (
 	"time"
 )
 
-// rieModule is the Lambda runtime interface emulator (shared/LOCAL_AWS.md).
+// rieModule is the Lambda runtime interface emulator (docs/local-aws.md).
 const rieModule = "github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@v0.0.0-20261030222936-bef5c4ba774d"
 
 // rieOnce builds the emulator once per test binary.

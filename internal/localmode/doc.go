@@ -8,4 +8,10 @@
 // scheduler runner makes its passes under the lease with the DynamoDB store,
 // and the task-events handler receives ECS-shaped task state changes from the
 // world. Only the world is simulated, in wall-clock time compressed by Speed.
+//
+// What an operator sees (console.go): every log line goes as JSON to a file
+// Run names (the pass log, as on AWS), and the lines that need a person —
+// intake rejects with their reasons, conflicts, stored batches, the pass's
+// warnings about malformed pins and models as they appear and clear,
+// warnings and errors — are printed too; Verbose prints every line.
 package localmode

@@ -6,12 +6,14 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/evalsched/evalsched/internal/config"
 	"github.com/evalsched/evalsched/internal/dynamolease"
@@ -32,8 +34,17 @@ type Options struct {
 	Speed    float64
 	Interval time.Duration // between passes (default 10 s)
 	Models   []Model
-	Out      io.Writer // the progress lines and the exports
-	Log      *slog.Logger
+	Out      io.Writer // the progress lines, the exports, what the log says an operator must see
+	// LogFile is where every log line goes, as JSON: the pass log with
+	// each model's limit decision and reason, the intake's and the task
+	// events' lines ("": a new file in the temporary directory). Run
+	// prints its path.
+	LogFile string
+	// Verbose prints every log line to Out too, not only rejects,
+	// conflicts, stored batches, the pass's warnings and errors.
+	Verbose bool
+	// Log, when set, replaces the log file and the console lines.
+	Log *slog.Logger
 	// Ready, when set, receives the queue URL once everything runs.
 	Ready func(queueURL string)
 }
@@ -52,9 +63,16 @@ func Run(ctx context.Context, opt Options) error {
 	if opt.Out == nil {
 		opt.Out = os.Stdout
 	}
+	opt.Out = &lockedWriter{w: opt.Out} // progress, console lines and the world write at once
 	log := opt.Log
 	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		f, path, err := openLog(opt.LogFile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		opt.LogFile = path
+		log = logTo(f, opt.Out, opt.Verbose)
 	}
 
 	// 1. The stand-ins, started unless given.
@@ -98,10 +116,6 @@ func Run(ctx context.Context, opt Options) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(opt.Out, "evalsched local: DynamoDB Local %s, fauxqs %s\n", opt.DynamoDB, opt.SQS)
-	fmt.Fprintf(opt.Out, "in another shell:\n  export AWS_REGION=%s AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local\n", dynamostore.LocalRegion)
-	fmt.Fprintf(opt.Out, "  export AWS_ENDPOINT_URL_DYNAMODB=%s AWS_ENDPOINT_URL_SQS=%s EVALSCHED_TABLE_PREFIX=%s\n", opt.DynamoDB, opt.SQS, opt.Prefix)
-	fmt.Fprintf(opt.Out, "  evalsched submit batch.json --queue-url %s\n  evalsched status\n", queueURL)
 
 	// 2. The functions' code, wired to the stand-ins and the world.
 	cfg.DLQURL = dlqURL
@@ -112,6 +126,7 @@ func Run(ctx context.Context, opt Options) error {
 	in := &intake.Handler{Store: store, DLQ: sq, Config: icfg, Log: log, Metrics: io.Discard}
 	te := &taskevent.Handler{Store: store, Config: taskevent.Config{ProviderErrorCodes: cfg.ProviderErrorCodes}, Log: log}
 	world := newWorld(ctx, opt.Speed, opt.Models, te)
+	printStart(opt, queueURL, dlqURL)
 	sc := scheduler.DefaultConfig()
 	sc.Tiers, sc.TierWeight, sc.DefaultTier, sc.GlobalMaxRunning = cfg.Tiers, cfg.TierWeight, cfg.DefaultTier, cfg.GlobalMaxRunning
 	sc.MaxLaunchesPerPass = max(1, int(cfg.LaunchRate*opt.Interval.Seconds()))
@@ -137,7 +152,58 @@ func Run(ctx context.Context, opt Options) error {
 		}
 	}
 	world.wg.Wait()
+	if opt.LogFile != "" {
+		fmt.Fprintf(opt.Out, "evalsched local: stopped; the pass log is in %s\n", opt.LogFile)
+	}
 	return nil
+}
+
+// printStart names the stand-ins, the queues and the log, and what to
+// export in another shell for evalsched, boto3 and the AWS CLI.
+func printStart(opt Options, queueURL, dlqURL string) {
+	w, region := opt.Out, dynamostore.LocalRegion
+	fmt.Fprintf(w, "evalsched local: DynamoDB Local %s, fauxqs %s (127.0.0.1 only), world speed %g×, a pass every %v\n", opt.DynamoDB, opt.SQS, opt.Speed, opt.Interval)
+	fmt.Fprintf(w, "  intake queue      %s\n  dead-letter queue %s\n", queueURL, dlqURL)
+	if opt.LogFile != "" {
+		fmt.Fprintf(w, "  pass log          %s (JSON lines: every limit decision with its reason)\n", opt.LogFile)
+	}
+	fmt.Fprintf(w, "in another shell (evalsched, the AWS CLI and boto3 read these):\n")
+	fmt.Fprintf(w, "  export AWS_REGION=%s AWS_DEFAULT_REGION=%s AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local\n", region, region)
+	fmt.Fprintf(w, "  export AWS_ENDPOINT_URL_DYNAMODB=%s AWS_ENDPOINT_URL_SQS=%s EVALSCHED_TABLE_PREFIX=%s\n", opt.DynamoDB, opt.SQS, opt.Prefix)
+	fmt.Fprintf(w, "  export EVALSCHED_QUEUE_URL=%s EVALSCHED_DLQ_URL=%s\n", queueURL, dlqURL)
+	fmt.Fprintf(w, "  evalsched submit batch.json   # to the intake queue\n  evalsched status               # limits, running, waiting, ETAs\n  evalsched dlq                  # what the intake rejected, and why\n")
+	fmt.Fprintf(w, "an AWS CLI or SDK that predates AWS_ENDPOINT_URL_* needs the endpoint spelled out:\n")
+	fmt.Fprintf(w, "  aws sqs receive-message --endpoint-url %s --queue-url %s --message-attribute-names All\n", opt.SQS, dlqURL)
+	fmt.Fprintf(w, "  aws dynamodb scan --endpoint-url %s --table-name %smodels\n", opt.DynamoDB, opt.Prefix)
+	fmt.Fprintf(w, "Ctrl-C stops it.\n")
+}
+
+// openLog creates the log file, or one in the temporary directory.
+func openLog(path string) (*os.File, string, error) {
+	if path == "" {
+		f, err := os.CreateTemp("", "evalsched-local-"+time.Now().Format("20060102-150405")+"-*.log")
+		if err != nil {
+			return nil, "", fmt.Errorf("pass log: %w", err)
+		}
+		return f, f.Name(), nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("pass log: %w", err)
+	}
+	return f, path, nil
+}
+
+// lockedWriter serializes writes of whole lines from several goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 func createQueue(ctx context.Context, sq *sqs.Client, name string) (string, error) {
@@ -152,13 +218,16 @@ func createQueue(ctx context.Context, sq *sqs.Client, name string) (string, erro
 // the handler did not report as failed.
 func pollIntake(ctx context.Context, sq *sqs.Client, url string, h *intake.Handler, log *slog.Logger) {
 	for ctx.Err() == nil {
-		out, err := sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+		// All attributes, as the event source receives them: the dead
+		// letters keep the submitter's.
+		out, err := sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+			MessageAttributeNames: []string{"All"}, MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll}})
 		if err != nil || len(out.Messages) == 0 {
 			continue
 		}
 		var ev events.SQSEvent
 		for _, m := range out.Messages {
-			ev.Records = append(ev.Records, events.SQSMessage{MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle), Body: aws.ToString(m.Body), EventSource: "aws:sqs"})
+			ev.Records = append(ev.Records, intake.Record(m))
 		}
 		resp, err := h.Handle(ctx, ev)
 		if err != nil {

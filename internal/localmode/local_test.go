@@ -5,12 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/evalsched/evalsched/internal/dynamostore"
@@ -29,7 +34,10 @@ func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(
 
 // TestLocalRunsASubmittedBatch runs the local mode against the servers the
 // test starts, submits a batch to its queue as `evalsched submit` would, and
-// waits for every job to succeed.
+// waits for every job to succeed. What an operator must see is printed: the
+// exports boto3 and the AWS CLI need, the dead-letter queue, a rejected
+// message with its reason, a conflict, a malformed pin's warning; the pass
+// log is in the file it names.
 func TestLocalRunsASubmittedBatch(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the local mode for several seconds")
@@ -39,9 +47,10 @@ func TestLocalRunsASubmittedBatch(t *testing.T) {
 	ready := make(chan string, 1)
 	out := &syncBuf{}
 	done := make(chan error, 1)
+	logFile := filepath.Join(t.TempDir(), "pass.log")
 	go func() {
 		done <- Run(ctx, Options{
-			DynamoDB: ddb, SQS: sqsURL, Prefix: "local-", Speed: 50, Interval: time.Second, Out: out,
+			DynamoDB: ddb, SQS: sqsURL, Prefix: "local-", Speed: 50, Interval: time.Second, Out: out, LogFile: logFile,
 			Models: []Model{{Name: "gpt-5.5", Concurrency: 4, Call: 2 * time.Second, Think: time.Second, Calls: 3, Start: 10 * time.Second}},
 			Ready:  func(u string) { ready <- u },
 		})
@@ -65,12 +74,27 @@ func TestLocalRunsASubmittedBatch(t *testing.T) {
 	if _, err := sq.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String(string(body))}); err != nil {
 		t.Fatal(err)
 	}
+	// A message the intake rejects, one that conflicts with the batch (job
+	// 0 with another env), and a pin the pass must skip.
+	for _, bad := range []string{
+		`{"version": 1, "account": "dev", "project": "try", "batch": "b2", "model": "gpt-5.5", "tier": 7, "jobs": [{"key": "x"}]}`,
+		`{"version": 1, "account": "dev", "project": "try", "batch": "b1", "model": "gpt-5.5", "jobs": [{"key": "0", "env": {"X": "1"}}]}`,
+	} {
+		if _, err := sq.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String(bad)}); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	client, err := dynamostore.LocalClient(ctx, ddb)
 	if err != nil {
 		t.Fatal(err)
 	}
 	store := dynamostore.New(client, dynamostore.DefaultTables("local-"), scheduler.ModelConfig{})
+	if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(dynamostore.DefaultTables("local-").Pins), Item: map[string]ddbtypes.AttributeValue{
+		"scope": &ddbtypes.AttributeValueMemberS{Value: "account#dev"}, "tier": &ddbtypes.AttributeValueMemberS{Value: "urgent"},
+	}}); err != nil {
+		t.Fatal(err)
+	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		ok := 0
@@ -87,5 +111,24 @@ func TestLocalRunsASubmittedBatch(t *testing.T) {
 			t.Fatalf("%d of 8 jobs succeeded after 60 s\n%s", ok, out)
 		}
 		time.Sleep(500 * time.Millisecond)
+	}
+
+	for _, want := range []string{
+		"export AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1",
+		"dead-letter queue http://",
+		"EVALSCHED_DLQ_URL=http://",
+		"--endpoint-url " + sqsURL,
+		"pass log          " + logFile,
+		"rejected to the dead-letter queue: tier: 7 is outside 0..2",
+		"intake: dev/try/b1: 8 jobs, 8 new",
+		"intake: dev/try/b1: conflict, 0 new jobs stored: ",
+		`warning: pin "account#dev"`,
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the output lacks %q:\n%s", want, out)
+		}
+	}
+	if b, err := os.ReadFile(logFile); err != nil || !strings.Contains(string(b), `"msg":"pass"`) {
+		t.Errorf("the pass log %s has no pass line (%v)", logFile, err)
 	}
 }

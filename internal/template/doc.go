@@ -1,7 +1,7 @@
 // Package template holds the tests of the SAM application, ../../template.yaml:
 // the template is the last link between the code and AWS, and nothing else
 // checks it before `sam deploy` (cfn-lint's spec is too old to be useful
-// here, see /work/shared/LOCAL_AWS.md).
+// here, see docs/local-aws.md).
 //
 // The test reads the template twice: with goformation, for the structure
 // CloudFormation and SAM define (resource types, typed properties), and with
