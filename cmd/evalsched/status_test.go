@@ -182,7 +182,7 @@ func TestCancelStopsRunningTasks(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, stderr, code := cli(t, "cancel", "lab/bulk/big", "--stop-running", "--cluster", "sandbox")
-	if code != exitOK || !strings.Contains(out, "cancelled 1 waiting jobs") || !strings.Contains(out, "stopped 2 tasks") {
+	if code != exitOK || !strings.Contains(out, "cancelled 1 waiting job of") || !strings.Contains(out, "stopped 2 tasks") {
 		t.Fatalf("got %d %q %q", code, out, stderr)
 	}
 	if fake.Calls["StopTask"] != 2 {

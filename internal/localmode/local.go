@@ -101,7 +101,6 @@ func Run(ctx context.Context, opt Options) error {
 	fmt.Fprintf(opt.Out, "evalsched local: DynamoDB Local %s, fauxqs %s\n", opt.DynamoDB, opt.SQS)
 	fmt.Fprintf(opt.Out, "in another shell:\n  export AWS_REGION=%s AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local\n", dynamostore.LocalRegion)
 	fmt.Fprintf(opt.Out, "  export AWS_ENDPOINT_URL_DYNAMODB=%s AWS_ENDPOINT_URL_SQS=%s EVALSCHED_TABLE_PREFIX=%s\n", opt.DynamoDB, opt.SQS, opt.Prefix)
-	fmt.Fprintf(opt.Out, "  evalsched submit batch.json --queue-url %s\n  evalsched status\n", queueURL)
 
 	// 2. The functions' code, wired to the stand-ins and the world.
 	cfg.DLQURL = dlqURL
@@ -112,6 +111,15 @@ func Run(ctx context.Context, opt Options) error {
 	in := &intake.Handler{Store: store, DLQ: sq, Config: icfg, Log: log, Metrics: io.Discard}
 	te := &taskevent.Handler{Store: store, Config: taskevent.Config{ProviderErrorCodes: cfg.ProviderErrorCodes}, Log: log}
 	world := newWorld(ctx, opt.Speed, opt.Models, te)
+	ecsAPI, err := serveECS(world)
+	if err != nil {
+		return fmt.Errorf("serve the local ECS endpoint: %w", err)
+	}
+	defer ecsAPI.Close()
+	// The world's ECS endpoint: without it `cancel --stop-running` from
+	// that shell would call the real ECS.
+	fmt.Fprintf(opt.Out, "  export AWS_ENDPOINT_URL_ECS=%s EVALSCHED_CLUSTER=local\n", ecsAPI.url)
+	fmt.Fprintf(opt.Out, "  evalsched submit batch.json --queue-url %s\n  evalsched status\n", queueURL)
 	sc := scheduler.DefaultConfig()
 	sc.Tiers, sc.TierWeight, sc.DefaultTier, sc.GlobalMaxRunning = cfg.Tiers, cfg.TierWeight, cfg.DefaultTier, cfg.GlobalMaxRunning
 	sc.MaxLaunchesPerPass = max(1, int(cfg.LaunchRate*opt.Interval.Seconds()))

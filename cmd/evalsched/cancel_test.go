@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/evalsched/evalsched/internal/dynamostore"
+	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/localmode"
+	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+// waitingOf counts the jobs of a batch still WAITING.
+func waitingOf(t *testing.T, st *dynamostore.Store, account, project, batch string, keys ...string) int {
+	t.Helper()
+	n := 0
+	for _, k := range keys {
+		j, ok, err := st.Job(context.Background(), scheduler.JobID(account, project, batch, k))
+		if err != nil || !ok {
+			t.Fatalf("job %s: %v %v", k, ok, err)
+		}
+		if j.State == memstore.Waiting {
+			n++
+		}
+	}
+	return n
+}
+
+// TestCancelChecksBeforeWriting: a cancel whose --stop-running cannot be
+// done refuses before it cancels anything.
+func TestCancelChecksBeforeWriting(t *testing.T) {
+	st := withTables(t)
+	t.Setenv("EVALSCHED_CLUSTER", "")
+	_, stderr, code := cli(t, "cancel", "lab/bulk/big", "--stop-running")
+	if code != exitUsage || !strings.Contains(stderr, "--stop-running needs --cluster") || !strings.Contains(stderr, "nothing was cancelled") {
+		t.Errorf("no cluster: got %d %q", code, stderr)
+	}
+	// The tables are local (withTables sets AWS_ENDPOINT_URL_DYNAMODB) and
+	// ECS is not: the real ECS must not be called for local tasks.
+	t.Setenv("AWS_ENDPOINT_URL_ECS", "")
+	_, stderr, code = cli(t, "cancel", "lab/bulk/big", "--stop-running", "--cluster", "sandbox")
+	if code != exitUsage || !strings.Contains(stderr, "AWS_ENDPOINT_URL_ECS") {
+		t.Errorf("local tables, real ECS: got %d %q", code, stderr)
+	}
+	if n := waitingOf(t, st, "lab", "bulk", "big", "a", "b", "c"); n != 3 {
+		t.Errorf("after refused cancels %d of 3 jobs wait, want all 3", n)
+	}
+	// --json: one object, no progress bar.
+	out, stderr, code := cli(t, "cancel", "lab/bulk/big", "--json")
+	var res struct {
+		Scope     string `json:"scope"`
+		Cancelled int    `json:"cancelled"`
+	}
+	if code != exitOK || json.Unmarshal([]byte(out), &res) != nil || res.Cancelled != 3 || res.Scope != "lab/bulk/big" || stderr != "" {
+		t.Errorf("cancel --json: got %d %q %q", code, out, stderr)
+	}
+}
+
+// TestCancelStopsLocalTasks runs local mode, takes the exports it prints as
+// an operator would, and stops its running tasks with cancel
+// --stop-running: the local world's ECS endpoint answers, and the jobs end
+// CANCELLED.
+func TestCancelStopsLocalTasks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the local mode for several seconds")
+	}
+	ddb, sqsURL := localaws.DynamoDB(t), localaws.SQS(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	out := &lockedBuf{}
+	done := make(chan error, 1)
+	go func() {
+		done <- localmode.Run(ctx, localmode.Options{
+			DynamoDB: ddb, SQS: sqsURL, Prefix: "stop-", Speed: 20, Interval: time.Second, Out: out,
+			// Jobs that run for minutes: they are running when cancelled.
+			Models: []localmode.Model{{Name: "gpt-5.5", Concurrency: 4, Call: 20 * time.Second, Think: 10 * time.Second, Calls: 100, Start: 2 * time.Second}},
+			Ready:  func(u string) { ready <- u },
+		})
+	}()
+	var queueURL string
+	select {
+	case queueURL = <-ready:
+	case err := <-done:
+		t.Fatalf("local mode ended: %v\n%s", err, out)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("local mode not ready\n%s", out)
+	}
+	defer func() { cancel(); <-done }()
+	for _, line := range strings.Split(out.String(), "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "export "); ok {
+			for _, kv := range strings.Fields(rest) {
+				k, v, _ := strings.Cut(kv, "=")
+				t.Setenv(k, v)
+			}
+		}
+	}
+	if !strings.Contains(out.String(), "AWS_ENDPOINT_URL_ECS=http://127.0.0.1:") {
+		t.Fatalf("local mode exports no loopback ECS endpoint:\n%s", out)
+	}
+
+	sq := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(sqsURL), Credentials: credentials.NewStaticCredentialsProvider("l", "l", "")})
+	var jobs []map[string]any
+	var keys []string
+	for i := range 6 {
+		keys = append(keys, fmt.Sprint(i))
+		jobs = append(jobs, map[string]any{"key": fmt.Sprint(i)})
+	}
+	body, _ := json.Marshal(map[string]any{"version": 1, "account": "dev", "project": "try", "batch": "b1", "model": "gpt-5.5", "jobs": jobs})
+	if _, err := sq.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String(string(body))}); err != nil {
+		t.Fatal(err)
+	}
+	client, err := dynamostore.LocalClient(ctx, ddb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := dynamostore.New(client, dynamostore.DefaultTables("stop-"), scheduler.ModelConfig{})
+	states := func() map[memstore.State]int {
+		n := map[memstore.State]int{}
+		for _, k := range keys {
+			if j, ok, err := st.Job(ctx, scheduler.JobID("dev", "try", "b1", k)); err == nil && ok {
+				n[j.State]++
+			}
+		}
+		return n
+	}
+	for deadline := time.Now().Add(60 * time.Second); states()[memstore.Running] == 0; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no job running after 60 s: %v\n%s", states(), out)
+		}
+	}
+	stdout, stderr, code := cli(t, "cancel", "dev/try/b1", "--stop-running")
+	if code != exitOK || !strings.Contains(stdout, "stopped ") {
+		t.Fatalf("cancel --stop-running: %d %q %q", code, stdout, stderr)
+	}
+	// Every job ends CANCELLED: the waiting ones by the cancel, the
+	// launched ones by the stop, and none runs on in the world to succeed.
+	time.Sleep(2 * time.Second)
+	if got := states(); got[memstore.Cancelled] != len(keys) {
+		t.Errorf("after cancel --stop-running: %v, want all %d CANCELLED\n%s", got, len(keys), stdout)
+	}
+}
+
+type lockedBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *lockedBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *lockedBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
