@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 
 	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/priority"
 	"github.com/evalsched/evalsched/internal/scheduler"
 	"github.com/evalsched/evalsched/internal/taskevent"
 )
@@ -36,24 +38,60 @@ var (
 	}
 )
 
-// parseScope reads ACCOUNT, ACCOUNT/PROJECT or ACCOUNT/PROJECT/BATCH. Names
-// may hold "/" themselves; the CLI takes the first two separators, and
-// --project/--batch flags name them unambiguously.
+// parseScope reads ACCOUNT, ACCOUNT/PROJECT or ACCOUNT/PROJECT/BATCH and
+// returns it with its pin-item form ("project#A/P"). Names may hold "/"
+// themselves; the CLI takes the first two separators.
 func parseScope(arg string) (scheduler.Scope, string, error) {
+	if kind, rest, ok := strings.Cut(arg, "#"); ok {
+		return scheduler.Scope{}, "", fmt.Errorf("scope %q is in a pin item's form (%s#…); here a scope is ACCOUNT, ACCOUNT/PROJECT or ACCOUNT/PROJECT/BATCH, e.g. %q", arg, kind, rest)
+	}
 	parts := strings.SplitN(arg, "/", 3)
 	for _, p := range parts {
 		if p == "" {
 			return scheduler.Scope{}, "", fmt.Errorf("scope %q has an empty name; want ACCOUNT, ACCOUNT/PROJECT or ACCOUNT/PROJECT/BATCH", arg)
 		}
 	}
+	var scope scheduler.Scope
+	var pin string
 	switch len(parts) {
 	case 1:
-		return scheduler.Scope{Account: parts[0]}, "account#" + arg, nil
+		scope, pin = scheduler.Scope{Account: parts[0]}, "account#"+arg
 	case 2:
-		return scheduler.Scope{Account: parts[0], Project: parts[1]}, "project#" + arg, nil
+		scope, pin = scheduler.Scope{Account: parts[0], Project: parts[1]}, "project#"+arg
 	default:
-		return scheduler.Scope{Account: parts[0], Project: parts[1], Batch: parts[2]}, "batch#" + arg, nil
+		scope, pin = scheduler.Scope{Account: parts[0], Project: parts[1], Batch: parts[2]}, "batch#"+arg
 	}
+	if reason := priority.CheckScope(pin); reason != "" {
+		return scheduler.Scope{}, "", fmt.Errorf("scope %q: %s", arg, strings.TrimPrefix(reason, "scope "))
+	}
+	return scope, pin, nil
+}
+
+// pauseArg is the CLI's form of a pause's scope: "project#acme/x" → "acme/x".
+func pauseArg(scope string) string {
+	_, names, _ := strings.Cut(scope, "#")
+	return names
+}
+
+// scopeReader is what a scope's check needs of the store.
+type scopeReader interface {
+	batchLister
+	Snapshot(ctx context.Context, now time.Time) (scheduler.Snapshot, error)
+}
+
+// scopeHasBatches tells whether any batch lies inside the scope: one listed
+// by batches, or one with waiting jobs (a batch registered before batches
+// were listed has only those).
+func scopeHasBatches(ctx context.Context, st scopeReader, scope scheduler.Scope) (bool, error) {
+	rows, err := st.Batches(ctx, scope)
+	if err != nil || len(rows) > 0 {
+		return len(rows) > 0, err
+	}
+	snap, err := st.Snapshot(ctx, time.Now())
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(snap.Queues, func(q scheduler.Queue) bool { return scope.Matches(q.Key()) }), nil
 }
 
 func runPause(args []string, stdout, stderr io.Writer, pause bool) int {
@@ -61,29 +99,70 @@ func runPause(args []string, stdout, stderr io.Writer, pause bool) int {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	sf := addStoreFlags(fs)
+	asJSON := fs.Bool("json", false, "print JSON for scripts")
+	allowEmpty := fs.Bool("allow-empty", false, "pause a scope that has no batch yet (its first batch then waits)")
+	fs.Usage = func() {
+		what := "Stops admitting the scope's waiting jobs (running ones go on) until resume.\nA pause is apart from pins: pin, pin --delete and a pin's expiry leave it alone."
+		if !pause {
+			what = "Admits the scope's waiting jobs again."
+		}
+		fmt.Fprintf(stderr, "usage: %s %s [flags] SCOPE\n\n%s\n\n%s\n\n", programName, name, what, scopeHelp)
+		fs.PrintDefaults()
+	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return exitUsage
 	}
 	if len(pos) != 1 {
-		fmt.Fprintf(stderr, "usage: %s %s ACCOUNT[/PROJECT[/BATCH]]\n", programName, name)
+		fs.Usage()
 		return exitUsage
 	}
-	_, pin, err := parseScope(pos[0])
+	scope, key, err := parseScope(pos[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "%s %s: %v\n", programName, name, err)
 		return exitUsage
 	}
-	ctx := context.Background()
-	st, _, err := sf.open(ctx)
-	if err == nil {
-		err = st.SetPaused(ctx, pin, pause)
-	}
-	if err != nil {
+	fail := func(err error) int {
 		fmt.Fprintf(stderr, "%s %s: %v\n", programName, name, err)
 		return exitFailed
 	}
-	fmt.Fprintf(stdout, "%sd %s (pin item %s); the next pass applies it\n", name, pos[0], pin)
+	ctx := context.Background()
+	st, _, err := sf.open(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	snap, err := st.Snapshot(ctx, time.Now())
+	if err != nil {
+		return fail(err)
+	}
+	was := slices.ContainsFunc(snap.Pauses, func(p scheduler.Pause) bool { return p.Scope == key })
+	if pause && !was && !*allowEmpty {
+		ok, err := scopeHasBatches(ctx, st, scope)
+		if err != nil {
+			return fail(err)
+		}
+		if !ok {
+			return fail(fmt.Errorf("%s has no batches (evalsched batches lists them); to pause it before its first batch arrives, add --allow-empty", pos[0]))
+		}
+	}
+	if err := st.SetPaused(ctx, key, pause, time.Now()); err != nil {
+		return fail(err)
+	}
+	if *asJSON {
+		return writeJSON(stdout, stderr, struct {
+			Scope   string `json:"scope"`
+			Paused  bool   `json:"paused"`
+			Changed bool   `json:"changed"`
+		}{pos[0], pause, was != pause})
+	}
+	switch {
+	case was == pause && pause:
+		fmt.Fprintf(stdout, "%s was already paused\n", pos[0])
+	case was == pause:
+		fmt.Fprintf(stdout, "%s was not paused\n", pos[0])
+	default:
+		fmt.Fprintf(stdout, "%sd %s; the next pass applies it\n", name, pos[0])
+	}
 	return exitOK
 }
 

@@ -303,7 +303,12 @@ func (w *world) queue(model, account, project, batch string, tier, waiting int) 
 }
 
 func (w *world) pin(scope, tier string, paused bool) *world {
-	w.snap.Pins = append(w.snap.Pins, priority.Pin{Scope: scope, Tier: tier, Paused: fmt.Sprint(paused)})
+	if tier != "" {
+		w.snap.Pins = append(w.snap.Pins, priority.Pin{Scope: scope, Tier: tier})
+	}
+	if paused {
+		w.snap.Pauses = append(w.snap.Pauses, scheduler.Pause{Scope: scope})
+	}
 	return w
 }
 

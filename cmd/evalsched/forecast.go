@@ -300,10 +300,11 @@ func forecastQueues(fc forecastConfig, sc scheduler.Config, snap scheduler.Snaps
 	// 1. The queues admission sees, by model, in snapshot order (as Decide
 	// groups them): paused ones hold no demand.
 	pins, _ := priority.Compile(snap.Pins, sc.Tiers, now)
+	pauses := scheduler.PausesOf(snap.Pauses)
 	byModel := map[string][]int{}
 	active := 0
 	for i, q := range snap.Queues {
-		if _, paused := pins.Paused(q.Account, q.Project, q.Batch); paused {
+		if _, paused := pauses.By(q.Account, q.Project, q.Batch); paused {
 			continue
 		}
 		byModel[q.Model] = append(byModel[q.Model], i)

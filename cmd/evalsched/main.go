@@ -32,6 +32,7 @@ var commands = []command{
 	resumeCommand,
 	cancelCommand,
 	statusCommand,
+	batchesCommand,
 	whyCommand,
 	localCommand,
 }

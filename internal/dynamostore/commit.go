@@ -297,6 +297,9 @@ func (s *Store) take(ctx context.Context, g scheduler.Grant, at time.Time, cance
 			Set(name("last_claim"), value(tok)).
 			Add(name("waiting"), value(-k)).
 			Add(name("backs"), value(-int64(len(backs))))
+		if cancel {
+			u = u.Add(name(outcomeAttr[memstore.Cancelled]), value(k))
+		}
 		cond := name("next").Equal(value(q.Next))
 		if q.Waiting-k <= 0 {
 			// The queue empties: it leaves the active index, unless a retry

@@ -109,7 +109,7 @@ func TestMalformedConsoleEditsWarnAndThePassGoesOn(t *testing.T) {
 	if pinWarnings != 3 {
 		t.Errorf("got %d pin warnings, want 3 (urgent, 1.5, next week): %q", pinWarnings, rep.Plan.Warnings)
 	}
-	if !strings.Contains(strings.Join(rep.Plan.Warnings, "\n"), `model "negative" has waiting jobs but no model item`) {
+	if !strings.Contains(strings.Join(rep.Plan.Warnings, "\n"), `model "negative" has waiting jobs but its model item is malformed (max_limit -3 must be an integer ≥ 1)`) {
 		t.Errorf("got %q, want the malformed model's jobs reported waiting", rep.Plan.Warnings)
 	}
 	check(t, st)

@@ -14,10 +14,6 @@ type Pin struct {
 	Tier      string // the tier attribute as text (e.g. "0", "2", "urgent", "1.5"); "" when the attribute is missing
 	ExpiresAt string // optional: unix epoch seconds ("1796000000") or RFC 3339; "" = never expires
 	Note      string
-	// Paused is the paused attribute as text: "true" stops admission of the
-	// scope's waiting jobs (evalsched pause/resume write it); "" or "false"
-	// does not. A pin may pause without a tier.
-	Paused string
 }
 
 // Warning reports one pin that was skipped and why; it never fails a pass.
@@ -44,13 +40,9 @@ const (
 // Table holds the valid pins of one pass. Build it with Compile; the zero
 // Table has no pins and no tiers, so its Tier always returns the default.
 type Table struct {
-	tiers  int
-	pins   map[string]int  // scope → tier; noTier for a pin that only pauses
-	paused map[string]bool // scopes paused
+	tiers int
+	pins  map[string]int // scope → tier
 }
-
-// noTier marks a pin that pauses without pinning a tier.
-const noTier = -1
 
 // maxName is the longest account, project or batch name the intake accepts.
 const maxName = 128
@@ -69,10 +61,10 @@ var kinds = map[string]int{"account": 1, "project": 2, "batch": 3}
 // Every pin ends up either in the Table or in exactly one Warning, so
 // Len() + len(warnings) == len(pins).
 func Compile(pins []Pin, tiers int, now time.Time) (Table, []Warning) {
-	t := Table{tiers: tiers, pins: make(map[string]int, len(pins)), paused: map[string]bool{}}
+	t := Table{tiers: tiers, pins: make(map[string]int, len(pins))}
 	var warnings []Warning
 	for _, p := range pins {
-		tier, paused, reason := check(p, tiers, now)
+		tier, reason := check(p, tiers, now)
 		if prev, dup := t.pins[p.Scope]; reason == "" && dup {
 			// The first valid pin wins so that adding a second item for the
 			// same scope never silently changes a running schedule.
@@ -83,54 +75,40 @@ func Compile(pins []Pin, tiers int, now time.Time) (Table, []Warning) {
 			continue
 		}
 		t.pins[p.Scope] = tier
-		if paused {
-			t.paused[p.Scope] = true
-		}
 	}
 	return t, warnings
 }
 
-// check returns the pin's tier (noTier when it only pauses) and whether it
-// pauses, or a non-empty reason to skip it.
-func check(p Pin, tiers int, now time.Time) (int, bool, string) {
-	if reason := checkScope(p.Scope); reason != "" {
-		return 0, false, reason
+// check returns the pin's tier, or a non-empty reason to skip it.
+func check(p Pin, tiers int, now time.Time) (int, string) {
+	if reason := CheckScope(p.Scope); reason != "" {
+		return 0, reason
 	}
-	var paused bool
-	switch strings.ToLower(p.Paused) {
-	case "", "false":
-	case "true":
-		paused = true
-	default:
-		return 0, false, fmt.Sprintf("paused %q is not true or false", p.Paused)
-	}
-	tier := noTier
-	if p.Tier != "" || !paused {
-		var reason string
-		if tier, reason = parseTier(p.Tier, tiers); reason != "" {
-			return 0, false, reason
-		}
+	tier, reason := parseTier(p.Tier, tiers)
+	if reason != "" {
+		return 0, reason
 	}
 	if p.ExpiresAt == "" {
-		return tier, paused, ""
+		return tier, ""
 	}
 	expires, ok := parseTime(p.ExpiresAt)
 	if !ok {
-		return 0, false, fmt.Sprintf("expires_at %q is neither unix seconds nor RFC 3339", p.ExpiresAt)
+		return 0, fmt.Sprintf("expires_at %q is neither unix seconds nor RFC 3339", p.ExpiresAt)
 	}
 	// A pin that expires exactly now is already gone: expires_at is the
 	// first instant the pin no longer applies.
 	if !expires.After(now) {
-		return 0, false, "expired at " + expires.UTC().Format(time.RFC3339)
+		return 0, "expired at " + expires.UTC().Format(time.RFC3339)
 	}
-	return tier, paused, ""
+	return tier, ""
 }
 
-// checkScope validates "kind#names". Names may contain "/", so a scope
+// CheckScope validates "kind#names" (a pin's or a pause's scope) and
+// returns why it is not one, or "". Names may contain "/", so a scope
 // cannot be split back into its names; instead it must have at least as many
 // separators as its kind needs and no empty name anywhere. Lookups never
 // split either: Tier builds the key from the parts it is given.
-func checkScope(scope string) string {
+func CheckScope(scope string) string {
 	kind, names, ok := strings.Cut(scope, "#")
 	if !ok {
 		return `scope has no kind; want "account#A", "project#A/P" or "batch#A/P/B"`
@@ -201,13 +179,13 @@ func parseTime(text string) (time.Time, bool) {
 func (t Table) Tier(account, project, batch string, submitted, def int) (int, Source) {
 	if len(t.pins) > 0 {
 		// 1: batch pin  2: project pin  3: account pin — the most specific wins.
-		if tier, ok := t.pins["batch#"+account+"/"+project+"/"+batch]; ok && tier != noTier {
+		if tier, ok := t.pins["batch#"+account+"/"+project+"/"+batch]; ok {
 			return tier, SourceBatchPin
 		}
-		if tier, ok := t.pins["project#"+account+"/"+project]; ok && tier != noTier {
+		if tier, ok := t.pins["project#"+account+"/"+project]; ok {
 			return tier, SourceProjectPin
 		}
-		if tier, ok := t.pins["account#"+account]; ok && tier != noTier {
+		if tier, ok := t.pins["account#"+account]; ok {
 			return tier, SourceAccountPin
 		}
 	}
@@ -220,23 +198,6 @@ func (t Table) Tier(account, project, batch string, submitted, def int) (int, So
 	// 5: default.
 	return def, SourceDefault
 }
-
-// Paused returns the scope that pauses the batch, if any: its waiting jobs
-// are not admitted until the pause is lifted.
-func (t Table) Paused(account, project, batch string) (string, bool) {
-	if len(t.paused) == 0 {
-		return "", false
-	}
-	for _, scope := range []string{"batch#" + account + "/" + project + "/" + batch, "project#" + account + "/" + project, "account#" + account} {
-		if t.paused[scope] {
-			return scope, true
-		}
-	}
-	return "", false
-}
-
-// PausedAny reports whether any scope is paused.
-func (t Table) PausedAny() bool { return len(t.paused) > 0 }
 
 // Len returns the number of valid pins.
 func (t Table) Len() int { return len(t.pins) }

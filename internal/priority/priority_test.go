@@ -233,37 +233,3 @@ func FuzzCompile(f *testing.F) {
 		}
 	})
 }
-
-func TestPausedPins(t *testing.T) {
-	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	table, warns := Compile([]Pin{
-		{Scope: "project#acme/search", Paused: "true"},                 // pauses without a tier
-		{Scope: "account#lab", Tier: "0", Paused: "false"},             // a tier, not paused
-		{Scope: "batch#lab/sweep/b1", Tier: "1", Paused: "TRUE"},       // both
-		{Scope: "account#typo", Paused: "yes"},                         // malformed
-		{Scope: "batch#lab/sweep/old", Paused: "true", ExpiresAt: "1"}, // expired long ago
-	}, 3, now)
-	if len(warns) != 2 || !strings.Contains(warns[0].Reason, `paused "yes"`) || !strings.Contains(warns[1].Reason, "expired") {
-		t.Fatalf("got warnings %v", warns)
-	}
-	cases := []struct {
-		a, p, b string
-		scope   string
-		paused  bool
-		tier    int
-		src     Source
-	}{
-		{"acme", "search", "x", "project#acme/search", true, 2, SourceDefault}, // a pause-only pin leaves the tier alone
-		{"lab", "sweep", "b1", "batch#lab/sweep/b1", true, 1, SourceBatchPin},
-		{"lab", "sweep", "b2", "", false, 0, SourceAccountPin},
-		{"lab", "sweep", "old", "", false, 0, SourceAccountPin},
-	}
-	for _, c := range cases {
-		scope, paused := table.Paused(c.a, c.p, c.b)
-		tier, src := table.Tier(c.a, c.p, c.b, -1, 2)
-		if scope != c.scope || paused != c.paused || tier != c.tier || src != c.src {
-			t.Errorf("%s/%s/%s: got paused %v by %q, tier %d (%s); want %v by %q, tier %d (%s)",
-				c.a, c.p, c.b, paused, scope, tier, src, c.paused, c.scope, c.tier, c.src)
-		}
-	}
-}
