@@ -406,9 +406,11 @@ func forecastText(e eta, pass time.Duration, m modelView) string {
 		return etaText(e, pass) + "; done unknown: the model has no recent run time to go by"
 	case e.StartS >= 0:
 		return etaText(e, pass)
-	case strings.Contains(m.Why, "no model item"):
+	case m.Malformed != "":
+		return "unknown while the model item is malformed"
+	case m.NoItem:
 		return "unknown: the model has no model item"
-	case strings.Contains(m.Why, "model disabled"):
+	case !m.Enabled || strings.Contains(m.Why, "model disabled"):
 		return "unknown while the model is disabled"
 	case m.Breaker != "" && m.Breaker != "CLOSED":
 		return "unknown while the breaker is " + strings.ToLower(m.Breaker)

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 
 	"github.com/evalsched/evalsched/internal/awsfake"
@@ -369,5 +372,76 @@ func TestPauseApartFromPinsCLI(t *testing.T) {
 	}
 	if out, stderr, code := cli(t, "pause", "nosuch/thing", "--allow-empty"); code != exitOK || !strings.Contains(out, "paused nosuch/thing") {
 		t.Errorf("pause --allow-empty: %d %q %q", code, out, stderr)
+	}
+}
+
+// TestConsoleTypingInStatusAndWhy: a limit_pin typed as the String "9" is
+// 9, as a pin's tier "0" is 0; a malformed model item keeps its model in
+// status, marked, and why says what is wrong with it; a disabled model shows.
+func TestConsoleTypingInStatusAndWhy(t *testing.T) {
+	ctx := context.Background()
+	st := withTables(t)
+	client, err := dynamostore.LocalClient(ctx, os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	putItem := func(table string, item map[string]types.AttributeValue) {
+		t.Helper()
+		if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	str := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	tables := dynamostore.DefaultTables("cli-")
+	putItem(tables.Models, map[string]types.AttributeValue{"model": str("gpt-5.5"), "enabled": &types.AttributeValueMemberBOOL{Value: true}, "max_limit": str("100"), "limit_pin": str("9")})
+	putItem(tables.Models, map[string]types.AttributeValue{"model": str("broken"), "limit_pin": str("nine")})
+	if err := st.PutModel(ctx, scheduler.ModelConfig{Name: "off", Enabled: false, MinLimit: 1, MaxLimit: 10, TargetDepth: 10}); err != nil {
+		t.Fatal(err)
+	}
+	putItem(tables.Pins, map[string]types.AttributeValue{"scope": str("account#acme"), "tier": str("0")})
+	for _, m := range []string{"broken", "off"} {
+		if _, err := st.Submit(ctx, memstore.BatchSpec{Account: "acme", Project: "p", Batch: "on-" + m, Model: m, Tier: -1, Jobs: []memstore.JobSpec{{Key: "k"}}}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	out, _, code := cli(t, "status", "--json")
+	var v struct {
+		Models []modelView `json:"models"`
+	}
+	if code != exitOK || json.Unmarshal([]byte(out), &v) != nil {
+		t.Fatalf("status --json: %d %s", code, out)
+	}
+	models := map[string]modelView{}
+	for _, m := range v.Models {
+		models[m.Model] = m
+	}
+	if m := models["gpt-5.5"]; m.Limit != 9 || m.Malformed != "" {
+		t.Errorf("gpt-5.5 (limit_pin the String \"9\"): got %+v, want limit 9", m)
+	}
+	if m := models["broken"]; !strings.Contains(m.Malformed, `limit_pin is the String "nine"`) || m.Waiting != 1 {
+		t.Errorf("broken: got %+v, want it listed, malformed naming limit_pin, 1 waiting", m)
+	}
+	if m, ok := models["off"]; !ok || m.Enabled || m.Waiting != 1 {
+		t.Errorf("off: got %+v (listed %v), want it listed disabled with 1 waiting", m, ok)
+	}
+	out, _ = cliOut(t, "status")
+	for _, want := range []string{"MALFORMED item, its jobs wait: limit_pin", "disabled", "0 (account pin)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "no model item") {
+		t.Errorf("status calls the malformed item missing:\n%s", out)
+	}
+
+	out, _, code = cli(t, "why", "acme/p/on-broken")
+	if code != exitOK || !strings.Contains(out, `its model item is malformed, so its jobs wait: limit_pin is the String "nine"`) ||
+		strings.Contains(out, "limit 0") || strings.Contains(out, "no model item") {
+		t.Errorf("why of a batch of the malformed model: %d\n%s", code, out)
+	}
+	out, _, _ = cli(t, "why", "acme/p/on-off")
+	if !strings.Contains(out, "model disabled") || !strings.Contains(out, "unknown while the model is disabled") {
+		t.Errorf("why of a batch of the disabled model:\n%s", out)
 	}
 }

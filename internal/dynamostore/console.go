@@ -272,13 +272,22 @@ func decodeModel(it map[string]types.AttributeValue, defaults scheduler.ModelCon
 		*f.dst = int(v)
 	}
 	if av, ok := it[attrTargetDepth]; ok {
-		n, isNum := av.(*types.AttributeValueMemberN)
-		if !isNum {
-			return cfg, fmt.Sprintf("%s is %s, want a Number", attrTargetDepth, describe(av))
-		}
-		v, err := strconv.ParseFloat(n.Value, 64)
-		if err != nil || math.IsInf(v, 0) || math.IsNaN(v) || v < 0 {
-			return cfg, fmt.Sprintf("%s %s must be a number ≥ 0", attrTargetDepth, n.Value)
+		var v float64
+		switch x := av.(type) {
+		case *types.AttributeValueMemberS: // decimal digits, as every numeric field takes
+			d, ok := priority.Decimal(x.Value)
+			if !ok {
+				return cfg, fmt.Sprintf("%s is %s, want a Number or a String of decimal digits", attrTargetDepth, describe(av))
+			}
+			v = float64(d)
+		case *types.AttributeValueMemberN:
+			var err error
+			v, err = strconv.ParseFloat(x.Value, 64)
+			if err != nil || math.IsInf(v, 0) || math.IsNaN(v) || v < 0 {
+				return cfg, fmt.Sprintf("%s %s must be a number ≥ 0", attrTargetDepth, x.Value)
+			}
+		default:
+			return cfg, fmt.Sprintf("%s is %s, want a Number or a String of decimal digits", attrTargetDepth, describe(av))
 		}
 		cfg.TargetDepth = v
 	}
@@ -296,11 +305,20 @@ func decodeModel(it map[string]types.AttributeValue, defaults scheduler.ModelCon
 	return cfg, ""
 }
 
-// integer reads a Number holding an integer; the reason names what is wanted.
+// integer reads a Number holding an integer, or a String of decimal digits
+// (the console makes typing a number as a String easy; "9" means 9 in every
+// numeric field, as in a pin's tier); the reason names what is wanted.
 func integer(av types.AttributeValue) (int64, string) {
+	if str, ok := av.(*types.AttributeValueMemberS); ok {
+		v, ok := priority.Decimal(str.Value)
+		if !ok {
+			return 0, "an integer Number or a String of decimal digits"
+		}
+		return v, ""
+	}
 	n, ok := av.(*types.AttributeValueMemberN)
 	if !ok {
-		return 0, "an integer Number"
+		return 0, "an integer Number or a String of decimal digits"
 	}
 	v, err := strconv.ParseInt(n.Value, 10, 64)
 	if err != nil {

@@ -154,17 +154,34 @@ func parseTier(text string, tiers int) (int, string) {
 	if tiers <= 0 {
 		return 0, fmt.Sprintf("tier %q cannot apply: no tiers are configured", text)
 	}
-	tier, err := strconv.Atoi(text)
-	if err != nil || tier < 0 || tier >= tiers {
+	tier, ok := Decimal(text)
+	if !ok || tier >= int64(tiers) {
 		return 0, fmt.Sprintf("tier %q is not an integer 0..%d", text, tiers-1)
 	}
-	return tier, ""
+	return int(tier), ""
+}
+
+// Decimal reads a console number written as text, strictly: decimal digits
+// only (no sign, space, point or exponent), at most 18 of them. Every
+// numeric console field reads a String by it, so "9" is 9 wherever a number
+// goes and "+9", " 9" or "9.0" are refused everywhere alike.
+func Decimal(text string) (int64, bool) {
+	if text == "" || len(text) > 18 {
+		return 0, false
+	}
+	for _, c := range text {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	v, err := strconv.ParseInt(text, 10, 64)
+	return v, err == nil
 }
 
 // parseTime reads unix epoch seconds, the form a DynamoDB TTL attribute
 // uses, or RFC 3339, the form an operator types.
 func parseTime(text string) (time.Time, bool) {
-	if sec, err := strconv.ParseInt(text, 10, 64); err == nil {
+	if sec, ok := Decimal(text); ok {
 		return time.Unix(sec, 0), true
 	}
 	t, err := time.Parse(time.RFC3339, text)

@@ -24,6 +24,7 @@ func TestCompileSkips(t *testing.T) {
 		{"negative tier", pin("account#acme", "-1"), `tier "-1" is not an integer 0..2`},
 		{"tier above range", pin("account#acme", "3"), `tier "3" is not an integer 0..2`},
 		{"tier with space", pin("account#acme", " 1"), `tier " 1" is not an integer 0..2`},
+		{"tier with plus sign", pin("account#acme", "+1"), `tier "+1" is not an integer 0..2`}, // decimal digits only, as in every numeric console field
 		{"no kind", pin("acme", "1"), `scope has no kind; want "account#A", "project#A/P" or "batch#A/P/B"`},
 		{"unknown kind", pin("team#acme", "1"), `scope kind "team" is not account, project or batch`},
 		{"kind in wrong case", pin("Account#acme", "1"), `scope kind "Account" is not account, project or batch`},
@@ -68,7 +69,7 @@ func TestCompileKeeps(t *testing.T) {
 		{"every allowed character", pin("account#AZaz09._:-", "1")},
 		{"names with slashes", pin("batch#acme/team/x/2026/b", "1")},
 		{"longest account", pin("account#"+strings.Repeat("a", 128), "1")},
-		{"tier with plus sign", pin("account#acme", "+1")},
+		{"tier with a leading zero", pin("account#acme", "01")},
 		{"expires a second after now", Pin{Scope: "account#acme", Tier: "1", ExpiresAt: "1795946401"}},
 		{"expires later, RFC 3339", Pin{Scope: "account#acme", Tier: "1", ExpiresAt: "2026-11-29T10:00:01Z"}},
 	}
