@@ -242,6 +242,13 @@ func runCancel(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return finish(err, " (the rest are still waiting; run it again)")
 	}
+	if n == 0 && !*stop {
+		// Nothing waited: a finished scope, or a typo, which must not pass
+		// for success.
+		if ok, err := scopeHasBatches(ctx, st, scope); err != nil || !ok {
+			return finish(cmp.Or(err, fmt.Errorf("%s has no batches (evalsched batches lists them)", pos[0])), "")
+		}
+	}
 	if !*stop {
 		return finish(nil, "")
 	}

@@ -55,6 +55,9 @@ func TestCancelChecksBeforeWriting(t *testing.T) {
 	if n := waitingOf(t, st, "lab", "bulk", "big", "a", "b", "c"); n != 3 {
 		t.Errorf("after refused cancels %d of 3 jobs wait, want all 3", n)
 	}
+	if _, stderr, code := cli(t, "cancel", "nosuch/thing"); code != exitFailed || !strings.Contains(stderr, "nosuch/thing has no batches") {
+		t.Errorf("cancel of an unknown scope: got %d %q", code, stderr)
+	}
 	// --json: one object, no progress bar.
 	out, stderr, code := cli(t, "cancel", "lab/bulk/big", "--json")
 	var res struct {

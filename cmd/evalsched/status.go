@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -61,8 +62,9 @@ type modelView struct {
 	NextAdmit   int     `json:"next_pass_admits"`
 	Why         string  `json:"why_waiting,omitempty"`
 	Paused      int     `json:"paused"`
-	// EndedPerMin is the rate jobs ended over the breaker's window (5 min);
-	// DrainS the time the waiting jobs take at that rate (-1: unknown).
+	// EndedPerMin is the rate jobs end, smoothed over ~30 minutes
+	// (endRateOf); DrainS the time the waiting jobs take at that rate (-1:
+	// unknown).
 	EndedPerMin float64 `json:"ended_per_min"`
 	DrainS      float64 `json:"drain_s"`
 	Enabled     bool    `json:"enabled"`
@@ -153,7 +155,7 @@ func look(ctx context.Context, sf storeFlags, now time.Time, all bool) (*view, e
 		if phase == "" {
 			phase = "CLOSED"
 		}
-		rate, drain := endedRate(mp.State.Breaker.Buckets, now), -1.0
+		rate, drain := endRateOf(mp.State, now), -1.0
 		if rate > 0 {
 			drain = float64(mp.Waiting) / rate * 60
 		}
@@ -245,6 +247,21 @@ func (v *view) modelOf(name string) modelView {
 	return modelView{Model: name, Breaker: "-", DrainS: -1, DepthAgeS: -1, NoItem: true}
 }
 
+// smoothFrom is how long the smoothed end rate must have been kept before
+// the forecast goes by it instead of the breaker's 5-minute window.
+const smoothFrom = 5 * time.Minute
+
+// endRateOf is the end rate status and the forecast go by, in jobs a
+// minute: the smoothed one (scheduler.EndRate, τ = 30 min) once it covers
+// smoothFrom, else the breaker's window. The window alone made an ETA jump
+// 3h16m → 2h2m → 53m → 1h55m in ten minutes as waves of jobs ended.
+func endRateOf(st scheduler.ModelState, now time.Time) float64 {
+	if st.Ended.Covers(now) >= smoothFrom {
+		return st.Ended.PerMinute(now)
+	}
+	return endedRate(st.Breaker.Buckets, now)
+}
+
 // endedRate is jobs ended per minute over the breaker's buckets.
 func endedRate(buckets []breaker.Bucket, now time.Time) float64 {
 	if len(buckets) == 0 {
@@ -261,12 +278,25 @@ func endedRate(buckets []breaker.Bucket, now time.Time) float64 {
 	return float64(n) / span
 }
 
-// human prints a duration in seconds as 45s, 12m, 3h10m; "-" when unknown.
+// human prints a duration in seconds the one way the CLI prints times:
+// whole seconds under a minute (45s), else rounded to the minute without
+// zero units (12m, 3h16m, 2h); "-" when unknown (negative).
 func human(s float64) string {
-	if s < 0 {
+	if s < 0 || math.IsNaN(s) {
 		return "-"
 	}
-	return (time.Duration(s) * time.Second).Round(time.Minute).String()
+	if s < 59.5 {
+		return fmt.Sprintf("%.0fs", s)
+	}
+	m := int64(math.Round(s / 60))
+	switch h := m / 60; {
+	case h == 0:
+		return fmt.Sprintf("%dm", m)
+	case m%60 == 0:
+		return fmt.Sprintf("%dh", h)
+	default:
+		return fmt.Sprintf("%dh%dm", h, m%60)
+	}
 }
 
 func runStatus(args []string, stdout, stderr io.Writer) int {
@@ -297,7 +327,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		for _, s := range v.Shards {
 			age := "never"
 			if s.ReportAgeS >= 0 {
-				age = fmt.Sprintf("%.0fs ago", s.ReportAgeS)
+				age = human(s.ReportAgeS) + " ago"
 			}
 			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%s\t\n", s.Shard, s.Models, s.Held, s.GlobalMaxRunning, s.Launches, age)
 		}

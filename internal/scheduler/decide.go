@@ -166,6 +166,7 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 		}
 		mp.State = m.State
 		mp.Ack = m.Outcomes
+		mp.State.Ended = m.State.Ended.Add(m.Outcomes.OK+m.Outcomes.ProviderFailed, now)
 		mp.Breaker = breaker.Step(cfg.Breaker, m.State.Breaker, m.Outcomes, now)
 		mp.State.Breaker = mp.Breaker.State
 

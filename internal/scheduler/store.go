@@ -67,6 +67,9 @@ type ModelState struct {
 	Limit     limits.State
 	Breaker   breaker.State
 	Admission admission.State
+	// Ended is the model's smoothed end rate, for forecasts (status); no
+	// decision reads it.
+	Ended EndRate
 }
 
 // Model is one model as the pass sees it.
