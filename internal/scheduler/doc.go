@@ -10,7 +10,7 @@
 // simulator (in-memory adapters).
 //
 //  1. snapshot   Store.Snapshot: models, queues with waiting counts, pins,
-//                pauses (pause.go: state of their own, apart from pins)
+//     pauses (pause.go: state of their own, apart from pins)
 //  2. depth      DepthReader.Depths: the newest gateway depth per busy model
 //  3. decide     Decide: priority → breaker → limits → capacity → admission
 //  4. claim      Store.Commit: new state persisted, granted jobs claimed once
