@@ -1,17 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/evalsched/evalsched/internal/dynamostore"
 	"github.com/evalsched/evalsched/internal/localaws"
@@ -79,27 +77,27 @@ func TestCancelStopsLocalTasks(t *testing.T) {
 	}
 	ddb, sqsURL := localaws.DynamoDB(t), localaws.SQS(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	out := &lockedBuf{}
-	done := make(chan error, 1)
+	// Run writes out alone until Ready, which reads what it printed.
+	var out bytes.Buffer
+	type started struct{ queueURL, printed string }
+	ready, done := make(chan started, 1), make(chan error, 1)
 	go func() {
 		done <- localmode.Run(ctx, localmode.Options{
-			DynamoDB: ddb, SQS: sqsURL, Prefix: "stop-", Speed: 20, Interval: time.Second, Out: out,
+			DynamoDB: ddb, SQS: sqsURL, Prefix: "stop-", Speed: 20, Interval: time.Second, Out: &out,
 			// Jobs that run for minutes: they are running when cancelled.
 			Models: []localmode.Model{{Name: "gpt-5.5", Concurrency: 4, Call: 20 * time.Second, Think: 10 * time.Second, Calls: 100, Start: 2 * time.Second}},
-			Ready:  func(u string) { ready <- u },
+			Ready:  func(u string) { ready <- started{u, out.String()} },
 		})
 	}()
-	var queueURL string
+	var local started
 	select {
-	case queueURL = <-ready:
+	case local = <-ready:
 	case err := <-done:
-		t.Fatalf("local mode ended: %v\n%s", err, out)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("local mode not ready\n%s", out)
+		t.Fatalf("local mode ended before it was ready: %v", err)
 	}
 	defer func() { cancel(); <-done }()
-	for _, line := range strings.Split(out.String(), "\n") {
+	queueURL := local.queueURL
+	for _, line := range strings.Split(local.printed, "\n") {
 		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "export "); ok {
 			for _, kv := range strings.Fields(rest) {
 				k, v, _ := strings.Cut(kv, "=")
@@ -107,20 +105,24 @@ func TestCancelStopsLocalTasks(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(out.String(), "AWS_ENDPOINT_URL_ECS=http://127.0.0.1:") {
-		t.Fatalf("local mode exports no loopback ECS endpoint:\n%s", out)
+	if !strings.Contains(local.printed, "AWS_ENDPOINT_URL_ECS=http://127.0.0.1:") {
+		t.Fatalf("local mode exports no loopback ECS endpoint:\n%s", local.printed)
 	}
 
-	sq := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(sqsURL), Credentials: credentials.NewStaticCredentialsProvider("l", "l", "")})
-	var jobs []map[string]any
+	// Submitted as an operator would, with the exports.
 	var keys []string
+	var jobs []map[string]any
 	for i := range 6 {
 		keys = append(keys, fmt.Sprint(i))
-		jobs = append(jobs, map[string]any{"key": fmt.Sprint(i)})
+		jobs = append(jobs, map[string]any{"key": keys[i]})
 	}
+	file := filepath.Join(t.TempDir(), "batch.json")
 	body, _ := json.Marshal(map[string]any{"version": 1, "account": "dev", "project": "try", "batch": "b1", "model": "gpt-5.5", "jobs": jobs})
-	if _, err := sq.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String(string(body))}); err != nil {
+	if err := os.WriteFile(file, body, 0o644); err != nil {
 		t.Fatal(err)
+	}
+	if _, stderr, code := cli(t, "submit", file, "--queue-url", queueURL); code != exitOK {
+		t.Fatalf("submit: %d %s", code, stderr)
 	}
 	client, err := dynamostore.LocalClient(ctx, ddb)
 	if err != nil {
@@ -138,7 +140,7 @@ func TestCancelStopsLocalTasks(t *testing.T) {
 	}
 	for deadline := time.Now().Add(60 * time.Second); states()[memstore.Running] == 0; time.Sleep(200 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no job running after 60 s: %v\n%s", states(), out)
+			t.Fatalf("no job running after 60 s: %v", states())
 		}
 	}
 	stdout, stderr, code := cli(t, "cancel", "dev/try/b1", "--stop-running")
@@ -153,14 +155,23 @@ func TestCancelStopsLocalTasks(t *testing.T) {
 	}
 }
 
-type lockedBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
+// TestCancelProgress: the bar counts jobs against the scope's total on a
+// terminal, clears itself, and draws nothing when off (--json, a pipe).
+func TestCancelProgress(t *testing.T) {
+	var term bytes.Buffer
+	p := &countProgress{w: &term, on: true, what: "cancelling lab"}
+	p.draw(0, 19518)
+	p.draw(19518, 19518)
+	p.clear()
+	if got := term.String(); !strings.Contains(got, "cancelling lab [........................] 0/19,518 jobs") ||
+		!strings.Contains(got, "[########################] 19,518/19,518 jobs") || !strings.HasSuffix(got, "\r\033[K") {
+		t.Errorf("terminal got %q", got)
+	}
+	var pipe bytes.Buffer
+	q := &countProgress{w: &pipe, on: false}
+	q.draw(5, 10)
+	q.clear()
+	if pipe.Len() != 0 {
+		t.Errorf("off: got %q, want nothing", pipe.String())
+	}
 }
-
-func (s *lockedBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *lockedBuf) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

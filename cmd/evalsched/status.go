@@ -136,7 +136,8 @@ func look(ctx context.Context, sf storeFlags, now time.Time, all bool) (*view, e
 	if err != nil {
 		return nil, err
 	}
-	v := &view{At: now, plan: plan, queues: snap.Queues, byModel: map[string]*modelView{}, pass: cfg.PassInterval, Shards: shards}
+	v := &view{At: now, plan: plan, queues: snap.Queues, byModel: map[string]*modelView{}, pass: cfg.PassInterval, Shards: shards,
+		Models: []modelView{}, Batches: []batchView{}} // [] in --json, not null, when there are none
 	v.Warns = v.plan.Warnings
 	v.pins, _ = priority.Compile(snap.Pins, sc.Tiers, now)
 	v.pauses = scheduler.PausesOf(snap.Pauses)
