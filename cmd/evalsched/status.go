@@ -109,9 +109,10 @@ type batchView struct {
 	Jobs *batchRow `json:"jobs,omitempty"`
 }
 
-// look reads the store and dry-runs the next pass at now; all adds every
-// batch's counts, finished batches included.
-func look(ctx context.Context, sf storeFlags, now time.Time, all bool) (*view, error) {
+// look reads the store and dry-runs the next pass at now; counts (when not
+// nil) adds the jobs by state of every batch inside it, finished ones
+// included.
+func look(ctx context.Context, sf storeFlags, now time.Time, counts *scheduler.Scope) (*view, error) {
 	st, cfg, err := sf.open(ctx)
 	if err != nil {
 		return nil, err
@@ -174,7 +175,7 @@ func look(ctx context.Context, sf storeFlags, now time.Time, all bool) (*view, e
 	// all) keep a row, marked, with the jobs that wait for it.
 	orphans := map[string]int{}
 	for _, q := range snap.Queues {
-		if !slices.ContainsFunc(v.plan.Models, func(mp scheduler.ModelPlan) bool { return mp.Model == q.Model }) {
+		if _, planned := targets[q.Model]; !planned {
 			orphans[q.Model] += q.Waiting
 		}
 	}
@@ -206,8 +207,8 @@ func look(ctx context.Context, sf storeFlags, now time.Time, all bool) (*view, e
 			ETAS:  etas[i].StartS, DoneS: etas[i].DoneS,
 		})
 	}
-	if all {
-		if err := v.addCounts(ctx, st, sc.DefaultTier); err != nil {
+	if counts != nil {
+		if err := v.addCounts(ctx, st, *counts, sc.DefaultTier); err != nil {
 			return nil, err
 		}
 	}
@@ -216,8 +217,8 @@ func look(ctx context.Context, sf storeFlags, now time.Time, all bool) (*view, e
 
 // addCounts gives each batch its jobs by state, and adds the batches none
 // of whose jobs wait (running or finished).
-func (v *view) addCounts(ctx context.Context, st batchLister, defaultTier int) error {
-	rows, err := listBatches(ctx, st, scheduler.Scope{})
+func (v *view) addCounts(ctx context.Context, st batchLister, scope scheduler.Scope, defaultTier int) error {
+	rows, err := listBatches(ctx, st, scope)
 	if err != nil {
 		return err
 	}
@@ -314,7 +315,11 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s status: unexpected argument %q\n", programName, pos[0])
 		return exitUsage
 	}
-	v, err := look(context.Background(), sf, time.Now(), *all)
+	var counts *scheduler.Scope
+	if *all {
+		counts = &scheduler.Scope{}
+	}
+	v, err := look(context.Background(), sf, time.Now(), counts)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s status: %v\n", programName, err)
 		return exitFailed
@@ -435,7 +440,8 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 			State: string(j.State), Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, Reason: j.Reason}
 		target = job.Batch
 	}
-	v, err := look(ctx, sf, time.Now(), true)
+	scope, _, _ := parseScope(target)
+	v, err := look(ctx, sf, time.Now(), &scope)
 	if err != nil {
 		return fail(err)
 	}
