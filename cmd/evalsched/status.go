@@ -497,7 +497,7 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 		case m.Why != "":
 			fmt.Fprintf(stdout, "  the next pass starts none of its jobs: %s\n", strings.TrimSpace(m.Why))
 		}
-		if m.NextAdmit > 0 && b.NextAdmit == 0 {
+		if m.NextAdmit > 0 && b.NextAdmit == 0 && b.PausedBy == "" {
 			fmt.Fprintf(stdout, "  the model's %d free slots go to batches of more urgent tiers or earlier turns\n", m.NextAdmit)
 		}
 		if b.PausedBy == "" {
