@@ -300,10 +300,11 @@ func forecastQueues(fc forecastConfig, sc scheduler.Config, snap scheduler.Snaps
 	// 1. The queues admission sees, by model, in snapshot order (as Decide
 	// groups them): paused ones hold no demand.
 	pins, _ := priority.Compile(snap.Pins, sc.Tiers, now)
+	pauses := scheduler.PausesOf(snap.Pauses)
 	byModel := map[string][]int{}
 	active := 0
 	for i, q := range snap.Queues {
-		if _, paused := pins.Paused(q.Account, q.Project, q.Batch); paused {
+		if _, paused := pauses.By(q.Account, q.Project, q.Batch); paused {
 			continue
 		}
 		byModel[q.Model] = append(byModel[q.Model], i)
@@ -345,7 +346,7 @@ func forecastQueues(fc forecastConfig, sc scheduler.Config, snap scheduler.Snaps
 		jobs = append(jobs, job{queues: qs, model: modelOutlook{
 			Admission: acfg, State: m.State.Admission, Batches: batches,
 			NextPass: mp.Free, Open: open,
-			EndedPerMin: endedRate(mp.State.Breaker.Buckets, now), Held: mp.Running + mp.Starting,
+			EndedPerMin: endRateOf(mp.State, now), Held: mp.Running + mp.Starting,
 			LaunchesPerPass: sc.MaxLaunchesPerPass, Admitting: admitting,
 		}})
 	}
@@ -369,33 +370,19 @@ func forecastQueues(fc forecastConfig, sc scheduler.Config, snap scheduler.Snaps
 	return out
 }
 
-// approx prints an ETA rounded to the minute without its zero units: 45m,
-// 1h20m, 2h; "<1m" under half a minute.
-func approx(s float64) string {
-	d := time.Duration(s * float64(time.Second)).Round(time.Minute)
-	if d < time.Minute {
-		return "<1m"
-	}
-	text := strings.TrimSuffix(d.String(), "0s")
-	if strings.HasSuffix(text, "h0m") {
-		text = strings.TrimSuffix(text, "0m")
-	}
-	return text
-}
-
 // etaText is a batch's ETA cell: "starts by 1h20m, done ~2h"; "-" unknown.
 func etaText(e eta, pass time.Duration) string {
 	if e.StartS < 0 {
 		return "-"
 	}
-	start := "starts by " + approx(e.StartS)
+	start := "starts by " + human(e.StartS)
 	if e.StartS <= pass.Seconds() {
 		start = "starts next pass"
 	}
 	if e.DoneS < 0 {
 		return start
 	}
-	return start + ", done ~" + approx(e.DoneS)
+	return start + ", done ~" + human(e.DoneS)
 }
 
 // forecastText is why's line on a batch's forecast, naming why it is unknown.
@@ -405,9 +392,11 @@ func forecastText(e eta, pass time.Duration, m modelView) string {
 		return etaText(e, pass) + "; done unknown: the model has no recent run time to go by"
 	case e.StartS >= 0:
 		return etaText(e, pass)
-	case strings.Contains(m.Why, "no model item"):
+	case m.Malformed != "":
+		return "unknown while the model item is malformed"
+	case m.NoItem:
 		return "unknown: the model has no model item"
-	case strings.Contains(m.Why, "model disabled"):
+	case !m.Enabled || strings.Contains(m.Why, "model disabled"):
 		return "unknown while the model is disabled"
 	case m.Breaker != "" && m.Breaker != "CLOSED":
 		return "unknown while the breaker is " + strings.ToLower(m.Breaker)

@@ -33,6 +33,7 @@ var commands = []command{
 	resumeCommand,
 	cancelCommand,
 	statusCommand,
+	batchesCommand,
 	whyCommand,
 	localCommand,
 }

@@ -24,8 +24,9 @@ func runPin(args []string, stdout, stderr io.Writer) int {
 	expires := fs.String("expires", "", "the pin lapses after `DURATION` (e.g. 2h) or at an RFC 3339 time")
 	note := fs.String("note", "", "why, for the next operator")
 	del := fs.Bool("delete", false, "remove the pin of SCOPE")
+	asJSON := fs.Bool("json", false, "print JSON for scripts")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: %s pin [flags] SCOPE TIER\n       %s pin --delete SCOPE\n\nSCOPE is account#A, project#A/P or batch#A/P/B; TIER 0 is the most urgent.\n\n", programName, programName)
+		fmt.Fprintf(stderr, "usage: %s pin [flags] SCOPE TIER\n       %s pin --delete SCOPE\n\nSCOPE is account#A, project#A/P or batch#A/P/B (the pin item's key, e.g.\nproject#acme/search); TIER 0 is the most urgent. A pin never pauses or\nresumes: pause and resume do that, and a pin leaves them alone.\n\n", programName, programName)
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterspersed(fs, args)
@@ -48,6 +49,9 @@ func runPin(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			fmt.Fprintf(stderr, "%s pin: %v\n", programName, err)
 			return exitFailed
+		}
+		if *asJSON {
+			return writeJSON(stdout, stderr, pinResult{Scope: pos[0], Removed: true})
 		}
 		fmt.Fprintf(stdout, "removed pin %s\n", pos[0])
 		return exitOK
@@ -78,12 +82,24 @@ func runPin(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s pin: %v\n", programName, err)
 		return exitFailed
 	}
+	if *asJSON {
+		return writeJSON(stdout, stderr, pinResult{Scope: p.Scope, Tier: p.Tier, ExpiresAt: p.ExpiresAt, Note: p.Note})
+	}
 	fmt.Fprintf(stdout, "pinned %s to tier %s", p.Scope, p.Tier)
 	if p.ExpiresAt != "" {
 		fmt.Fprintf(stdout, " until %s", *expires)
 	}
 	fmt.Fprintln(stdout, "; the next pass applies it")
 	return exitOK
+}
+
+// pinResult is what pin --json prints.
+type pinResult struct {
+	Scope     string `json:"scope"`
+	Tier      string `json:"tier,omitempty"`
+	ExpiresAt string `json:"expires_at,omitempty"` // unix seconds
+	Note      string `json:"note,omitempty"`
+	Removed   bool   `json:"removed,omitempty"`
 }
 
 // expiry reads a duration from now or an RFC 3339 time.

@@ -234,7 +234,7 @@ func (p *progress) update(pol sim.Policy, simS float64, _ int64) {
 	for _, q := range p.order {
 		parts = append(parts, fmt.Sprintf("%s %.0f%%", q, 100*p.reached[q]/float64(p.total)))
 	}
-	fmt.Fprintf(p.w, "\r\033[Ksim: %s of %d simulated s (%.0f s)", strings.Join(parts, ", "), p.total, now.Sub(p.start).Seconds())
+	fmt.Fprintf(p.w, "\r\033[Ksim: %s of %s simulated (%s)", strings.Join(parts, ", "), human(float64(p.total)), human(now.Sub(p.start).Seconds()))
 	p.shown = true
 }
 

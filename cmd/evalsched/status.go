@@ -7,6 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"math"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -39,6 +42,7 @@ type view struct {
 	Shards  []shardView           `json:"shards,omitempty"` // a sharded scheduler's shares, by load
 	plan    scheduler.Plan        // the dry run
 	pins    priority.Table        // compiled pins
+	pauses  scheduler.Pauses      // the scopes paused
 	queues  []scheduler.Queue     // the snapshot's queues
 	byModel map[string]*modelView // index into Models
 	pass    time.Duration         // one scheduler pass
@@ -58,10 +62,29 @@ type modelView struct {
 	NextAdmit   int     `json:"next_pass_admits"`
 	Why         string  `json:"why_waiting,omitempty"`
 	Paused      int     `json:"paused"`
-	// EndedPerMin is the rate jobs ended over the breaker's window (5 min);
-	// DrainS the time the waiting jobs take at that rate (-1: unknown).
+	// EndedPerMin is the rate jobs end, smoothed over ~30 minutes
+	// (endRateOf); DrainS the time the waiting jobs take at that rate (-1:
+	// unknown).
 	EndedPerMin float64 `json:"ended_per_min"`
 	DrainS      float64 `json:"drain_s"`
+	Enabled     bool    `json:"enabled"`
+	// Malformed is why the model's item was skipped: its jobs wait until
+	// it is fixed. NoItem: jobs name the model but it has no item.
+	Malformed string `json:"malformed,omitempty"`
+	NoItem    bool   `json:"no_model_item,omitempty"`
+}
+
+// note is the model's NOTE cell: what keeps it from admitting anything.
+func (m modelView) note() string {
+	switch {
+	case m.Malformed != "":
+		return "MALFORMED item, its jobs wait: " + m.Malformed
+	case m.NoItem:
+		return "no model item, its jobs wait"
+	case !m.Enabled:
+		return "disabled"
+	}
+	return ""
 }
 
 type batchView struct {
@@ -81,10 +104,15 @@ type batchView struct {
 	// stepped forward at its recent end rate (forecast.go).
 	ETAS  float64 `json:"eta_s"`
 	DoneS float64 `json:"done_eta_s"`
+	// Jobs counts the batch's jobs by state (status --all and why), finished
+	// batches included.
+	Jobs *batchRow `json:"jobs,omitempty"`
 }
 
-// look reads the store and dry-runs the next pass at now.
-func look(ctx context.Context, sf storeFlags, now time.Time) (*view, error) {
+// look reads the store and dry-runs the next pass at now; counts (when not
+// nil) adds the jobs by state of every batch inside it, finished ones
+// included.
+func look(ctx context.Context, sf storeFlags, now time.Time, counts *scheduler.Scope) (*view, error) {
 	st, cfg, err := sf.open(ctx)
 	if err != nil {
 		return nil, err
@@ -109,12 +137,15 @@ func look(ctx context.Context, sf storeFlags, now time.Time) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &view{At: now, plan: plan, queues: snap.Queues, byModel: map[string]*modelView{}, pass: cfg.PassInterval, Shards: shards}
+	v := &view{At: now, plan: plan, queues: snap.Queues, byModel: map[string]*modelView{}, pass: cfg.PassInterval, Shards: shards,
+		Models: []modelView{}, Batches: []batchView{}} // [] in --json, not null, when there are none
 	v.Warns = v.plan.Warnings
 	v.pins, _ = priority.Compile(snap.Pins, sc.Tiers, now)
-	targets := map[string]float64{}
+	v.pauses = scheduler.PausesOf(snap.Pauses)
+	targets, enabled := map[string]float64{}, map[string]bool{}
 	for _, m := range snap.Models {
 		targets[m.Config.Name] = m.Config.TargetDepth
+		enabled[m.Config.Name] = m.Config.Enabled
 	}
 	admits := map[scheduler.QueueKey]int{}
 	for _, mp := range v.plan.Models {
@@ -126,7 +157,7 @@ func look(ctx context.Context, sf storeFlags, now time.Time) (*view, error) {
 		if phase == "" {
 			phase = "CLOSED"
 		}
-		rate, drain := endedRate(mp.State.Breaker.Buckets, now), -1.0
+		rate, drain := endRateOf(mp.State, now), -1.0
 		if rate > 0 {
 			drain = float64(mp.Waiting) / rate * 60
 		}
@@ -134,11 +165,29 @@ func look(ctx context.Context, sf storeFlags, now time.Time) (*view, error) {
 			EndedPerMin: rate, DrainS: drain,
 			Model: mp.Model, Limit: mp.State.Limit.Limit, LimitReason: mp.Limit.Reason, Depth: mp.Depth.Value, DepthAgeS: age,
 			Target: targets[mp.Model], Running: mp.Running, Starting: mp.Starting, Waiting: mp.Waiting,
-			Breaker: phase, NextAdmit: mp.Admitted, Why: mp.Why, Paused: mp.Paused,
+			Breaker: phase, NextAdmit: mp.Admitted, Why: mp.Why, Paused: mp.Paused, Enabled: enabled[mp.Model],
 		})
 		for _, g := range mp.Grants {
 			admits[g.Queue] += g.Count
 		}
+	}
+	// Models whose jobs wait without a model (a malformed item, none at
+	// all) keep a row, marked, with the jobs that wait for it.
+	orphans := map[string]int{}
+	for _, q := range snap.Queues {
+		if _, planned := targets[q.Model]; !planned {
+			orphans[q.Model] += q.Waiting
+		}
+	}
+	for name := range snap.Skipped {
+		if _, ok := orphans[name]; !ok {
+			orphans[name] = 0
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(orphans)) {
+		reason, malformed := snap.Skipped[name]
+		v.Models = append(v.Models, modelView{Model: name, Waiting: orphans[name], Breaker: "-", DepthAgeS: -1, DrainS: -1,
+			Malformed: reason, NoItem: !malformed, LimitReason: "no valid model item"})
 	}
 	for i := range v.Models {
 		v.byModel[v.Models[i].Model] = &v.Models[i]
@@ -150,7 +199,7 @@ func look(ctx context.Context, sf storeFlags, now time.Time) (*view, error) {
 	etas := forecastQueues(defaultForecastConfig(cfg.PassInterval), sc, snap, v.plan, now)
 	for i, q := range snap.Queues {
 		tier, src := v.pins.Tier(q.Account, q.Project, q.Batch, q.SubmittedTier, sc.DefaultTier)
-		pausedBy, _ := v.pins.Paused(q.Account, q.Project, q.Batch)
+		pausedBy, _ := v.pauses.By(q.Account, q.Project, q.Batch)
 		v.Batches = append(v.Batches, batchView{
 			Batch: q.Account + "/" + q.Project + "/" + q.Batch, Model: q.Model, Tier: tier, TierSource: string(src),
 			Waiting: q.Waiting, Registered: q.Registered, NextAdmit: admits[q.Key()], PausedBy: pausedBy,
@@ -158,7 +207,61 @@ func look(ctx context.Context, sf storeFlags, now time.Time) (*view, error) {
 			ETAS:  etas[i].StartS, DoneS: etas[i].DoneS,
 		})
 	}
+	if counts != nil {
+		if err := v.addCounts(ctx, st, *counts, sc.DefaultTier); err != nil {
+			return nil, err
+		}
+	}
 	return v, nil
+}
+
+// addCounts gives each batch its jobs by state, and adds the batches none
+// of whose jobs wait (running or finished).
+func (v *view) addCounts(ctx context.Context, st batchLister, scope scheduler.Scope, defaultTier int) error {
+	rows, err := listBatches(ctx, st, scope)
+	if err != nil {
+		return err
+	}
+	index := map[[2]string]int{}
+	for i, b := range v.Batches {
+		index[[2]string{b.Batch, b.Model}] = i
+	}
+	for _, r := range rows {
+		if i, ok := index[[2]string{r.Batch, r.Model}]; ok {
+			v.Batches[i].Jobs = &r
+			continue
+		}
+		s, _, _ := parseScope(r.Batch)
+		tier, src := v.pins.Tier(s.Account, s.Project, s.Batch, -1, defaultTier)
+		pausedBy, _ := v.pauses.By(s.Account, s.Project, s.Batch)
+		v.Batches = append(v.Batches, batchView{Batch: r.Batch, Model: r.Model, Tier: tier, TierSource: string(src),
+			Registered: r.Registered, PausedBy: pausedBy, ETAS: -1, DoneS: -1, Jobs: &r})
+	}
+	return nil
+}
+
+// modelOf is the model a batch waits for; a model without a row is one
+// without an item.
+func (v *view) modelOf(name string) modelView {
+	if m, ok := v.byModel[name]; ok {
+		return *m
+	}
+	return modelView{Model: name, Breaker: "-", DrainS: -1, DepthAgeS: -1, NoItem: true}
+}
+
+// smoothFrom is how long the smoothed end rate must have been kept before
+// the forecast goes by it instead of the breaker's 5-minute window.
+const smoothFrom = 5 * time.Minute
+
+// endRateOf is the end rate status and the forecast go by, in jobs a
+// minute: the smoothed one (scheduler.EndRate, τ = 30 min) once it covers
+// smoothFrom, else the breaker's window. The window alone made an ETA jump
+// 3h16m → 2h2m → 53m → 1h55m in ten minutes as waves of jobs ended.
+func endRateOf(st scheduler.ModelState, now time.Time) float64 {
+	if st.Ended.Covers(now) >= smoothFrom {
+		return st.Ended.PerMinute(now)
+	}
+	return endedRate(st.Breaker.Buckets, now)
 }
 
 // endedRate is jobs ended per minute over the breaker's buckets.
@@ -177,12 +280,25 @@ func endedRate(buckets []breaker.Bucket, now time.Time) float64 {
 	return float64(n) / span
 }
 
-// human prints a duration in seconds as 45s, 12m, 3h10m; "-" when unknown.
+// human prints a duration in seconds the one way the CLI prints times:
+// whole seconds under a minute (45s), else rounded to the minute without
+// zero units (12m, 3h16m, 2h); "-" when unknown (negative).
 func human(s float64) string {
-	if s < 0 {
+	if s < 0 || math.IsNaN(s) {
 		return "-"
 	}
-	return (time.Duration(s) * time.Second).Round(time.Minute).String()
+	if s < 59.5 {
+		return fmt.Sprintf("%.0fs", s)
+	}
+	m := int64(math.Round(s / 60))
+	switch h := m / 60; {
+	case h == 0:
+		return fmt.Sprintf("%dm", m)
+	case m%60 == 0:
+		return fmt.Sprintf("%dh", h)
+	default:
+		return fmt.Sprintf("%dh%dm", h, m%60)
+	}
 }
 
 func runStatus(args []string, stdout, stderr io.Writer) int {
@@ -190,6 +306,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	sf := addStoreFlags(fs)
 	asJSON := fs.Bool("json", false, "print JSON for scripts")
+	all := fs.Bool("all", false, "every batch, running and finished ones too, with its jobs by state (evalsched batches lists only those)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return exitUsage
@@ -198,7 +315,11 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s status: unexpected argument %q\n", programName, pos[0])
 		return exitUsage
 	}
-	v, err := look(context.Background(), sf, time.Now())
+	var counts *scheduler.Scope
+	if *all {
+		counts = &scheduler.Scope{}
+	}
+	v, err := look(context.Background(), sf, time.Now(), counts)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s status: %v\n", programName, err)
 		return exitFailed
@@ -212,7 +333,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		for _, s := range v.Shards {
 			age := "never"
 			if s.ReportAgeS >= 0 {
-				age = fmt.Sprintf("%.0fs ago", s.ReportAgeS)
+				age = human(s.ReportAgeS) + " ago"
 			}
 			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%s\t\n", s.Shard, s.Models, s.Held, s.GlobalMaxRunning, s.Launches, age)
 		}
@@ -220,13 +341,13 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout)
 		tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	}
-	fmt.Fprintln(tw, "MODEL\tLIMIT\tDEPTH/TARGET\tRUNNING\tSTARTING\tWAITING\tENDED/MIN\tDRAINS IN\tBREAKER\tNEXT PASS\t")
+	fmt.Fprintln(tw, "MODEL\tLIMIT\tDEPTH/TARGET\tRUNNING\tSTARTING\tWAITING\tENDED/MIN\tDRAINS IN\tBREAKER\tNEXT PASS\tNOTE\t")
 	for _, m := range v.Models {
 		depth := "-"
 		if m.DepthAgeS >= 0 {
-			depth = fmt.Sprintf("%.0f/%.0f (%.0fs ago)", m.Depth, m.Target, m.DepthAgeS)
+			depth = fmt.Sprintf("%.0f/%.0f (%s ago)", m.Depth, m.Target, human(m.DepthAgeS))
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%.1f\t%s\t%s\t+%d\t\n", m.Model, m.Limit, depth, m.Running, m.Starting, m.Waiting, m.EndedPerMin, human(m.DrainS), m.Breaker, m.NextAdmit)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%.1f\t%s\t%s\t+%d\t%s\t\n", m.Model, m.Limit, depth, m.Running, m.Starting, m.Waiting, m.EndedPerMin, human(m.DrainS), m.Breaker, m.NextAdmit, m.note())
 	}
 	tw.Flush()
 	if len(v.Batches) > 0 {
@@ -237,6 +358,12 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 			next := fmt.Sprintf("+%d", b.NextAdmit)
 			if b.PausedBy != "" {
 				next = "paused (" + b.PausedBy + ")"
+			}
+			if b.Jobs != nil {
+				next += "; " + jobsText(*b.Jobs)
+				if b.Waiting == 0 {
+					next = b.Jobs.State + ": " + jobsText(*b.Jobs)
+				}
 			}
 			if b.Parts != "" {
 				next += ", parts " + b.Parts + " arrived"
@@ -257,7 +384,7 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 	sf := addStoreFlags(fs)
 	asJSON := fs.Bool("json", false, "print JSON for scripts")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: %s why [flags] ACCOUNT/PROJECT/BATCH | JOB_ID\n\n", programName)
+		fmt.Fprintf(stderr, "usage: %s why [flags] ACCOUNT/PROJECT/BATCH[/KEY] | JOB_ID\n\nA batch by the names it was submitted with; a job by its batch and key, or by its id.\n\n", programName)
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterspersed(fs, args)
@@ -268,70 +395,109 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitUsage
 	}
-	ctx := context.Background()
-	target := pos[0]
-	if isJobID(target) {
-		// A job: say where it is; if it waits, explain its batch.
-		st, _, err := sf.open(ctx)
-		if err != nil {
-			fmt.Fprintf(stderr, "%s why: %v\n", programName, err)
-			return exitFailed
-		}
-		j, ok, err := st.Job(ctx, target)
-		if err != nil || !ok {
-			fmt.Fprintf(stderr, "%s why: no job %s (%v)\n", programName, target, err)
-			return exitFailed
-		}
-		fmt.Fprintf(stdout, "job %s (%s of %s/%s/%s on %s): %s, attempt %d of %d", j.ID, j.Key, j.Account, j.Project, j.Batch, j.Model, j.State, j.Attempt, j.MaxAttempts)
-		if j.Reason != "" {
-			fmt.Fprintf(stdout, ", %s", j.Reason)
-		}
-		fmt.Fprintln(stdout)
-		if j.State != "WAITING" {
-			return exitOK
-		}
-		target = j.Account + "/" + j.Project + "/" + j.Batch
-	}
-	v, err := look(ctx, sf, time.Now())
-	if err != nil {
+	fail := func(err error) int {
 		fmt.Fprintf(stderr, "%s why: %v\n", programName, err)
 		return exitFailed
 	}
-	type answer struct {
-		Batch batchView `json:"batch"`
-		Model modelView `json:"model"`
+	ctx := context.Background()
+	target := pos[0]
+	st, _, err := sf.open(ctx)
+	if err != nil {
+		return fail(err)
 	}
-	var answers []answer
-	for _, b := range v.Batches {
-		if b.Batch == target {
-			m := modelView{Model: b.Model, Breaker: "CLOSED", DrainS: -1, DepthAgeS: -1, Why: "no model item: its jobs wait"}
-			if mv, ok := v.byModel[b.Model]; ok { // none for a model without its model item
-				m = *mv
+	jobID := ""
+	if isJobID(target) {
+		jobID = target
+	} else {
+		scope, _, err := parseScope(target)
+		if err != nil || scope.Batch == "" {
+			fmt.Fprintf(stderr, "%s why: want ACCOUNT/PROJECT/BATCH[/KEY] or a job id, not %q\n", programName, target)
+			return exitUsage
+		}
+		rows, err := listBatches(ctx, st, scope)
+		if err != nil {
+			return fail(err)
+		}
+		if !slices.ContainsFunc(rows, func(r batchRow) bool { return r.Batch == target }) {
+			// Not a batch: ACCOUNT/PROJECT/BATCH/KEY, the last name a job's key.
+			if i := strings.LastIndex(target, "/"); strings.Count(target, "/") >= 3 {
+				b, _, _ := parseScope(target[:i])
+				jobID = scheduler.JobID(b.Account, b.Project, b.Batch, target[i+1:])
 			}
-			answers = append(answers, answer{b, m})
+		}
+	}
+	var job *jobView
+	if jobID != "" {
+		// A job: say where it is; if it waits, explain its batch.
+		j, ok, err := st.Job(ctx, jobID)
+		if err != nil {
+			return fail(err)
+		}
+		if !ok {
+			return fail(fmt.Errorf("no batch or job %s (evalsched batches lists the batches)", target))
+		}
+		job = &jobView{ID: j.ID, Key: j.Key, Batch: j.Account + "/" + j.Project + "/" + j.Batch, Model: j.Model,
+			State: string(j.State), Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, Reason: j.Reason}
+		target = job.Batch
+	}
+	scope, _, _ := parseScope(target)
+	v, err := look(ctx, sf, time.Now(), &scope)
+	if err != nil {
+		return fail(err)
+	}
+	var answers []whyAnswer
+	for _, b := range v.Batches {
+		if b.Batch == target && (job == nil || b.Model == job.Model) {
+			answers = append(answers, whyAnswer{Job: job, Batch: b, Model: v.modelOf(b.Model)})
 		}
 	}
 	if len(answers) == 0 {
-		fmt.Fprintf(stderr, "%s why: batch %q has no waiting jobs (it is done, running, or unknown)\n", programName, target)
-		return exitFailed
+		if job == nil {
+			return fail(fmt.Errorf("no batch %s (evalsched batches lists the batches)", target))
+		}
+		answers = append(answers, whyAnswer{Job: job}) // a job of a batch registered before batches were listed
 	}
 	if *asJSON {
 		return writeJSON(stdout, stderr, answers)
 	}
+	if job != nil {
+		fmt.Fprintf(stdout, "job %s (%s of %s on %s): %s, attempt %d of %d", job.ID, job.Key, job.Batch, job.Model, job.State, job.Attempt, job.MaxAttempts)
+		if job.Reason != "" {
+			fmt.Fprintf(stdout, ", %s", job.Reason)
+		}
+		fmt.Fprintln(stdout)
+		if job.State != "WAITING" {
+			return exitOK
+		}
+	}
 	for _, a := range answers {
 		b, m := a.Batch, a.Model
+		if b.Jobs != nil && b.Waiting == 0 {
+			fmt.Fprintf(stdout, "%s on %s: %s, none waiting: %s\n", b.Batch, b.Model, b.Jobs.State, jobsText(*b.Jobs))
+			continue
+		}
 		fmt.Fprintf(stdout, "%s on %s: %d waiting, tier %d (%s)\n", b.Batch, b.Model, b.Waiting, b.Tier, b.TierSource)
-		fmt.Fprintf(stdout, "  model %s: limit %d (%s)\n", m.Model, m.Limit, m.LimitReason)
-		fmt.Fprintf(stdout, "  %d running, %d starting, %d waiting across its batches; breaker %s\n", m.Running, m.Starting, m.Waiting, m.Breaker)
+		if b.Jobs != nil {
+			fmt.Fprintf(stdout, "  its jobs: %s\n", jobsText(*b.Jobs))
+		}
+		switch {
+		case m.Malformed != "":
+			fmt.Fprintf(stdout, "  model %s: its model item is malformed, so its jobs wait: %s\n", m.Model, m.Malformed)
+		case m.NoItem:
+			fmt.Fprintf(stdout, "  model %s: no model item, so its jobs wait: add one (see the README's console items)\n", m.Model)
+		default:
+			fmt.Fprintf(stdout, "  model %s: limit %d (%s)\n", m.Model, m.Limit, m.LimitReason)
+			fmt.Fprintf(stdout, "  %d running, %d starting, %d waiting across its batches; breaker %s\n", m.Running, m.Starting, m.Waiting, m.Breaker)
+		}
 		switch {
 		case b.PausedBy != "":
-			fmt.Fprintf(stdout, "  paused by the pin %s: run %s resume to admit it again\n", b.PausedBy, programName)
+			fmt.Fprintf(stdout, "  paused (%s): run %s resume %s to admit it again\n", b.PausedBy, programName, pauseArg(b.PausedBy))
 		case b.NextAdmit > 0:
 			fmt.Fprintf(stdout, "  the next pass would start %d of its jobs\n", b.NextAdmit)
 		case m.Why != "":
 			fmt.Fprintf(stdout, "  the next pass starts none of its jobs: %s\n", strings.TrimSpace(m.Why))
 		}
-		if m.NextAdmit > 0 && b.NextAdmit == 0 {
+		if m.NextAdmit > 0 && b.NextAdmit == 0 && b.PausedBy == "" {
 			fmt.Fprintf(stdout, "  the model's %d free slots go to batches of more urgent tiers or earlier turns\n", m.NextAdmit)
 		}
 		if b.PausedBy == "" {
@@ -339,6 +505,44 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return exitOK
+}
+
+// jobView is the job why was asked about.
+type jobView struct {
+	ID          string `json:"id"`
+	Key         string `json:"key"`
+	Batch       string `json:"batch"`
+	Model       string `json:"model"`
+	State       string `json:"state"`
+	Attempt     int    `json:"attempt"`
+	MaxAttempts int    `json:"max_attempts"`
+	Reason      string `json:"reason,omitempty"`
+}
+
+// whyAnswer is why's answer for one batch and model.
+type whyAnswer struct {
+	Job   *jobView  `json:"job,omitempty"`
+	Batch batchView `json:"batch"`
+	Model modelView `json:"model"`
+}
+
+// jobsText is "2 waiting, 1 running, 7 succeeded of 10; parts 2/3 arrived",
+// naming only the states some job is in.
+func jobsText(r batchRow) string {
+	var parts []string
+	for _, c := range []struct {
+		n    int
+		what string
+	}{{r.Waiting, "waiting"}, {r.Starting, "starting"}, {r.Running, "running"}, {r.Succeeded, "succeeded"}, {r.Failed, "failed"}, {r.Cancelled, "cancelled"}} {
+		if c.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.what))
+		}
+	}
+	text := strings.Join(parts, ", ") + fmt.Sprintf(" of %d", r.Registered)
+	if r.PartsExpected > 0 {
+		text += fmt.Sprintf("; parts %d/%d arrived", r.PartsArrived, r.PartsExpected)
+	}
+	return text
 }
 
 func writeJSON(stdout, stderr io.Writer, v any) int {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"reflect"
 	"time"
 
@@ -298,6 +297,9 @@ func (s *Store) take(ctx context.Context, g scheduler.Grant, at time.Time, cance
 			Set(name("last_claim"), value(tok)).
 			Add(name("waiting"), value(-k)).
 			Add(name("backs"), value(-int64(len(backs))))
+		if cancel {
+			u = u.Add(name(outcomeAttr[memstore.Cancelled]), value(k))
+		}
 		cond := name("next").Equal(value(q.Next))
 		if q.Waiting-k <= 0 {
 			// The queue empties: it leaves the active index, unless a retry
@@ -467,21 +469,50 @@ func (s *Store) readJob(ctx context.Context, id string) (jobItem, bool, error) {
 // claimed, launched or running are not touched: the caller stops their tasks
 // if it wants them gone.
 func (s *Store) Cancel(ctx context.Context, scope scheduler.Scope, now time.Time) (int, error) {
+	return s.CancelWatched(ctx, scope, now, nil)
+}
+
+// cancelStep is the jobs Cancel takes from a queue between two progress
+// reports: ten transactions.
+const cancelStep = 10 * maxClaimJobs
+
+// CancelWatched is Cancel, calling progress (when not nil) with the jobs
+// cancelled so far and the jobs the scope had waiting when it began (the
+// active index's count: a moment behind, so done may pass it).
+func (s *Store) CancelWatched(ctx context.Context, scope scheduler.Scope, now time.Time, progress func(done, total int)) (int, error) {
 	queues, err := s.readActiveQueues(ctx, false)
 	if err != nil {
 		return 0, err
 	}
-	n := 0
+	var keys []scheduler.QueueKey
+	total := 0
 	for _, q := range queues {
 		k := scheduler.QueueKey{Account: q.Account, Project: q.Project, Batch: q.Batch, Model: q.Model}
-		if !scope.Matches(k) {
-			continue
+		if scope.Matches(k) {
+			keys = append(keys, k)
+			total += int(q.Waiting)
 		}
-		// Every waiting job, however many the index (a moment behind) says.
-		jobs, err := s.take(ctx, scheduler.Grant{Queue: k, Count: math.MaxInt32}, now, true)
-		n += len(jobs)
-		if err != nil {
-			return n, fmt.Errorf("cancel %s: %w", k, err)
+	}
+	report := func(n int) {
+		if progress != nil {
+			progress(n, total)
+		}
+	}
+	report(0)
+	n := 0
+	for _, k := range keys {
+		// Every waiting job, however many the index (a moment behind)
+		// says: a step at a time until a step comes back short.
+		for {
+			jobs, err := s.take(ctx, scheduler.Grant{Queue: k, Count: cancelStep}, now, true)
+			n += len(jobs)
+			report(n)
+			if err != nil {
+				return n, fmt.Errorf("cancel %s: %w", k, err)
+			}
+			if len(jobs) < cancelStep {
+				break
+			}
 		}
 	}
 	return n, nil

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -83,8 +84,8 @@ func (s *Store) PutPin(ctx context.Context, p priority.Pin) error {
 	if p.Note != "" {
 		item[attrNote] = &types.AttributeValueMemberS{Value: p.Note}
 	}
-	if p.Paused == "true" {
-		item[attrPaused] = &types.AttributeValueMemberBOOL{Value: true}
+	if err := s.carryLegacyPause(ctx, p.Scope); err != nil {
+		return fmt.Errorf("put pin %q: %w", p.Scope, err)
 	}
 	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.tables.Pins), Item: item})
 	if err != nil {
@@ -93,25 +94,99 @@ func (s *Store) PutPin(ctx context.Context, p priority.Pin) error {
 	return nil
 }
 
-// SetPaused pauses or resumes a scope: it sets the paused attribute of the
-// scope's pin item, creating the item if there is none, and leaves its tier
-// as it is.
-func (s *Store) SetPaused(ctx context.Context, scope string, paused bool) error {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.tables.Pins),
-		Key:                       map[string]types.AttributeValue{attrScope: &types.AttributeValueMemberS{Value: scope}},
-		UpdateExpression:          aws.String("SET #p = :p"),
-		ExpressionAttributeNames:  map[string]string{"#p": attrPaused},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberBOOL{Value: paused}},
-	})
+// SetPaused pauses or resumes a scope: it writes or deletes the scope's
+// pause item (pk PAUSES, sk the scope), apart from its pin, so a pin's
+// tier, removal or expiry never touches a pause. A pause written by an
+// older version as the paused attribute of a pin item is lifted from there
+// either way: pause moves it to its own item, resume removes it.
+func (s *Store) SetPaused(ctx context.Context, scope string, paused bool, now time.Time) error {
+	var err error
+	if paused {
+		_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: aws.String(s.tables.State),
+			Item: map[string]types.AttributeValue{
+				attrPK: &types.AttributeValueMemberS{Value: pkPauses}, attrSK: &types.AttributeValueMemberS{Value: scope},
+				attrScope: &types.AttributeValueMemberS{Value: scope}, "since": &types.AttributeValueMemberS{Value: stamp(now)},
+			},
+		})
+	} else {
+		_, err = s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(s.tables.State), Key: key(pkPauses, scope)})
+	}
+	if err == nil {
+		err = s.dropLegacyPause(ctx, scope)
+	}
 	if err != nil {
 		return fmt.Errorf("set paused of %q: %w", scope, err)
 	}
 	return nil
 }
 
-// DeletePin removes a pin item.
+// dropLegacyPause removes the paused attribute an older version wrote on
+// the scope's pin item: the item goes if the pause was all it held, else
+// only the attribute.
+func (s *Store) dropLegacyPause(ctx context.Context, scope string) error {
+	k := map[string]types.AttributeValue{attrScope: &types.AttributeValueMemberS{Value: scope}}
+	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: aws.String(s.tables.Pins), Key: k,
+		ConditionExpression:      aws.String("attribute_exists(#p) AND attribute_not_exists(#t)"),
+		ExpressionAttributeNames: map[string]string{"#p": attrPaused, "#t": attrTier},
+	})
+	if !isConditionFailed(err) {
+		return err
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.tables.Pins), Key: k,
+		UpdateExpression:         aws.String("REMOVE #p"),
+		ConditionExpression:      aws.String("attribute_exists(#p)"),
+		ExpressionAttributeNames: map[string]string{"#p": attrPaused},
+	})
+	if isConditionFailed(err) {
+		return nil
+	}
+	return err
+}
+
+// carryLegacyPause keeps a pause an older version wrote on a pin item when
+// that item is replaced or deleted: it becomes a pause item first.
+func (s *Store) carryLegacyPause(ctx context.Context, scope string) error {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.tables.Pins), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{attrScope: &types.AttributeValueMemberS{Value: scope}},
+	})
+	if err != nil || !legacyPaused(out.Item) {
+		return err
+	}
+	return s.SetPaused(ctx, scope, true, time.Now())
+}
+
+// legacyPaused tells a pin item an older version paused.
+func legacyPaused(it map[string]types.AttributeValue) bool {
+	return strings.EqualFold(text(it[attrPaused]), "true")
+}
+
+// readPauses reads the pause items (one Query), sorted by scope.
+func (s *Store) readPauses(ctx context.Context) ([]scheduler.Pause, error) {
+	items, err := s.query(ctx, &dynamodb.QueryInput{
+		TableName: aws.String(s.tables.State), ConsistentRead: aws.Bool(true),
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: pkPauses}},
+	}, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read pauses: %w", err)
+	}
+	out := make([]scheduler.Pause, 0, len(items))
+	for _, it := range items {
+		since, _ := parseStamp(text(it["since"]))
+		out = append(out, scheduler.Pause{Scope: text(it[attrScope]), Since: since})
+	}
+	return out, nil
+}
+
+// DeletePin removes a pin item (a pause stays).
 func (s *Store) DeletePin(ctx context.Context, scope string) error {
+	if err := s.carryLegacyPause(ctx, scope); err != nil {
+		return fmt.Errorf("delete pin %q: %w", scope, err)
+	}
 	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName: aws.String(s.tables.Pins),
 		Key:       map[string]types.AttributeValue{attrScope: &types.AttributeValueMemberS{Value: scope}},
@@ -123,27 +198,26 @@ func (s *Store) DeletePin(ctx context.Context, scope string) error {
 }
 
 // readModelConfigs scans the models table. A valid item maps to its config;
-// a malformed one maps to nil and adds a warning naming the item, the
-// attribute and the rule (sorted by model name).
-func (s *Store) readModelConfigs(ctx context.Context) (map[string]*scheduler.ModelConfig, []string, error) {
+// a malformed one maps to nil, to its reason in skipped, and adds a warning
+// naming the item, the attribute and the rule (sorted by model name).
+func (s *Store) readModelConfigs(ctx context.Context) (configs map[string]*scheduler.ModelConfig, warnings []string, skipped map[string]string, err error) {
 	items, err := s.scan(ctx, s.tables.Models)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read model items: %w", err)
+		return nil, nil, nil, fmt.Errorf("read model items: %w", err)
 	}
-	out := make(map[string]*scheduler.ModelConfig, len(items))
-	var warnings []string
+	configs, skipped = make(map[string]*scheduler.ModelConfig, len(items)), map[string]string{}
 	for _, it := range items {
 		name := text(it[attrModel])
 		cfg, reason := decodeModel(it, s.defaults)
 		if reason != "" {
-			out[name] = nil
+			configs[name], skipped[name] = nil, reason
 			warnings = append(warnings, fmt.Sprintf("model item %q skipped: %s; its jobs wait until it is fixed", name, reason))
 			continue
 		}
-		out[name] = &cfg
+		configs[name] = &cfg
 	}
 	slices.Sort(warnings)
-	return out, warnings, nil
+	return configs, warnings, skipped, nil
 }
 
 // decodeModel validates a model item strictly. A missing attribute takes the
@@ -198,13 +272,22 @@ func decodeModel(it map[string]types.AttributeValue, defaults scheduler.ModelCon
 		*f.dst = int(v)
 	}
 	if av, ok := it[attrTargetDepth]; ok {
-		n, isNum := av.(*types.AttributeValueMemberN)
-		if !isNum {
-			return cfg, fmt.Sprintf("%s is %s, want a Number", attrTargetDepth, describe(av))
-		}
-		v, err := strconv.ParseFloat(n.Value, 64)
-		if err != nil || math.IsInf(v, 0) || math.IsNaN(v) || v < 0 {
-			return cfg, fmt.Sprintf("%s %s must be a number ≥ 0", attrTargetDepth, n.Value)
+		var v float64
+		switch x := av.(type) {
+		case *types.AttributeValueMemberS: // decimal digits, as every numeric field takes
+			d, ok := priority.Decimal(x.Value)
+			if !ok {
+				return cfg, fmt.Sprintf("%s is %s, want a Number or a String of decimal digits", attrTargetDepth, describe(av))
+			}
+			v = float64(d)
+		case *types.AttributeValueMemberN:
+			var err error
+			v, err = strconv.ParseFloat(x.Value, 64)
+			if err != nil || math.IsInf(v, 0) || math.IsNaN(v) || v < 0 {
+				return cfg, fmt.Sprintf("%s %s must be a number ≥ 0", attrTargetDepth, x.Value)
+			}
+		default:
+			return cfg, fmt.Sprintf("%s is %s, want a Number or a String of decimal digits", attrTargetDepth, describe(av))
 		}
 		cfg.TargetDepth = v
 	}
@@ -222,11 +305,20 @@ func decodeModel(it map[string]types.AttributeValue, defaults scheduler.ModelCon
 	return cfg, ""
 }
 
-// integer reads a Number holding an integer; the reason names what is wanted.
+// integer reads a Number holding an integer, or a String of decimal digits
+// (the console makes typing a number as a String easy; "9" means 9 in every
+// numeric field, as in a pin's tier); the reason names what is wanted.
 func integer(av types.AttributeValue) (int64, string) {
+	if str, ok := av.(*types.AttributeValueMemberS); ok {
+		v, ok := priority.Decimal(str.Value)
+		if !ok {
+			return 0, "an integer Number or a String of decimal digits"
+		}
+		return v, ""
+	}
 	n, ok := av.(*types.AttributeValueMemberN)
 	if !ok {
-		return 0, "an integer Number"
+		return 0, "an integer Number or a String of decimal digits"
 	}
 	v, err := strconv.ParseInt(n.Value, 10, 64)
 	if err != nil {
@@ -241,21 +333,37 @@ func integer(av types.AttributeValue) (int64, string) {
 
 // readPins scans the pins table, sorted by scope, keeping each attribute's
 // raw text: a tier typed as the String "urgent" reaches priority.Compile as
-// "urgent" and is reported there.
-func (s *Store) readPins(ctx context.Context) ([]priority.Pin, error) {
+// "urgent" and is reported there. A pin item an older version paused (its
+// paused attribute) yields a pause too, with a warning saying how to move
+// it; an item that held only that pause is not a pin.
+func (s *Store) readPins(ctx context.Context) ([]priority.Pin, []scheduler.Pause, []string, error) {
 	items, err := s.scan(ctx, s.tables.Pins)
 	if err != nil {
-		return nil, fmt.Errorf("read pins: %w", err)
+		return nil, nil, nil, fmt.Errorf("read pins: %w", err)
 	}
 	pins := make([]priority.Pin, 0, len(items))
+	var legacy []scheduler.Pause
+	var warnings []string
 	for _, it := range items {
+		scope := text(it[attrScope])
+		if _, paused := it[attrPaused]; paused {
+			if legacyPaused(it) {
+				legacy = append(legacy, scheduler.Pause{Scope: scope})
+				warnings = append(warnings, fmt.Sprintf("pin item %q holds a pause in its paused attribute, as versions before pauses had their own items wrote it: "+
+					"it still pauses; run evalsched pause (or resume) on the scope once to move it apart from the pin", scope))
+			}
+			if _, hasTier := it[attrTier]; !hasTier {
+				continue // the item only paused
+			}
+		}
 		pins = append(pins, priority.Pin{
-			Scope: text(it[attrScope]), Tier: text(it[attrTier]),
-			ExpiresAt: text(it[attrExpiresAt]), Note: text(it[attrNote]), Paused: text(it[attrPaused]),
+			Scope: scope, Tier: text(it[attrTier]),
+			ExpiresAt: text(it[attrExpiresAt]), Note: text(it[attrNote]),
 		})
 	}
 	slices.SortFunc(pins, func(a, b priority.Pin) int { return strings.Compare(a.Scope, b.Scope) })
-	return pins, nil
+	slices.Sort(warnings)
+	return pins, legacy, warnings, nil
 }
 
 // text renders an attribute as the text an operator typed: a String or a

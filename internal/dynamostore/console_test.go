@@ -109,7 +109,7 @@ func TestMalformedConsoleEditsWarnAndThePassGoesOn(t *testing.T) {
 	if pinWarnings != 3 {
 		t.Errorf("got %d pin warnings, want 3 (urgent, 1.5, next week): %q", pinWarnings, rep.Plan.Warnings)
 	}
-	if !strings.Contains(strings.Join(rep.Plan.Warnings, "\n"), `model "negative" has waiting jobs but no model item`) {
+	if !strings.Contains(strings.Join(rep.Plan.Warnings, "\n"), `model "negative" has waiting jobs but its model item is malformed (max_limit -3 must be an integer ≥ 1)`) {
 		t.Errorf("got %q, want the malformed model's jobs reported waiting", rep.Plan.Warnings)
 	}
 	check(t, st)
@@ -142,5 +142,52 @@ func TestPutModelAndPinRoundTrip(t *testing.T) {
 	}
 	if snap := snapshot(t, st); len(snap.Pins) != 1 {
 		t.Errorf("got %+v after delete, want one pin", snap.Pins)
+	}
+}
+
+// TestNumbersAsStringsReadAlike: every numeric console field reads a String
+// of decimal digits as that number, exactly as a pin's tier does, and
+// refuses anything else in a String with a warning naming the field.
+func TestNumbersAsStringsReadAlike(t *testing.T) {
+	st, _ := newStore(t)
+	put(t, st.tables.Models, map[string]av{"model": s("as-numbers"), "enabled": bl(true),
+		"min_limit": n("2"), "max_limit": n("20"), "limit_pin": n("9"), "initial_limit": n("3"), "target_depth": n("40")})
+	put(t, st.tables.Models, map[string]av{"model": s("as-strings"), "enabled": bl(true),
+		"min_limit": s("2"), "max_limit": s("20"), "limit_pin": s("9"), "initial_limit": s("3"), "target_depth": s("40")})
+	for field, bad := range map[string]string{"limit_pin": "9.5", "max_limit": "+20", "min_limit": " 2", "initial_limit": "three", "target_depth": "4e1"} {
+		put(t, st.tables.Models, map[string]av{"model": s("bad-" + strings.ReplaceAll(field, "_", "-")), field: s(bad)})
+	}
+	put(t, st.tables.Pins, map[string]av{"scope": s("account#a"), "tier": n("0")})
+	put(t, st.tables.Pins, map[string]av{"scope": s("account#b"), "tier": s("0")})
+	put(t, st.tables.Pins, map[string]av{"scope": s("account#c"), "tier": s("+0")})
+
+	snap := snapshot(t, st)
+	byName := map[string]scheduler.ModelConfig{}
+	for _, m := range snap.Models {
+		byName[m.Config.Name] = m.Config
+	}
+	numbers, strs := byName["as-numbers"], byName["as-strings"]
+	strs.Name = numbers.Name
+	if numbers.LimitPin != 9 || numbers != strs {
+		t.Errorf("as Numbers %+v, as Strings %+v: want the same, limit_pin 9", byName["as-numbers"], byName["as-strings"])
+	}
+	for _, field := range []string{"limit_pin", "max_limit", "min_limit", "initial_limit", "target_depth"} {
+		name := "bad-" + strings.ReplaceAll(field, "_", "-")
+		if _, ok := byName[name]; ok {
+			t.Errorf("%s was read; want it skipped", name)
+		}
+		if reason := snap.Skipped[name]; !strings.HasPrefix(reason, field+" is the String") || !strings.Contains(reason, "String of decimal digits") {
+			t.Errorf("%s: skipped for %q, want the field %s named and the rule", name, reason, field)
+		}
+	}
+	pins, warns := priority.Compile(snap.Pins, 3, t0)
+	if tierA, _ := pins.Tier("a", "p", "b", -1, 2); tierA != 0 {
+		t.Errorf("Number tier 0 read as %d", tierA)
+	}
+	if tierB, _ := pins.Tier("b", "p", "b", -1, 2); tierB != 0 {
+		t.Errorf("String tier \"0\" read as %d, want 0 as the Number", tierB)
+	}
+	if len(warns) != 1 || warns[0].Scope != "account#c" {
+		t.Errorf("warnings %v, want account#c's \"+0\" alone", warns)
 	}
 }

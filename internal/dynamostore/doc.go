@@ -16,13 +16,16 @@
 //
 //	JOB#<id>                    JOB          a job: content, state, attempt, queue, pos
 //	QUEUE#<a>#<p>#<b>#<model>   QUEUE        a batch's jobs of one model: size, next
-//	                                         (cursor), waiting, backs, active, seq
+//	                                         (cursor), waiting, backs, active, seq;
+//	                                         running and outcomes, for Batches
 //	  same pk                   CHUNK#<pos>  the ids of ≤ 500 consecutive positions
 //	  same pk                   BACK#<pos>   a retried job waiting below the cursor
 //	MODELS                      <model>      the model's ModelState, ver, acked outcomes
 //	MODEL#<model>               COUNTERS     running, starting, outcome totals, pending
 //	PROJECT#<a>#<p>             COUNTERS     running
 //	BATCH#<a>#<p>#<b>           BATCH        registered jobs, Submit's lock
+//	BATCHES                     <a>#<p>#<b>#<model>  the queue catalog Batches lists
+//	PAUSES                      <scope>      a pause (apart from the pin of the scope)
 //	SEQ                         SEQ          the queues' submission order
 //
 // # Access patterns and cost

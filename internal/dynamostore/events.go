@@ -251,6 +251,9 @@ func (s *Store) retry(ctx context.Context, j jobItem, reason string, now time.Ti
 	return s.apply(ctx, j, transition{to: memstore.Waiting, now: now, reason: reason})
 }
 
+// outcomeAttr is the queue item's count of the jobs that ended so.
+var outcomeAttr = map[memstore.State]string{memstore.Succeeded: "succeeded", memstore.Failed: "failed", memstore.Cancelled: "cancelled"}
+
 // transition is one move of a job out of CLAIMED, LAUNCHED or RUNNING.
 type transition struct {
 	to                 memstore.State
@@ -336,13 +339,21 @@ func (s *Store) apply(ctx context.Context, j jobItem, t transition) (bool, error
 		}
 	}
 
-	// 3. Back to waiting: before newer jobs of its queue.
-	if t.to == memstore.Waiting {
-		qu := expression.Add(name("waiting"), value(1)).Add(name("backs"), value(1)).
+	// 3. The queue's counts of its jobs by state (Batches reads them):
+	// running and the outcomes; back to waiting, before newer jobs of its
+	// queue.
+	qu := expression.Add(name("running"), value(running))
+	switch t.to {
+	case memstore.Succeeded, memstore.Failed, memstore.Cancelled:
+		qu = qu.Add(name(outcomeAttr[t.to]), value(1))
+	case memstore.Waiting:
+		qu = qu.Add(name("waiting"), value(1)).Add(name("backs"), value(1)).
 			Set(name(attrActive), value(activeKey(j.Model)))
-		if err := add(updateItem(s.tables.State, key(j.Queue, skQueue), qu, name(attrPK).AttributeExists())); err != nil {
-			return false, err
-		}
+	}
+	if err := add(updateItem(s.tables.State, key(j.Queue, skQueue), qu, name(attrPK).AttributeExists())); err != nil {
+		return false, err
+	}
+	if t.to == memstore.Waiting {
 		back, err := attributevalue.MarshalMap(backItem{PK: j.Queue, SK: backSK(j.Pos), ID: j.ID, Pos: j.Pos, Attempt: j.Attempt + 1})
 		if err != nil {
 			return false, err

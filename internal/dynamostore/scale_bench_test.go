@@ -412,6 +412,8 @@ func populateDirect(tb testing.TB, s *Store, sc scale, claimable int) time.Durat
 			}
 			put(&reqs, queueItem{PK: pk, SK: skQueue, Account: b.Account, Project: b.Project, Batch: b.Batch, Model: b.Model,
 				Tier: b.Tier, Seq: int64(i + 1), Size: n, Next: 0, Waiting: n, Backs: 0, Active: activeKey(b.Model)})
+			qk := scheduler.QueueKey{Account: b.Account, Project: b.Project, Batch: b.Batch, Model: b.Model}
+			put(&reqs, catalogItem{PK: pkCatalog, SK: catalogSK(qk), Queue: pk, Account: b.Account, Project: b.Project, Batch: b.Batch, Model: b.Model, Seq: int64(i + 1)})
 			bi := key(batchPK(b.Account, b.Project, b.Batch), skBatch)
 			bi["account"] = &types.AttributeValueMemberS{Value: b.Account}
 			bi["project"] = &types.AttributeValueMemberS{Value: b.Project}

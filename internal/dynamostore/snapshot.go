@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -27,14 +28,38 @@ func (s *Store) Snapshot(ctx context.Context, _ time.Time) (scheduler.Snapshot, 
 
 	// 1. The operator's items: a malformed model item is skipped with a
 	// warning; pins keep their raw text for the priority package to judge.
-	configs, warnings, err := s.readModelConfigs(ctx)
+	configs, warnings, skipped, err := s.readModelConfigs(ctx)
 	if err != nil {
 		return snap, err
 	}
 	snap.Warnings = warnings
-	if snap.Pins, err = s.readPins(ctx); err != nil {
+	for name, reason := range skipped {
+		if s.owns(name) {
+			if snap.Skipped == nil {
+				snap.Skipped = map[string]string{}
+			}
+			snap.Skipped[name] = reason
+		}
+	}
+	pins, legacy, pinWarnings, err := s.readPins(ctx)
+	if err != nil {
 		return snap, err
 	}
+	snap.Pins = pins
+	snap.Warnings = append(snap.Warnings, pinWarnings...)
+	// Pauses are their own items; a pause an older version kept on a pin
+	// item still holds (legacy) until pause or resume moves it.
+	pauses, err := s.readPauses(ctx)
+	if err != nil {
+		return snap, err
+	}
+	for _, p := range legacy {
+		if !slices.ContainsFunc(pauses, func(q scheduler.Pause) bool { return q.Scope == p.Scope }) {
+			pauses = append(pauses, p)
+		}
+	}
+	slices.SortFunc(pauses, func(a, b scheduler.Pause) int { return strings.Compare(a.Scope, b.Scope) })
+	snap.Pauses = pauses
 
 	// 2. Model state and counters. Every model the store has seen a job of
 	// has a state item; one with an operator item but no jobs yet has none.

@@ -136,6 +136,8 @@ const (
 	skJob       = "JOB"
 	skQueue     = "QUEUE"
 	skBatch     = "BATCH"
+	pkPauses    = "PAUSES"  // sk: the scope ("project#A/P"): one item per pause
+	pkCatalog   = "BATCHES" // sk "<a>#<p>#<b>#<model>": one item per queue, for Batches
 	pkSeq       = "SEQ"
 	chunkPrefix = "CHUNK#"
 	backPrefix  = "BACK#"
@@ -167,6 +169,9 @@ func batchPK(account, project, batch string) string {
 }
 func queuePK(k scheduler.QueueKey) string {
 	return "QUEUE#" + k.Account + "#" + k.Project + "#" + k.Batch + "#" + k.Model
+}
+func catalogSK(k scheduler.QueueKey) string {
+	return k.Account + "#" + k.Project + "#" + k.Batch + "#" + k.Model
 }
 func chunkSK(start int64) string { return fmt.Sprintf("%s%012d", chunkPrefix, start) }
 func backSK(pos int64) string    { return fmt.Sprintf("%s%012d", backPrefix, pos) }
@@ -247,6 +252,13 @@ type queueItem struct {
 	Backs     int64  `dynamodbav:"backs"`
 	Active    string `dynamodbav:"active,omitempty"` // set while waiting > 0: the active index key
 	LastClaim string `dynamodbav:"last_claim,omitempty"`
+	// The jobs by state past waiting, moved in the transactions that move
+	// the jobs (not projected into the active index, so they cost it no
+	// write); claimed and launched ones are the rest of size.
+	Running   int64 `dynamodbav:"running,omitempty"`
+	Succeeded int64 `dynamodbav:"succeeded,omitempty"`
+	Failed    int64 `dynamodbav:"failed,omitempty"`
+	Cancelled int64 `dynamodbav:"cancelled,omitempty"`
 }
 
 func (q *queueItem) key() scheduler.QueueKey {
@@ -285,7 +297,7 @@ type backItem struct {
 // countersItem holds a model's counters: pk "MODEL#<model>", sk "COUNTERS".
 type countersItem struct {
 	Model    string `dynamodbav:"model"`
-	Running  int64  `dynamodbav:"running"`
+	Running  int64  `dynamodbav:"running,omitempty"`
 	Starting int64  `dynamodbav:"starting"`
 	OKTotal  int64  `dynamodbav:"ok_total"`
 	PFTotal  int64  `dynamodbav:"pf_total"`

@@ -272,6 +272,13 @@ func (s *Store) submit(ctx context.Context, b memstore.BatchSpec, now time.Time)
 		}
 		items = append(items, it)
 		if q.new {
+			// A new queue enters the catalog Batches lists.
+			k := scheduler.QueueKey{Account: b.Account, Project: b.Project, Batch: b.Batch, Model: mdl}
+			cat, err := attributevalue.MarshalMap(catalogItem{PK: pkCatalog, SK: catalogSK(k), Queue: q.PK, Account: b.Account, Project: b.Project, Batch: b.Batch, Model: mdl, Seq: q.Seq})
+			if err != nil {
+				return 0, fmt.Errorf("%s: %w", where, err)
+			}
+			items = append(items, putItem(s.tables.State, cat))
 			// A model's first queue registers the model: its state item
 			// (found by Snapshot's one Query) and counters.
 			it, err := updateItem(s.tables.State, key(modelsPK(mdl), mdl), expression.Set(name(attrModel), value(mdl)), expression.ConditionBuilder{})

@@ -126,7 +126,12 @@ func Run(ctx context.Context, opt Options) error {
 	in := &intake.Handler{Store: store, DLQ: sq, Config: icfg, Log: log, Metrics: io.Discard}
 	te := &taskevent.Handler{Store: store, Config: taskevent.Config{ProviderErrorCodes: cfg.ProviderErrorCodes}, Log: log}
 	world := newWorld(ctx, opt.Speed, opt.Models, te)
-	printStart(opt, queueURL, dlqURL)
+	ecsAPI, err := serveECS(world)
+	if err != nil {
+		return fmt.Errorf("serve the local ECS endpoint: %w", err)
+	}
+	defer ecsAPI.Close()
+	printStart(opt, queueURL, dlqURL, ecsAPI.url)
 	sc := scheduler.DefaultConfig()
 	sc.Tiers, sc.TierWeight, sc.DefaultTier, sc.GlobalMaxRunning = cfg.Tiers, cfg.TierWeight, cfg.DefaultTier, cfg.GlobalMaxRunning
 	sc.MaxLaunchesPerPass = max(1, int(cfg.LaunchRate*opt.Interval.Seconds()))
@@ -160,7 +165,7 @@ func Run(ctx context.Context, opt Options) error {
 
 // printStart names the stand-ins, the queues and the log, and what to
 // export in another shell for evalsched, boto3 and the AWS CLI.
-func printStart(opt Options, queueURL, dlqURL string) {
+func printStart(opt Options, queueURL, dlqURL, ecsURL string) {
 	w, region := opt.Out, dynamostore.LocalRegion
 	fmt.Fprintf(w, "evalsched local: DynamoDB Local %s, fauxqs %s (127.0.0.1 only), world speed %g×, a pass every %v\n", opt.DynamoDB, opt.SQS, opt.Speed, opt.Interval)
 	fmt.Fprintf(w, "  intake queue      %s\n  dead-letter queue %s\n", queueURL, dlqURL)
@@ -171,6 +176,9 @@ func printStart(opt Options, queueURL, dlqURL string) {
 	fmt.Fprintf(w, "  export AWS_REGION=%s AWS_DEFAULT_REGION=%s AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local\n", region, region)
 	fmt.Fprintf(w, "  export AWS_ENDPOINT_URL_DYNAMODB=%s AWS_ENDPOINT_URL_SQS=%s EVALSCHED_TABLE_PREFIX=%s\n", opt.DynamoDB, opt.SQS, opt.Prefix)
 	fmt.Fprintf(w, "  export EVALSCHED_QUEUE_URL=%s EVALSCHED_DLQ_URL=%s\n", queueURL, dlqURL)
+	// The world's ECS endpoint: without it `cancel --stop-running` from
+	// that shell would call the real ECS.
+	fmt.Fprintf(w, "  export AWS_ENDPOINT_URL_ECS=%s EVALSCHED_CLUSTER=local\n", ecsURL)
 	fmt.Fprintf(w, "  evalsched submit batch.json   # to the intake queue\n  evalsched status               # limits, running, waiting, ETAs\n  evalsched dlq                  # what the intake rejected, and why\n")
 	fmt.Fprintf(w, "an AWS CLI or SDK that predates AWS_ENDPOINT_URL_* needs the endpoint spelled out:\n")
 	fmt.Fprintf(w, "  aws sqs receive-message --endpoint-url %s --queue-url %s --message-attribute-names All\n", opt.SQS, dlqURL)

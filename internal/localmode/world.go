@@ -44,6 +44,8 @@ type world struct {
 	seq    atomic.Int64
 	wg     sync.WaitGroup
 	ctx    context.Context
+	// tasks holds each running sandbox's stop, by task ARN, for StopTask.
+	tasks map[string]func(reason string)
 }
 
 // gateway is one model's queue in front of its provider.
@@ -53,7 +55,7 @@ type gateway struct {
 }
 
 func newWorld(ctx context.Context, speed float64, models []Model, ev eventHandler) *world {
-	w := &world{speed: speed, events: ev, models: map[string]*gateway{}, known: map[string]Model{}, ctx: ctx}
+	w := &world{speed: speed, events: ev, models: map[string]*gateway{}, known: map[string]Model{}, ctx: ctx, tasks: map[string]func(string){}}
 	for _, m := range models {
 		w.known[m.Name] = m
 	}
@@ -76,12 +78,13 @@ func (w *world) model(name string) (Model, *gateway) {
 	return m, g
 }
 
-// sleep waits d compressed by the speed, or until the world stops.
-func (w *world) sleep(d time.Duration) bool {
+// sleep waits d compressed by the speed, or until ctx (the world's or the
+// task's) ends.
+func (w *world) sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(time.Duration(float64(d) / w.speed))
 	defer t.Stop()
 	select {
-	case <-w.ctx.Done():
+	case <-ctx.Done():
 		return false
 	case <-t.C:
 		return true
@@ -111,28 +114,49 @@ func (w *world) Launch(_ context.Context, jobs []scheduler.Job) []scheduler.Laun
 	return out
 }
 
-// run is one sandbox: start, call the gateway Calls times, stop.
+// run is one sandbox: start, call the gateway Calls times, stop. A
+// StopTask ends it early with the STOPPED event ECS sends for a stopped task.
 func (w *world) run(j scheduler.Job, arn string) {
 	defer w.wg.Done()
+	ctx, cancel := context.WithCancel(w.ctx)
+	var stopReason atomic.Pointer[string]
+	w.mu.Lock()
+	w.tasks[arn] = func(reason string) { stopReason.Store(&reason); cancel() }
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		delete(w.tasks, arn)
+		w.mu.Unlock()
+		cancel()
+	}()
 	m, g := w.model(j.Model)
 	rng := rand.New(rand.NewPCG(uint64(w.seq.Load()), 7))
-	created := time.Now()
-	if !w.sleep(m.Start) {
+	created, started := time.Now(), time.Time{}
+	stopped := func() {
+		if r := stopReason.Load(); r != nil && w.ctx.Err() == nil {
+			w.emitStopped(j, arn, created, started, "UserInitiated", *r)
+		}
+	}
+	if !w.sleep(ctx, m.Start) {
+		stopped()
 		return
 	}
-	started := time.Now()
+	started = time.Now()
 	w.emit(j, arn, "RUNNING", created, started, nil)
 	for range m.Calls {
 		g.waiting.Add(1)
 		select {
 		case g.slots <- struct{}{}:
-		case <-w.ctx.Done():
+		case <-ctx.Done():
+			g.waiting.Add(-1)
+			stopped()
 			return
 		}
 		g.waiting.Add(-1)
-		ok := w.sleep(time.Duration(rng.ExpFloat64() * float64(m.Call)))
+		ok := w.sleep(ctx, time.Duration(rng.ExpFloat64()*float64(m.Call)))
 		<-g.slots
-		if !ok || !w.sleep(m.Think) {
+		if !ok || !w.sleep(ctx, m.Think) {
+			stopped()
 			return
 		}
 	}
@@ -140,8 +164,39 @@ func (w *world) run(j scheduler.Job, arn string) {
 	w.emit(j, arn, "STOPPED", created, started, &code)
 }
 
+// StopTask stops a running sandbox as ECS's StopTask does: its STOPPED event
+// (stopCode UserInitiated, the reason given) follows. It reports whether the
+// task was running.
+func (w *world) StopTask(arn, reason string) bool {
+	w.mu.Lock()
+	stop, ok := w.tasks[arn]
+	w.mu.Unlock()
+	if ok {
+		stop(reason)
+	}
+	return ok
+}
+
+// emitStopped is the STOPPED event of a task stopped before its job ended.
+func (w *world) emitStopped(j scheduler.Job, arn string, created, started time.Time, stopCode, reason string) {
+	w.emitDetail(j, arn, "STOPPED", created, started, func(detail, _ map[string]any) {
+		detail["stopCode"], detail["stoppedReason"], detail["stoppedAt"] = stopCode, reason, time.Now().UTC()
+	})
+}
+
 // emit hands the task-events handler the event ECS would send.
 func (w *world) emit(j scheduler.Job, arn, status string, created, started time.Time, exit *int) {
+	w.emitDetail(j, arn, status, created, started, func(detail, container map[string]any) {
+		if exit != nil {
+			container["exitCode"] = *exit
+			detail["stopCode"], detail["stoppedReason"], detail["stoppedAt"] = "EssentialContainerExited", "Essential container in task exited", time.Now().UTC()
+		}
+	})
+}
+
+// emitDetail builds the event of a task of job j and lets edit add to its
+// detail and its container before handing it over.
+func (w *world) emitDetail(j scheduler.Job, arn, status string, created, started time.Time, edit func(detail, container map[string]any)) {
 	env := []map[string]string{
 		{"name": "EVALSCHED_JOB_ID", "value": j.ID},
 		{"name": "EVALSCHED_MODEL", "value": j.Model},
@@ -153,13 +208,13 @@ func (w *world) emit(j scheduler.Job, arn, status string, created, started time.
 	container := map[string]any{"name": "sandbox", "lastStatus": status}
 	detail := map[string]any{
 		"taskArn": arn, "startedBy": j.ID, "group": "model:" + j.Model, "lastStatus": status,
-		"createdAt": created.UTC(), "startedAt": started.UTC(), "containers": []any{container},
+		"createdAt": created.UTC(), "containers": []any{container},
 		"overrides": map[string]any{"containerOverrides": []any{map[string]any{"name": "sandbox", "environment": env}}},
 	}
-	if exit != nil {
-		container["exitCode"] = *exit
-		detail["stopCode"], detail["stoppedReason"], detail["stoppedAt"] = "EssentialContainerExited", "Essential container in task exited", time.Now().UTC()
+	if !started.IsZero() {
+		detail["startedAt"] = started.UTC()
 	}
+	edit(detail, container)
 	raw, _ := json.Marshal(map[string]any{"version": "0", "source": "aws.ecs", "detail-type": "ECS Task State Change", "time": time.Now().UTC(), "detail": detail})
 	_ = w.events.Handle(w.ctx, raw) // a failure is logged by the handler; the world goes on
 }

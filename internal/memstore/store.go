@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -97,6 +96,7 @@ type Store struct {
 	jobs     map[string]*Job
 	all      []*Job // every job in submission order, for recounts
 	pins     map[string]priority.Pin
+	pauses   map[string]scheduler.Pause
 	parts    map[string]*partsSeen // by account/project/batch
 	seq      int64
 	loads    map[int]scheduler.ShardLoad // by shard: what each reported last
@@ -137,6 +137,7 @@ func New(defaults scheduler.ModelConfig) *Store {
 		queues:   map[scheduler.QueueKey]*queue{},
 		jobs:     map[string]*Job{},
 		pins:     map[string]priority.Pin{},
+		pauses:   map[string]scheduler.Pause{},
 		parts:    map[string]*partsSeen{},
 	}
 }
@@ -158,13 +159,18 @@ func (s *Store) PutPin(_ context.Context, p priority.Pin) error {
 	return nil
 }
 
-// SetPaused pauses or resumes a scope, keeping its pin's tier.
-func (s *Store) SetPaused(_ context.Context, scope string, paused bool) error {
+// SetPaused pauses or resumes a scope (scheduler.Pause): apart from its
+// pin, whose tier it leaves alone and which leaves it alone.
+func (s *Store) SetPaused(_ context.Context, scope string, paused bool, now time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := s.pins[scope]
-	p.Scope, p.Paused = scope, strconv.FormatBool(paused)
-	s.pins[scope] = p
+	if paused {
+		if _, ok := s.pauses[scope]; !ok {
+			s.pauses[scope] = scheduler.Pause{Scope: scope, Since: now}
+		}
+	} else {
+		delete(s.pauses, scope)
+	}
 	return nil
 }
 
@@ -283,6 +289,9 @@ func (s *Store) snapshot(owns func(model string) bool) scheduler.Snapshot {
 			Account: k.Account, Project: k.Project, Batch: k.Batch, Model: k.Model,
 			SubmittedTier: q.tier, Seq: q.seq, Waiting: q.waiting, Registered: len(q.jobs),
 		})
+	}
+	for _, scope := range slices.Sorted(maps.Keys(s.pauses)) {
+		snap.Pauses = append(snap.Pauses, s.pauses[scope])
 	}
 	for _, scope := range slices.Sorted(maps.Keys(s.pins)) {
 		snap.Pins = append(snap.Pins, s.pins[scope])

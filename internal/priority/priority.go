@@ -14,10 +14,6 @@ type Pin struct {
 	Tier      string // the tier attribute as text (e.g. "0", "2", "urgent", "1.5"); "" when the attribute is missing
 	ExpiresAt string // optional: unix epoch seconds ("1796000000") or RFC 3339; "" = never expires
 	Note      string
-	// Paused is the paused attribute as text: "true" stops admission of the
-	// scope's waiting jobs (evalsched pause/resume write it); "" or "false"
-	// does not. A pin may pause without a tier.
-	Paused string
 }
 
 // Warning reports one pin that was skipped and why; it never fails a pass.
@@ -44,13 +40,9 @@ const (
 // Table holds the valid pins of one pass. Build it with Compile; the zero
 // Table has no pins and no tiers, so its Tier always returns the default.
 type Table struct {
-	tiers  int
-	pins   map[string]int  // scope → tier; noTier for a pin that only pauses
-	paused map[string]bool // scopes paused
+	tiers int
+	pins  map[string]int // scope → tier
 }
-
-// noTier marks a pin that pauses without pinning a tier.
-const noTier = -1
 
 // maxName is the longest account, project or batch name the intake accepts.
 const maxName = 128
@@ -69,10 +61,10 @@ var kinds = map[string]int{"account": 1, "project": 2, "batch": 3}
 // Every pin ends up either in the Table or in exactly one Warning, so
 // Len() + len(warnings) == len(pins).
 func Compile(pins []Pin, tiers int, now time.Time) (Table, []Warning) {
-	t := Table{tiers: tiers, pins: make(map[string]int, len(pins)), paused: map[string]bool{}}
+	t := Table{tiers: tiers, pins: make(map[string]int, len(pins))}
 	var warnings []Warning
 	for _, p := range pins {
-		tier, paused, reason := check(p, tiers, now)
+		tier, reason := check(p, tiers, now)
 		if prev, dup := t.pins[p.Scope]; reason == "" && dup {
 			// The first valid pin wins so that adding a second item for the
 			// same scope never silently changes a running schedule.
@@ -83,54 +75,40 @@ func Compile(pins []Pin, tiers int, now time.Time) (Table, []Warning) {
 			continue
 		}
 		t.pins[p.Scope] = tier
-		if paused {
-			t.paused[p.Scope] = true
-		}
 	}
 	return t, warnings
 }
 
-// check returns the pin's tier (noTier when it only pauses) and whether it
-// pauses, or a non-empty reason to skip it.
-func check(p Pin, tiers int, now time.Time) (int, bool, string) {
-	if reason := checkScope(p.Scope); reason != "" {
-		return 0, false, reason
+// check returns the pin's tier, or a non-empty reason to skip it.
+func check(p Pin, tiers int, now time.Time) (int, string) {
+	if reason := CheckScope(p.Scope); reason != "" {
+		return 0, reason
 	}
-	var paused bool
-	switch strings.ToLower(p.Paused) {
-	case "", "false":
-	case "true":
-		paused = true
-	default:
-		return 0, false, fmt.Sprintf("paused %q is not true or false", p.Paused)
-	}
-	tier := noTier
-	if p.Tier != "" || !paused {
-		var reason string
-		if tier, reason = parseTier(p.Tier, tiers); reason != "" {
-			return 0, false, reason
-		}
+	tier, reason := parseTier(p.Tier, tiers)
+	if reason != "" {
+		return 0, reason
 	}
 	if p.ExpiresAt == "" {
-		return tier, paused, ""
+		return tier, ""
 	}
 	expires, ok := parseTime(p.ExpiresAt)
 	if !ok {
-		return 0, false, fmt.Sprintf("expires_at %q is neither unix seconds nor RFC 3339", p.ExpiresAt)
+		return 0, fmt.Sprintf("expires_at %q is neither unix seconds nor RFC 3339", p.ExpiresAt)
 	}
 	// A pin that expires exactly now is already gone: expires_at is the
 	// first instant the pin no longer applies.
 	if !expires.After(now) {
-		return 0, false, "expired at " + expires.UTC().Format(time.RFC3339)
+		return 0, "expired at " + expires.UTC().Format(time.RFC3339)
 	}
-	return tier, paused, ""
+	return tier, ""
 }
 
-// checkScope validates "kind#names". Names may contain "/", so a scope
+// CheckScope validates "kind#names" (a pin's or a pause's scope) and
+// returns why it is not one, or "". Names may contain "/", so a scope
 // cannot be split back into its names; instead it must have at least as many
 // separators as its kind needs and no empty name anywhere. Lookups never
 // split either: Tier builds the key from the parts it is given.
-func checkScope(scope string) string {
+func CheckScope(scope string) string {
 	kind, names, ok := strings.Cut(scope, "#")
 	if !ok {
 		return `scope has no kind; want "account#A", "project#A/P" or "batch#A/P/B"`
@@ -176,17 +154,34 @@ func parseTier(text string, tiers int) (int, string) {
 	if tiers <= 0 {
 		return 0, fmt.Sprintf("tier %q cannot apply: no tiers are configured", text)
 	}
-	tier, err := strconv.Atoi(text)
-	if err != nil || tier < 0 || tier >= tiers {
+	tier, ok := Decimal(text)
+	if !ok || tier >= int64(tiers) {
 		return 0, fmt.Sprintf("tier %q is not an integer 0..%d", text, tiers-1)
 	}
-	return tier, ""
+	return int(tier), ""
+}
+
+// Decimal reads a console number written as text, strictly: decimal digits
+// only (no sign, space, point or exponent), at most 18 of them. Every
+// numeric console field reads a String by it, so "9" is 9 wherever a number
+// goes and "+9", " 9" or "9.0" are refused everywhere alike.
+func Decimal(text string) (int64, bool) {
+	if text == "" || len(text) > 18 {
+		return 0, false
+	}
+	for _, c := range text {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	v, err := strconv.ParseInt(text, 10, 64)
+	return v, err == nil
 }
 
 // parseTime reads unix epoch seconds, the form a DynamoDB TTL attribute
 // uses, or RFC 3339, the form an operator types.
 func parseTime(text string) (time.Time, bool) {
-	if sec, err := strconv.ParseInt(text, 10, 64); err == nil {
+	if sec, ok := Decimal(text); ok {
 		return time.Unix(sec, 0), true
 	}
 	t, err := time.Parse(time.RFC3339, text)
@@ -201,13 +196,13 @@ func parseTime(text string) (time.Time, bool) {
 func (t Table) Tier(account, project, batch string, submitted, def int) (int, Source) {
 	if len(t.pins) > 0 {
 		// 1: batch pin  2: project pin  3: account pin — the most specific wins.
-		if tier, ok := t.pins["batch#"+account+"/"+project+"/"+batch]; ok && tier != noTier {
+		if tier, ok := t.pins["batch#"+account+"/"+project+"/"+batch]; ok {
 			return tier, SourceBatchPin
 		}
-		if tier, ok := t.pins["project#"+account+"/"+project]; ok && tier != noTier {
+		if tier, ok := t.pins["project#"+account+"/"+project]; ok {
 			return tier, SourceProjectPin
 		}
-		if tier, ok := t.pins["account#"+account]; ok && tier != noTier {
+		if tier, ok := t.pins["account#"+account]; ok {
 			return tier, SourceAccountPin
 		}
 	}
@@ -220,23 +215,6 @@ func (t Table) Tier(account, project, batch string, submitted, def int) (int, So
 	// 5: default.
 	return def, SourceDefault
 }
-
-// Paused returns the scope that pauses the batch, if any: its waiting jobs
-// are not admitted until the pause is lifted.
-func (t Table) Paused(account, project, batch string) (string, bool) {
-	if len(t.paused) == 0 {
-		return "", false
-	}
-	for _, scope := range []string{"batch#" + account + "/" + project + "/" + batch, "project#" + account + "/" + project, "account#" + account} {
-		if t.paused[scope] {
-			return scope, true
-		}
-	}
-	return "", false
-}
-
-// PausedAny reports whether any scope is paused.
-func (t Table) PausedAny() bool { return len(t.paused) > 0 }
 
 // Len returns the number of valid pins.
 func (t Table) Len() int { return len(t.pins) }

@@ -24,6 +24,7 @@ func TestCompileSkips(t *testing.T) {
 		{"negative tier", pin("account#acme", "-1"), `tier "-1" is not an integer 0..2`},
 		{"tier above range", pin("account#acme", "3"), `tier "3" is not an integer 0..2`},
 		{"tier with space", pin("account#acme", " 1"), `tier " 1" is not an integer 0..2`},
+		{"tier with plus sign", pin("account#acme", "+1"), `tier "+1" is not an integer 0..2`}, // decimal digits only, as in every numeric console field
 		{"no kind", pin("acme", "1"), `scope has no kind; want "account#A", "project#A/P" or "batch#A/P/B"`},
 		{"unknown kind", pin("team#acme", "1"), `scope kind "team" is not account, project or batch`},
 		{"kind in wrong case", pin("Account#acme", "1"), `scope kind "Account" is not account, project or batch`},
@@ -68,7 +69,7 @@ func TestCompileKeeps(t *testing.T) {
 		{"every allowed character", pin("account#AZaz09._:-", "1")},
 		{"names with slashes", pin("batch#acme/team/x/2026/b", "1")},
 		{"longest account", pin("account#"+strings.Repeat("a", 128), "1")},
-		{"tier with plus sign", pin("account#acme", "+1")},
+		{"tier with a leading zero", pin("account#acme", "01")},
 		{"expires a second after now", Pin{Scope: "account#acme", Tier: "1", ExpiresAt: "1795946401"}},
 		{"expires later, RFC 3339", Pin{Scope: "account#acme", Tier: "1", ExpiresAt: "2026-11-29T10:00:01Z"}},
 	}
@@ -232,38 +233,4 @@ func FuzzCompile(f *testing.F) {
 			}
 		}
 	})
-}
-
-func TestPausedPins(t *testing.T) {
-	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	table, warns := Compile([]Pin{
-		{Scope: "project#acme/search", Paused: "true"},                 // pauses without a tier
-		{Scope: "account#lab", Tier: "0", Paused: "false"},             // a tier, not paused
-		{Scope: "batch#lab/sweep/b1", Tier: "1", Paused: "TRUE"},       // both
-		{Scope: "account#typo", Paused: "yes"},                         // malformed
-		{Scope: "batch#lab/sweep/old", Paused: "true", ExpiresAt: "1"}, // expired long ago
-	}, 3, now)
-	if len(warns) != 2 || !strings.Contains(warns[0].Reason, `paused "yes"`) || !strings.Contains(warns[1].Reason, "expired") {
-		t.Fatalf("got warnings %v", warns)
-	}
-	cases := []struct {
-		a, p, b string
-		scope   string
-		paused  bool
-		tier    int
-		src     Source
-	}{
-		{"acme", "search", "x", "project#acme/search", true, 2, SourceDefault}, // a pause-only pin leaves the tier alone
-		{"lab", "sweep", "b1", "batch#lab/sweep/b1", true, 1, SourceBatchPin},
-		{"lab", "sweep", "b2", "", false, 0, SourceAccountPin},
-		{"lab", "sweep", "old", "", false, 0, SourceAccountPin},
-	}
-	for _, c := range cases {
-		scope, paused := table.Paused(c.a, c.p, c.b)
-		tier, src := table.Tier(c.a, c.p, c.b, -1, 2)
-		if scope != c.scope || paused != c.paused || tier != c.tier || src != c.src {
-			t.Errorf("%s/%s/%s: got paused %v by %q, tier %d (%s); want %v by %q, tier %d (%s)",
-				c.a, c.p, c.b, paused, scope, tier, src, c.paused, c.scope, c.tier, c.src)
-		}
-	}
 }

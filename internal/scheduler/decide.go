@@ -115,10 +115,10 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 	// toward limits, capacity or admission until the pause is lifted.
 	active := snap.Queues
 	paused := map[string]int{}
-	if pins.PausedAny() {
+	if pauses := PausesOf(snap.Pauses); pauses.Any() {
 		active = make([]Queue, 0, len(snap.Queues))
 		for _, q := range snap.Queues {
-			if _, ok := pins.Paused(q.Account, q.Project, q.Batch); ok {
+			if _, ok := pauses.By(q.Account, q.Project, q.Batch); ok {
 				paused[q.Model] += q.Waiting
 				continue
 			}
@@ -138,6 +138,10 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 	}
 	slices.Sort(orphans)
 	for _, name := range orphans {
+		if reason, malformed := snap.Skipped[name]; malformed {
+			plan.Warnings = append(plan.Warnings, fmt.Sprintf("model %q has waiting jobs but its model item is malformed (%s); they wait", name, reason))
+			continue
+		}
 		plan.Warnings = append(plan.Warnings, fmt.Sprintf("model %q has waiting jobs but no model item; they wait", name))
 	}
 
@@ -162,6 +166,7 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 		}
 		mp.State = m.State
 		mp.Ack = m.Outcomes
+		mp.State.Ended = m.State.Ended.Add(m.Outcomes.OK+m.Outcomes.ProviderFailed, now)
 		mp.Breaker = breaker.Step(cfg.Breaker, m.State.Breaker, m.Outcomes, now)
 		mp.State.Breaker = mp.Breaker.State
 

@@ -166,7 +166,10 @@ func TestDecideHoldsPausedBatches(t *testing.T) {
 	snap := Snapshot{
 		Models: []Model{newModel("a", 100).obj()},
 		Queues: []Queue{queue("a", "acme", "p", "paused", 1, 50), queue("a", "lab", "q", "live", 2, 5)},
-		Pins:   []priority.Pin{{Scope: "project#acme/p", Paused: "true"}},
+		// A pin on the paused scope (tier 0, expiring) neither lifts the
+		// pause nor lapses it: pauses are apart from pins.
+		Pins:   []priority.Pin{{Scope: "project#acme/p", Tier: "0", ExpiresAt: "1"}, {Scope: "account#acme", Tier: "0"}},
+		Pauses: []Pause{{Scope: "project#acme/p"}},
 	}
 	plan := Decide(DefaultConfig(), snap, inBand("a"), now)
 	mp := plan.Models[0]

@@ -9,7 +9,7 @@
 // scheduler Lambda (DynamoDB, CloudWatch, ECS), in the local mode and in the
 // simulator (in-memory adapters).
 //
-//  1. snapshot   Store.Snapshot: models, queues with waiting counts, pins
+//  1. snapshot   Store.Snapshot: models, queues with waiting counts, pins, pauses
 //  2. depth      DepthReader.Depths: the newest gateway depth per busy model
 //  3. decide     Decide: priority → breaker → limits → capacity → admission
 //  4. claim      Store.Commit: new state persisted, granted jobs claimed once
@@ -25,4 +25,9 @@
 // launch rate by load (Sharing.ShareByLoad), and after step 4 reports its own;
 // Config holds the even static share (Caps.Share), the fallback when the
 // loads cannot be read.
+//
+// Pauses (pause.go) are state of their own, apart from pins: a paused
+// batch holds no demand until resumed, whatever its pins say. Decide also
+// keeps each model's smoothed end rate (EndRate, endrate.go) in
+// its state for forecasts; no decision reads it.
 package scheduler

@@ -67,6 +67,9 @@ type ModelState struct {
 	Limit     limits.State
 	Breaker   breaker.State
 	Admission admission.State
+	// Ended is the model's smoothed end rate, for forecasts (status); no
+	// decision reads it.
+	Ended EndRate
 }
 
 // Model is one model as the pass sees it.
@@ -112,7 +115,11 @@ type Snapshot struct {
 	Models   []Model // sorted by name
 	Queues   []Queue // queues with waiting jobs
 	Pins     []priority.Pin
+	Pauses   []Pause  // scopes whose waiting jobs are not admitted, sorted by scope
 	Warnings []string // malformed console edits the store skipped
+	// Skipped names the models whose items the store skipped as malformed,
+	// with the reason (also in Warnings): their jobs wait.
+	Skipped map[string]string
 }
 
 // Job is one claimed job, ready to launch.
