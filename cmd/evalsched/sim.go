@@ -7,7 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -23,6 +25,7 @@ var simCommand = command{
 }
 
 const simUsage = `usage: evalsched sim --scenario FILE [flags]
+       evalsched sim --family N --seed S [--lane K] [--family-out DIR] [--json]
 
 Runs the real scheduler pass against a simulated gateway, providers and
 Fargate (scenario format: scenarios/README.md) and prints the metrics per
@@ -33,6 +36,14 @@ meets (crash, overlap, events, runtask, store, metrics, intake, provider;
 see internal/sim/doc.go) into policy dynamic; the baselines ignore them.
 Same scenario, seed and faults, same numbers. With --faults the command
 exits 1 when a run lost a job, launched one twice or broke an invariant.
+
+--family draws N random lanes from seed S (distributions:
+scenarios/README.md, "Scenario family"), runs each under policy dynamic and
+finds its oracle, the best fixed cap in hindsight, by sweeping policy
+static's caps; it prints a line per lane and the summary against the
+targets, and exits 1 when the family misses one. --lane K runs lane K only
+(the same lane whatever N); --family-out DIR writes each lane's scenario
+file there (lane-K.json), to replay with --scenario.
 
 flags:
 `
@@ -55,6 +66,10 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	faultsFlag := fs.String("faults", "", "inject faults into policy dynamic: all, or a comma-separated list of `KINDS` ("+faultKinds()+")")
 	summary := fs.Bool("summary", false, "print one summary line per policy (faults, lost, double launched, invariant violations) instead of the table")
 	quiet := fs.Bool("quiet", false, "no progress line on stderr")
+	family := fs.Int("family", 0, "draw `N` random lanes from --seed and measure dynamic against each lane's oracle")
+	lane := fs.Int("lane", -1, "with --family: run lane `K` only")
+	familyOut := fs.String("family-out", "", "with --family: write each lane's scenario file to `DIR`")
+	workers := fs.Int("workers", 2, "with --family: lanes run at once (`N`, 1 or 2)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -65,6 +80,23 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "evalsched sim: "+format+"\n", a...)
 		fs.Usage()
 		return exitUsage
+	}
+	if *family != 0 || *lane >= 0 || *familyOut != "" {
+		switch {
+		case fs.NArg() > 0:
+			return usageErr("unexpected argument %q", fs.Arg(0))
+		case *family <= 0:
+			return usageErr("--family must be at least 1 (--lane and --family-out need it)")
+		case *scenario != "":
+			return usageErr("--family and --scenario exclude each other")
+		case *seed < 0:
+			return usageErr("--family needs --seed")
+		case *lane >= *family:
+			return usageErr("--lane must be within 0..%d (--family %d)", *family-1, *family)
+		case *workers < 1 || *workers > 2:
+			return usageErr("--workers must be 1 or 2")
+		}
+		return runFamily(*seed, *family, *lane, *familyOut, *workers, *asJSON, *quiet, stdout, stderr)
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -157,6 +189,78 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "\nreport: %s\n", *report)
 	}
 	if faults != 0 && slices.ContainsFunc(results, sim.Broken) {
+		return exitFailed
+	}
+	return exitOK
+}
+
+// runFamily draws the lanes, writes their files when asked, runs them and
+// prints the lanes and the summary; it fails when the family misses a
+// target.
+func runFamily(seed int64, n, lane int, outDir string, workers int, asJSON, quiet bool, stdout, stderr io.Writer) int {
+	ks := []int{lane}
+	if lane < 0 {
+		ks = make([]int, n)
+		for k := range ks {
+			ks[k] = k
+		}
+	}
+	lanes := make([]*sim.Scenario, len(ks))
+	for i, k := range ks {
+		lanes[i] = sim.FamilyLane(seed, k)
+	}
+	if outDir != "" {
+		if err := os.MkdirAll(outDir, 0o755); err != nil {
+			fmt.Fprintf(stderr, "evalsched sim: --family-out: %v\n", err)
+			return exitFailed
+		}
+		for i, sc := range lanes {
+			data, err := sc.MarshalJSON()
+			if err == nil {
+				err = writeFile(filepath.Join(outDir, fmt.Sprintf("lane-%d.json", ks[i])), func(w io.Writer) error {
+					_, err := w.Write(append(data, '\n'))
+					return err
+				})
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "evalsched sim: --family-out: %v\n", err)
+				return exitFailed
+			}
+		}
+	}
+	start := time.Now()
+	progress := func(done int, lr sim.LaneResult) {
+		if quiet {
+			return
+		}
+		verdict := "meets"
+		if !lr.Meets {
+			verdict = "misses"
+		}
+		fmt.Fprintf(stderr, "family seed %d: %d/%d lanes (lane %d %s, %.1fs) %s\n", seed, done, len(lanes), lr.Lane, verdict, lr.WallS, human(time.Since(start).Seconds()))
+	}
+	results, err := sim.RunFamily(lanes, ks, workers, progress)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitFailed
+	}
+	sum := sim.Summarize(seed, results)
+	sum.WallS = math.Round(time.Since(start).Seconds()*10) / 10
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(struct {
+			Summary sim.FamilySummary `json:"summary"`
+			Lanes   []sim.LaneResult  `json:"lanes"`
+		}{sum, results}); err != nil {
+			fmt.Fprintf(stderr, "evalsched sim: %v\n", err)
+			return exitFailed
+		}
+	} else {
+		sim.WriteFamily(stdout, results, sum)
+		fmt.Fprintf(stdout, "family seed %d: wall %s on %d worker(s)\n", seed, human(sum.WallS), workers)
+	}
+	if lane < 0 && !sum.Pass {
 		return exitFailed
 	}
 	return exitOK

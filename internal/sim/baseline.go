@@ -12,7 +12,8 @@ import (
 // staticPolicy is the old world: each model a lane with a fixed cap
 // (static_cap), first come first served within a lane, lanes independent.
 type staticPolicy struct {
-	rot    int // lane that gets the first token of the next pass
+	caps   []int // per model: static_cap, or the oracle's sweep
+	rot    int   // lane that gets the first token of the next pass
 	demand []int
 }
 
@@ -23,8 +24,8 @@ func (s *staticPolicy) pass(e *engine) {
 	}
 	for i := range e.models {
 		m := &e.models[i]
-		s.demand[i] = max(0, min(m.cfg.StaticCap-m.holding, m.waiting))
-		e.seen[i].limit = m.cfg.StaticCap
+		s.demand[i] = max(0, min(s.caps[i]-m.holding, m.waiting))
+		e.seen[i].limit = s.caps[i]
 		e.seen[i].depth, _, e.seen[i].hasDepth = e.depthSeen(i)
 	}
 	// The global cap and the launch budget are shared max-min fairly: lanes

@@ -365,7 +365,7 @@ func (d *dynamicPolicy) pass(e *engine) {
 		}
 		if i, ok := d.index[mp.Model]; ok {
 			if h.committed {
-				seen[i] = seenModel{limit: mp.State.Limit.Limit, depth: mp.Depth.Value, hasDepth: !mp.Depth.At.IsZero()}
+				seen[i] = seenModel{limit: mp.State.Limit.Limit, depth: mp.Depth.Value, hasDepth: !mp.Depth.At.IsZero(), held: mp.Breaker.Allow >= 0}
 			} else {
 				seen[i].limit = e.models[i].limit // nothing persisted: the limit is what it was
 			}

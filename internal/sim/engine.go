@@ -118,6 +118,7 @@ type seenModel struct {
 	limit    int
 	depth    float64
 	hasDepth bool
+	held     bool // the breaker held admission back
 }
 
 // engine is one simulation run of one policy.

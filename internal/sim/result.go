@@ -76,6 +76,11 @@ type ModelResult struct {
 	P90Depth           float64     `json:"p90_depth"`
 	FinalLimit         int         `json:"final_limit"`
 	Passes             []PassPoint `json:"passes,omitempty"`
+
+	// The sums behind blocked_share, so shares of several models can be
+	// pooled (the scenario family's lane blocked share).
+	BlockedS float64 `json:"-"`
+	RunningS float64 `json:"-"`
 }
 
 // PassPoint is one pass of a model: [t, limit, depth_seen, running, waiting];
@@ -205,6 +210,7 @@ func (e *engine) result(trace bool) *Result {
 		if m.backlog > 0 {
 			mr.BacklogUtilization = round(m.utilInt/m.backlog.Seconds(), 4)
 		}
+		mr.BlockedS, mr.RunningS = blocked.Seconds(), (m.runTime + running[i]).Seconds()
 		if rt := m.runTime + running[i]; rt > 0 {
 			mr.BlockedShare = round(blocked.Seconds()/rt.Seconds(), 4)
 		}

@@ -48,6 +48,9 @@ type Options struct {
 	// PassLog, when set, receives one line per model and pass of policy
 	// dynamic: the limit decision and why the rest waits.
 	PassLog io.Writer
+	// StaticCaps, when set, replaces each model's static_cap under policy
+	// static (one per model, in scenario order): the oracle's sweep.
+	StaticCaps []int
 	// Faults are the kinds of fault to inject into policy dynamic (doc.go,
 	// "Faults"); the baselines ignore them. Unlike the other options they
 	// change the results: the same faults give the same results.
@@ -87,10 +90,15 @@ func simulate(sc *Scenario, p Policy, opt Options) (*engine, *Result, error) {
 			e.schedulePasses()
 		}
 	case Static:
-		e.pol = &staticPolicy{}
+		caps := make([]int, len(e.models))
 		for i := range e.models {
-			e.models[i].limit = e.models[i].cfg.StaticCap
+			caps[i] = e.models[i].cfg.StaticCap
+			if i < len(opt.StaticCaps) {
+				caps[i] = opt.StaticCaps[i]
+			}
+			e.models[i].limit = caps[i]
 		}
+		e.pol = &staticPolicy{caps: caps}
 		e.schedulePasses()
 	case Unbounded:
 		e.pol = &unboundedPolicy{}

@@ -15,6 +15,7 @@ type Series struct {
 	Running  [][]int     // [model][pass] containers running before the pass
 	Waiting  [][]int     // [model][pass] jobs waiting before the pass
 	Capacity [][]int     // [model][pass] provider concurrency
+	Held     [][]bool    // [model][pass] the breaker held admission back (OPEN or HALF_OPEN); dynamic only
 
 	TierStarts    [][]int // [tier][pass] container starts so far
 	ProjectStarts [][]int // [project][pass] container starts so far
@@ -27,7 +28,7 @@ func newSeries(e *engine) *Series {
 	s := &Series{
 		Projects: e.projects, Tiers: e.sc.Tiers,
 		Limit: make([][]int, n), Depth: make([][]float64, n), Running: make([][]int, n),
-		Waiting: make([][]int, n), Capacity: make([][]int, n),
+		Waiting: make([][]int, n), Capacity: make([][]int, n), Held: make([][]bool, n),
 		TierStarts: make([][]int, e.sc.Tiers), ProjectStarts: make([][]int, len(e.projects)),
 		tierNow: make([]int, e.sc.Tiers), projNow: make([]int, len(e.projects)),
 	}
@@ -49,6 +50,7 @@ func (s *Series) beforePass(e *engine) int {
 		s.Waiting[i] = append(s.Waiting[i], m.waiting)
 		s.Capacity[i] = append(s.Capacity[i], m.conc)
 		s.Limit[i] = append(s.Limit[i], 0)
+		s.Held[i] = append(s.Held[i], false)
 		s.Depth[i] = append(s.Depth[i], math.NaN())
 	}
 	for t, n := range s.tierNow {
@@ -68,6 +70,7 @@ func (s *Series) afterPass(row int, seen []seenModel) {
 		}
 		s.Limit[i][row] = seen[i].limit
 		s.Depth[i][row] = d
+		s.Held[i][row] = seen[i].held
 	}
 }
 

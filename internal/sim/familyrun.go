@@ -1,0 +1,309 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The family's targets (scenarios/README.md, "Scenario family").
+const (
+	LaneMaxBlocked     = 0.10 // a lane meets with blocked ≤ this …
+	LaneMinThroughput  = 0.95 // … and throughput ≥ this × oracle's
+	BurstMinThroughput = 0.80 // an error-burst lane: throughput ≥ this × oracle's …
+	BurstMaxRecoveryS  = 180  // … and back to the pre-burst limit within this of the provider healing
+	FamilyMinMeeting   = 0.90 // share of lanes that meet
+	FamilyMaxMedian    = 0.05 // median blocked share
+	FamilyMaxBlocked   = 0.25 // no lane above
+)
+
+// LaneResult is one lane: dynamic against its oracle.
+type LaneResult struct {
+	Lane         int     `json:"lane"`
+	Scenario     string  `json:"scenario"`
+	Models       int     `json:"models"`
+	Concurrency  []int   `json:"provider_concurrency"`
+	DurationS    int     `json:"duration_s"`
+	Succeeded    int     `json:"succeeded"`
+	OracleJobs   int     `json:"oracle_succeeded"`
+	Throughput   float64 `json:"throughput_vs_oracle"` // dynamic / oracle succeeded jobs
+	Blocked      float64 `json:"blocked_share"`
+	OracleBlock  float64 `json:"oracle_blocked_share"`
+	OracleCaps   []int   `json:"oracle_caps"`
+	DepthRatio   float64 `json:"p90_depth_over_target"` // the worst model's p90 depth / target depth
+	SmallBatches int     `json:"small_batches"`
+	// SmallAdmitS is the latest first admit of the lane's small batches,
+	// seconds after their arrival; null without small batches or when one
+	// was never admitted (SmallNever).
+	SmallAdmitS *float64 `json:"small_first_admit_s"`
+	SmallNever  bool     `json:"small_never_admitted"`
+	Burst       bool     `json:"error_burst"`
+	// RecoveryS is, for an error-burst lane, the longest time from the
+	// provider healing to the first pass with the breaker closed and the
+	// limit back at its pre-burst value; null when some burst never got
+	// there within the run.
+	RecoveryS *float64 `json:"recovery_s"`
+	Meets     bool     `json:"meets"`
+	Missed    string   `json:"missed,omitempty"` // which rules it broke
+	Runs      int      `json:"runs"`             // simulations: dynamic and the oracle's sweep
+	WallS     float64  `json:"wall_s"`
+}
+
+// FamilySummary is the family's verdict.
+type FamilySummary struct {
+	Seed        int64   `json:"seed"`
+	Lanes       int     `json:"lanes"`
+	Meeting     int     `json:"meeting"`
+	MeetShare   float64 `json:"meeting_share"`
+	MedianBlock float64 `json:"median_blocked"`
+	MaxBlock    float64 `json:"max_blocked"`
+	MaxLane     int     `json:"max_blocked_lane"`
+	MedianThr   float64 `json:"median_throughput_vs_oracle"`
+	BurstLanes  int     `json:"burst_lanes"`
+	BurstMeet   int     `json:"burst_lanes_meeting"`
+	Pass        bool    `json:"pass"`
+	LaneS       float64 `json:"lane_s"` // the lanes' own times, summed
+	WallS       float64 `json:"wall_s"` // the whole family, set by the caller
+
+}
+
+// JudgeLane measures dynamic's run of a lane against the oracle's.
+func JudgeLane(sc *Scenario, dyn *Result, o *Oracle) LaneResult {
+	lr := LaneResult{
+		Scenario: sc.Name, Models: len(sc.Models), DurationS: sc.DurationS,
+		Succeeded: dyn.Totals.Succeeded, OracleJobs: o.Best.Totals.Succeeded,
+		Blocked: round(LaneBlocked(dyn), 4), OracleBlock: round(LaneBlocked(o.Best), 4),
+		OracleCaps: o.Caps, Runs: 1 + len(o.Points),
+	}
+	lr.Throughput = 1
+	if lr.OracleJobs > 0 {
+		lr.Throughput = round(float64(lr.Succeeded)/float64(lr.OracleJobs), 4)
+	}
+	for _, m := range sc.Models {
+		lr.Concurrency = append(lr.Concurrency, m.ProviderConcurrency)
+		if m.TargetDepth > 0 {
+			lr.DepthRatio = math.Max(lr.DepthRatio, round(dyn.Models[m.Name].P90Depth/m.TargetDepth, 2))
+		}
+	}
+	small := SmallBatches(sc)
+	lr.SmallBatches = len(small)
+	for _, bi := range small {
+		b := dyn.Batches[sc.Batches[bi].Key()]
+		if b.FirstAdmitS == nil {
+			lr.SmallNever, lr.SmallAdmitS = true, nil
+			break
+		}
+		if lr.SmallAdmitS == nil || *b.FirstAdmitS > *lr.SmallAdmitS {
+			lr.SmallAdmitS = b.FirstAdmitS
+		}
+	}
+	bursts := ErrorBursts(sc)
+	lr.Burst = len(bursts) > 0
+	if lr.Burst {
+		worst := 0.0
+		for _, b := range bursts {
+			rec, ok := recovery(dyn.Series, b)
+			if !ok {
+				worst = math.Inf(1)
+				break
+			}
+			worst = math.Max(worst, rec)
+		}
+		if !math.IsInf(worst, 1) {
+			lr.RecoveryS = &worst
+		}
+	}
+	lr.Meets, lr.Missed = lr.judge()
+	return lr
+}
+
+// judge applies the lane's rules: blocked ≤ 0.10 and throughput ≥ 0.95 of
+// the oracle's; an error-burst lane needs throughput ≥ 0.8 and recovery
+// within 3 minutes instead of the 0.95.
+func (lr *LaneResult) judge() (bool, string) {
+	var missed []string
+	if lr.Blocked > LaneMaxBlocked {
+		missed = append(missed, fmt.Sprintf("blocked %.3f > %.2f", lr.Blocked, LaneMaxBlocked))
+	}
+	minThr := LaneMinThroughput
+	if lr.Burst {
+		minThr = BurstMinThroughput
+		switch {
+		case lr.RecoveryS == nil:
+			missed = append(missed, "never recovered the pre-burst limit")
+		case *lr.RecoveryS > BurstMaxRecoveryS:
+			missed = append(missed, fmt.Sprintf("recovery %.0f s > %d s", *lr.RecoveryS, BurstMaxRecoveryS))
+		}
+	}
+	if lr.Throughput < minThr {
+		missed = append(missed, fmt.Sprintf("throughput %.3f < %.2f × oracle", lr.Throughput, minThr))
+	}
+	return len(missed) == 0, strings.Join(missed, "; ")
+}
+
+// recovery is the time from a burst's end (the provider heals) to the first
+// pass at which the breaker admits freely and the limit is back at the
+// limit of the last pass before the burst began.
+func recovery(s *Series, b ErrorBurst) (float64, bool) {
+	pre := -1
+	for k, t := range s.T {
+		if float64(t) >= b.FromS {
+			break
+		}
+		pre = s.Limit[b.Model][k]
+	}
+	for k, t := range s.T {
+		if float64(t) < b.ToS {
+			continue
+		}
+		if !s.Held[b.Model][k] && s.Limit[b.Model][k] >= pre {
+			return float64(t) - b.ToS, true
+		}
+	}
+	return 0, false
+}
+
+// RunLane runs one lane: dynamic, then the oracle's sweep.
+func RunLane(sc *Scenario, k int) (LaneResult, error) {
+	start := time.Now()
+	dyn, err := Run(sc, Dynamic, Options{})
+	if err != nil {
+		return LaneResult{}, fmt.Errorf("lane %d: %w", k, err)
+	}
+	o, err := FindOracle(sc)
+	if err != nil {
+		return LaneResult{}, fmt.Errorf("lane %d: %w", k, err)
+	}
+	lr := JudgeLane(sc, dyn, o)
+	lr.Lane = k
+	lr.WallS = round(time.Since(start).Seconds(), 2)
+	return lr, nil
+}
+
+// RunFamily runs the lanes (lane numbers ks, scenarios lanes) on at most
+// workers goroutines; progress, when set, is called after each lane with
+// the lanes done. Results come in lane order whatever the workers did.
+func RunFamily(lanes []*Scenario, ks []int, workers int, progress func(done int, lr LaneResult)) ([]LaneResult, error) {
+	out := make([]LaneResult, len(lanes))
+	errs := make([]error, len(lanes))
+	next := make(chan int)
+	var mu sync.Mutex
+	done := 0
+	var wg sync.WaitGroup
+	for range max(1, min(workers, len(lanes))) {
+		wg.Go(func() {
+			for i := range next {
+				out[i], errs[i] = RunLane(lanes[i], ks[i])
+				mu.Lock()
+				done++
+				if progress != nil {
+					progress(done, out[i])
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range lanes {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Summarize gives the family's verdict against its targets.
+func Summarize(seed int64, lanes []LaneResult) FamilySummary {
+	s := FamilySummary{Seed: seed, Lanes: len(lanes), MaxLane: -1}
+	if len(lanes) == 0 {
+		return s
+	}
+	blocked := make([]float64, len(lanes))
+	thr := make([]float64, len(lanes))
+	for i, lr := range lanes {
+		blocked[i], thr[i] = lr.Blocked, lr.Throughput
+		if lr.Meets {
+			s.Meeting++
+		}
+		if lr.Burst {
+			s.BurstLanes++
+			if lr.Meets {
+				s.BurstMeet++
+			}
+		}
+		if s.MaxLane < 0 || lr.Blocked > s.MaxBlock {
+			s.MaxBlock, s.MaxLane = lr.Blocked, lr.Lane
+		}
+		s.LaneS += lr.WallS
+	}
+	slices.Sort(blocked)
+	slices.Sort(thr)
+	s.MeetShare = round(float64(s.Meeting)/float64(len(lanes)), 4)
+	s.MedianBlock = median(blocked)
+	s.MedianThr = median(thr)
+	s.Pass = s.MeetShare >= FamilyMinMeeting && s.MedianBlock <= FamilyMaxMedian && s.MaxBlock <= FamilyMaxBlocked
+	s.LaneS = round(s.LaneS, 1)
+	return s
+}
+
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return round((sorted[n/2-1]+sorted[n/2])/2, 4)
+}
+
+// WriteFamily prints one line per lane and the summary with its targets.
+func WriteFamily(w io.Writer, lanes []LaneResult, s FamilySummary) {
+	fmt.Fprintf(w, "%5s %6s %-15s %6s %8s %8s %8s %8s %9s %10s  %s\n",
+		"lane", "models", "concurrency", "dur", "thr/orc", "blocked", "orc blk", "p90/tgt", "small adm", "recovery", "verdict")
+	for _, lr := range lanes {
+		conc := strings.Trim(strings.Join(strings.Fields(fmt.Sprint(lr.Concurrency)), ","), "[]")
+		small := "-"
+		switch {
+		case lr.SmallNever:
+			small = "never"
+		case lr.SmallAdmitS != nil:
+			small = fmt.Sprintf("%.0fs", *lr.SmallAdmitS)
+		}
+		rec := "-"
+		if lr.Burst {
+			rec = "never"
+			if lr.RecoveryS != nil {
+				rec = fmt.Sprintf("%.0fs", *lr.RecoveryS)
+			}
+		}
+		verdict := "meets"
+		if !lr.Meets {
+			verdict = "MISSES: " + lr.Missed
+		}
+		fmt.Fprintf(w, "%5d %6d %-15s %5dm %8.3f %8.3f %8.3f %8.1f %9s %10s  %s\n",
+			lr.Lane, lr.Models, conc, lr.DurationS/60, lr.Throughput, lr.Blocked, lr.OracleBlock, lr.DepthRatio, small, rec, verdict)
+	}
+	WriteFamilySummary(w, s)
+}
+
+// WriteFamilySummary prints the summary lines with the targets.
+func WriteFamilySummary(w io.Writer, s FamilySummary) {
+	mark := func(ok bool) string {
+		if ok {
+			return "ok"
+		}
+		return "MISSED"
+	}
+	fmt.Fprintf(w, "family seed %d: %d lanes, %d meet (%.1f %%; target ≥ %.0f %%: %s); median blocked %.3f (target ≤ %.2f: %s); max blocked %.3f, lane %d (target ≤ %.2f: %s)\n",
+		s.Seed, s.Lanes, s.Meeting, 100*s.MeetShare, 100*FamilyMinMeeting, mark(s.MeetShare >= FamilyMinMeeting),
+		s.MedianBlock, FamilyMaxMedian, mark(s.MedianBlock <= FamilyMaxMedian),
+		s.MaxBlock, s.MaxLane, FamilyMaxBlocked, mark(s.MaxBlock <= FamilyMaxBlocked))
+	fmt.Fprintf(w, "family seed %d: median throughput %.3f × oracle; error-burst lanes %d, %d meet; lanes took %.0f s summed\n",
+		s.Seed, s.MedianThr, s.BurstLanes, s.BurstMeet, s.LaneS)
+}
