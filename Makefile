@@ -94,3 +94,23 @@ chaos: ## every fault kind on the shipped scenarios, 20 seeds each; fails on any
 .PHONY: bench-scale
 bench-scale: node_modules ## the scale benchmarks too slow for make bench: 1,000,000 jobs through Submit, one scheduler's limits, sharded passes (~35 min)
 	EVALSCHED_BENCH_SCALE=1 $(GO) test -run '^$$' -bench 'PassAtScale|PassLimits|ShardPass' -benchtime 3x -benchmem -timeout 120m ./internal/dynamostore/
+
+# --- the scenario family (scenarios/README.md, "Scenario family") ---
+# 200 random lanes on the tuning seed and on a check seed nobody tuned on,
+# each against its oracle; every lane's line goes to out/family-SEED.txt,
+# the summaries to the terminal. Too slow for make test (minutes on two
+# cores); internal/sim's TestFamily* cover the machinery.
+
+FAMILY_N          ?= 200
+FAMILY_TUNE_SEED  ?= 1
+FAMILY_CHECK_SEED ?= 20261201
+
+.PHONY: family
+
+family: ## the 200-lane scenario family on the tuning seed and the check seed; fails on a missed target
+	@mkdir -p out
+	$(GO) build -o bin/evalsched ./cmd/evalsched
+	@rc=0; for s in $(FAMILY_TUNE_SEED) $(FAMILY_CHECK_SEED); do \
+	  bin/evalsched sim --family $(FAMILY_N) --seed $$s >out/family-$$s.txt || rc=1; \
+	  grep '^family seed' out/family-$$s.txt; \
+	done; exit $$rc
