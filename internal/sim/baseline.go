@@ -12,6 +12,7 @@ import (
 // staticPolicy is the old world: each model a lane with a fixed cap
 // (static_cap), first come first served within a lane, lanes independent.
 type staticPolicy struct {
+	e      *engine
 	caps   []int // per model: static_cap, or the oracle's sweep
 	rot    int   // lane that gets the first token of the next pass
 	demand []int
@@ -50,8 +51,8 @@ func (s *staticPolicy) pass(e *engine) {
 				free = 0
 				break
 			}
-			e.take(bi)
-			e.reserve(j, 1, e.tierOf(bi), g)
+			e.laneTake(i, bi)
+			e.reserve(j, int(e.jobs[j].attempt)+1, e.tierOf(bi), g)
 			s.demand[i]--
 			free--
 			progressed = true
@@ -63,15 +64,17 @@ func (s *staticPolicy) pass(e *engine) {
 	s.rot = (s.rot + 1) % max(n, 1)
 }
 
-func (s *staticPolicy) submitted(int)    {}
-func (s *staticPolicy) pinned(Pin)       {}
-func (s *staticPolicy) started(int32)    {}
-func (s *staticPolicy) stopped(int32)    {}
-func (s *staticPolicy) finish(r *Result) {}
+func (s *staticPolicy) failedToStart(j int32) { s.e.retryOrFail(j) }
+func (s *staticPolicy) submitted(int)         {}
+func (s *staticPolicy) pinned(Pin)            {}
+func (s *staticPolicy) started(int32)         {}
+func (s *staticPolicy) stopped(int32)         {}
+func (s *staticPolicy) finish(r *Result)      {}
 
 // unboundedPolicy has no per-model cap: one first-come-first-served queue
 // across all batches, held back only by the global cap and the bucket.
 type unboundedPolicy struct {
+	e     *engine
 	order []int32 // batches by arrival, then file order
 	head  int
 }
@@ -86,6 +89,19 @@ func (u *unboundedPolicy) pass(e *engine) {
 	}
 	free := e.sc.GlobalMaxRunning - e.holding
 	deadline := e.now + e.interval
+	// Jobs whose task failed to start go first, model by model.
+	for i := range e.models {
+		m := &e.models[i]
+		for free > 0 && len(m.retry) > 0 {
+			g, ok := e.bucket.reserve(e.now, deadline)
+			if !ok {
+				return
+			}
+			j := e.laneTake(i, -1)
+			e.reserve(j, int(e.jobs[j].attempt)+1, e.tierOf(int(e.jobs[j].batch)), g)
+			free--
+		}
+	}
 	for free > 0 && u.head < len(u.order) {
 		bi := int(u.order[u.head])
 		b := &e.batches[bi]
@@ -106,11 +122,12 @@ func (u *unboundedPolicy) pass(e *engine) {
 	}
 }
 
-func (u *unboundedPolicy) submitted(int)    {}
-func (u *unboundedPolicy) pinned(Pin)       {}
-func (u *unboundedPolicy) started(int32)    {}
-func (u *unboundedPolicy) stopped(int32)    {}
-func (u *unboundedPolicy) finish(r *Result) {}
+func (u *unboundedPolicy) failedToStart(j int32) { u.e.retryOrFail(j) }
+func (u *unboundedPolicy) submitted(int)         {}
+func (u *unboundedPolicy) pinned(Pin)            {}
+func (u *unboundedPolicy) started(int32)         {}
+func (u *unboundedPolicy) stopped(int32)         {}
+func (u *unboundedPolicy) finish(r *Result)      {}
 
 // arrivalOrder lists the batches by arrival time, then file order.
 func (e *engine) arrivalOrder() []int32 {
@@ -122,9 +139,13 @@ func (e *engine) arrivalOrder() []int32 {
 	return order
 }
 
-// laneNext peeks at the oldest never-admitted job of model i's lane.
+// laneNext peeks at the next job of model i's lane: a job whose task
+// failed to start, else the oldest never-admitted job.
 func (e *engine) laneNext(i int) (int32, int) {
 	m := &e.models[i]
+	if len(m.retry) > 0 {
+		return m.retry[0], int(e.jobs[m.retry[0]].batch)
+	}
 	for m.laneHead < len(m.lanes) {
 		bi := int(m.lanes[m.laneHead])
 		b := &e.batches[bi]
@@ -137,6 +158,18 @@ func (e *engine) laneNext(i int) (int32, int) {
 		m.laneHead++
 	}
 	return -1, -1
+}
+
+// laneTake takes the job laneNext peeked at: the retry at the front, or
+// batch bi's oldest never-admitted job.
+func (e *engine) laneTake(i, bi int) int32 {
+	m := &e.models[i]
+	if len(m.retry) > 0 {
+		j := m.retry[0]
+		m.retry = m.retry[1:]
+		return j
+	}
+	return e.take(bi)
 }
 
 // take advances a batch's cursor past its oldest never-admitted job.

@@ -108,6 +108,8 @@ const (
 	streamJob                         // per job: its calls' service times, error coins and think times
 	streamFaultPlan                   // per fault source: its episodes (faults.go)
 	streamFaultDraw                   // per fault kind: the draws made as the run meets opportunities
+	streamMetric                      // per (model, depth period): a datapoint's missing coin and noise
+	streamInfra                       // per (job, attempt): whether its task fails to start
 )
 
 // newPCG returns the source of stream (tag, key) under seed.

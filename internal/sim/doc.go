@@ -37,7 +37,12 @@
 //     as refused launches, not as extra capacity.
 //   - CloudWatch: the gateway depth is sampled at every whole second (the
 //     sample of second s is the state after every event at or before s); a
-//     pass at t reads the newest sample at least metric_delay_s old.
+//     pass at t reads the Maximum over the newest whole depth_period_s
+//     period that ended at least metric_delay_s ago, with optional noise
+//     and missing datapoints, and the gateway's error rate over the same
+//     period (scenarios/README.md, "Fidelity").
+//   - Providers may slow under load (slow_under_load) and answer 429 past
+//     reject_over; tasks may fail to start (start_failure_rate).
 //   - Console edits: pins land at their time and the next pass reads them;
 //     provider changes apply at their time.
 //
@@ -60,6 +65,13 @@
 // the job only, never on the policy or on when the job runs: the policies
 // see the same work. Policies run side by side in goroutines that share only
 // the read-only scenario.
+//
+// # The scenario family and the oracle
+//
+// family.go draws random lanes from a seed; oracle.go sweeps policy
+// static's caps for the best fixed cap in hindsight; familyrun.go runs
+// lanes on a pool of at most two workers and judges dynamic against the
+// oracle (scenarios/README.md, "Scenario family").
 //
 // # Measured, not assumed
 //

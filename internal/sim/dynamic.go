@@ -173,11 +173,9 @@ func (d *dynamicPolicy) Depths(_ context.Context, models []string, _ time.Time) 
 			case metricsMissing:
 				continue
 			case metricsStale:
-				s := int(at/time.Second) - 600
-				if s < 0 {
+				if v, at, ok = e.depthAt(i, at-600*time.Second); !ok {
 					continue
 				}
-				v, at = float64(e.models[i].depth[s]), time.Duration(s)*time.Second
 			case metricsTenfold:
 				v *= 10
 			case metricsZero:
@@ -187,6 +185,23 @@ func (d *dynamicPolicy) Depths(_ context.Context, models []string, _ time.Time) 
 		out[name] = scheduler.Depth{Value: v, At: Epoch.Add(at)}
 	}
 	return out, nil
+}
+
+// GatewayRates returns each model's gateway error/429 rate as a pass at
+// the simulated now would read it from CloudWatch: the same period, delay
+// and missing datapoints as Depths (one GetMetricData call reads both).
+// The pass does not read it yet; once the depth reading carries an error
+// rate, Depths fills it from here.
+func (d *dynamicPolicy) GatewayRates(models []string) map[string]GatewayRate {
+	out := make(map[string]GatewayRate, len(models))
+	for _, name := range models {
+		if i, ok := d.index[name]; ok {
+			if g, ok := d.e.gatewayRateSeen(i); ok {
+				out[name] = g
+			}
+		}
+	}
+	return out
 }
 
 // Snapshot implements scheduler.Store: the in-memory store's snapshot, with
@@ -452,6 +467,23 @@ func (d *dynamicPolicy) stopped(j int32) {
 	}
 	if err := d.store.TaskStopped(d.ctx, d.ids[j], int(jb.attempt), exit, Epoch.Add(d.e.now)); err != nil {
 		d.violation("task stopped: %v", err)
+	}
+	d.observe(j)
+	d.checkEvent()
+}
+
+// failedToStart tells the store a task stopped before its container ran
+// (TaskFailedToStart: infrastructure, so the store retries the job while
+// attempts remain); a job the store failed past its attempts ends. Faults
+// do not combine with start failures (simulate refuses them).
+func (d *dynamicPolicy) failedToStart(j int32) {
+	jb := &d.e.jobs[j]
+	exit := memstore.Exit{Infrastructure: true, Reason: "TaskFailedToStart: the task failed to start"}
+	if err := d.store.TaskStopped(d.ctx, d.ids[j], int(jb.attempt), exit, Epoch.Add(d.e.now)); err != nil {
+		d.violation("task failed to start: %v", err)
+	}
+	if sj, ok := d.store.Job(d.ids[j]); ok && sj.State == memstore.Failed {
+		d.e.launchFailed(j)
 	}
 	d.observe(j)
 	d.checkEvent()

@@ -17,6 +17,10 @@ type scenarioOut struct {
 	LaunchBurst      int        `json:"launch_burst"`
 	ContainerStartS  distOut    `json:"container_start_s"`
 	MetricDelayS     float64    `json:"metric_delay_s"`
+	DepthPeriodS     int        `json:"depth_period_s"`
+	MetricNoise      float64    `json:"metric_noise"`
+	MetricMissing    float64    `json:"metric_missing"`
+	StartFailureRate float64    `json:"start_failure_rate"`
 	Tiers            int        `json:"tiers"`
 	TierWeight       float64    `json:"tier_weight"`
 	DefaultTier      int        `json:"default_tier"`
@@ -34,6 +38,8 @@ type modelOut struct {
 	MaxLimit            int         `json:"max_limit"`
 	InitialLimit        int         `json:"initial_limit"`
 	StaticCap           int         `json:"static_cap"`
+	SlowUnderLoad       float64     `json:"slow_under_load"`
+	RejectOver          float64     `json:"reject_over"`
 	Changes             []changeOut `json:"changes,omitempty"`
 }
 
@@ -83,7 +89,9 @@ func (sc *Scenario) MarshalJSON() ([]byte, error) {
 		Name: sc.Name, Seed: sc.Seed, DurationS: sc.DurationS, PassIntervalS: sc.PassIntervalS,
 		GlobalMaxRunning: sc.GlobalMaxRunning, LaunchRatePerS: sc.LaunchRatePerS, LaunchBurst: sc.LaunchBurst,
 		ContainerStartS: distOut{sc.ContainerStartS}, MetricDelayS: sc.MetricDelayS,
-		Tiers: sc.Tiers, TierWeight: sc.TierWeight, DefaultTier: sc.DefaultTier,
+		DepthPeriodS: sc.DepthPeriodS, MetricNoise: sc.MetricNoise, MetricMissing: sc.MetricMissing,
+		StartFailureRate: sc.StartFailureRate,
+		Tiers:            sc.Tiers, TierWeight: sc.TierWeight, DefaultTier: sc.DefaultTier,
 		Batches: []batchOut{},
 	}
 	for _, m := range sc.Models {
@@ -91,6 +99,7 @@ func (sc *Scenario) MarshalJSON() ([]byte, error) {
 			Name: m.Name, ProviderConcurrency: m.ProviderConcurrency, CallS: distOut{m.CallS},
 			TargetDepth: m.TargetDepth, MinLimit: m.MinLimit, MaxLimit: m.MaxLimit,
 			InitialLimit: m.InitialLimit, StaticCap: m.StaticCap,
+			SlowUnderLoad: m.SlowUnderLoad, RejectOver: m.RejectOver,
 		}
 		for _, c := range m.Changes {
 			mo.Changes = append(mo.Changes, changeOut{AtS: c.AtS, ProviderConcurrency: c.ProviderConcurrency, ErrorRate: c.ErrorRate, ErrorCallS: c.ErrorCallS})

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -70,6 +71,8 @@ type modelSim struct {
 	succeeded  int
 	failed     int
 	depth      []int32 // gateway depth sampled at every whole second
+	sent, errs []int32 // calls sent to the gateway, and those answered with an error or 429, per second
+	retry      []int32 // baselines: jobs whose task failed to start, to launch again first
 	limit      int     // limit the last pass used
 	lanes      []int32 // batches of this model by arrival: static's lane
 	laneHead   int     // lanes[:laneHead] are drained
@@ -106,11 +109,12 @@ type policy interface {
 	// pass runs at e.now; it calls e.reserve for each job it launches and
 	// sets e.seen[m] (limit and depth the pass used) for the trace.
 	pass(e *engine)
-	submitted(b int)  // a batch arrived
-	pinned(p Pin)     // a pin landed
-	started(j int32)  // a container runs
-	stopped(j int32)  // a task ended (state says how)
-	finish(r *Result) // fill in what only the policy knows
+	submitted(b int)       // a batch arrived
+	pinned(p Pin)          // a pin landed
+	started(j int32)       // a container runs
+	stopped(j int32)       // a task ended (state says how)
+	failedToStart(j int32) // a task stopped before its container ran; the job waits again
+	finish(r *Result)      // fill in what only the policy knows
 }
 
 // seenModel is what a pass saw and decided for one model.
@@ -140,14 +144,15 @@ type engine struct {
 	src      jobSource
 	rnd      *rand.Rand
 
-	holding    int // tasks holding a slot, all models
-	peak       int // most tasks that ever held a slot at once
-	launches   int
-	doubles    int
-	lost       int
-	nextSample int // whole second of the next depth sample
-	events     int64
-	passes     int
+	holding       int // tasks holding a slot, all models
+	peak          int // most tasks that ever held a slot at once
+	launches      int
+	startFailures int // tasks that failed to start (start_failure_rate)
+	doubles       int
+	lost          int
+	nextSample    int // whole second of the next depth sample
+	events        int64
+	passes        int
 
 	pins      []priority.Pin // landed so far, for the baselines' tiers
 	pinTable  priority.Table
@@ -191,6 +196,7 @@ func newEngine(sc *Scenario, name Policy) *engine {
 		m.cfg = &sc.Models[i]
 		m.conc = m.cfg.ProviderConcurrency
 		m.depth = make([]int32, sc.DurationS)
+		m.sent, m.errs = make([]int32, sc.DurationS), make([]int32, sc.DurationS)
 		index[m.cfg.Name] = i
 	}
 	total := 0
@@ -321,19 +327,103 @@ func (e *engine) sampleBefore(t time.Duration) {
 	}
 }
 
-// depthSeen is the datapoint a pass at e.now reads: the newest whole-second
-// sample at least metric_delay_s old, with its measurement time.
+// depthSeen is the datapoint a pass at e.now reads, as CloudWatch serves
+// it: the Maximum of the per-second samples over the newest whole period
+// (depth_period_s) that ended at least metric_delay_s ago, stamped with the
+// period's start; missing with probability metric_missing, and scaled by
+// 1 + metric_noise·N(0,1) (never below 0, rounded). The draws depend on
+// the seed, the model and the period only, so every policy and every pass
+// reading a period reads the same datapoint.
 func (e *engine) depthSeen(m int) (float64, time.Duration, bool) {
-	t := e.now - e.delay
+	return e.depthAt(m, e.now-e.delay)
+}
+
+// depthAt is the datapoint of the newest whole period ending at or before
+// t (its last second ≤ t).
+func (e *engine) depthAt(m int, t time.Duration) (float64, time.Duration, bool) {
+	k, p, ok := e.period(t)
+	if !ok {
+		return 0, 0, false
+	}
+	mx := 0
+	for s := k * p; s < (k+1)*p; s++ {
+		mx = max(mx, e.sampleAt(m, s))
+	}
+	v := float64(mx)
+	missing, noise := e.metricDraw(m, k)
+	if missing {
+		return 0, 0, false
+	}
+	if e.sc.MetricNoise > 0 {
+		v = math.Round(max(0, v*(1+e.sc.MetricNoise*noise)))
+	}
+	return v, time.Duration(k*p) * time.Second, true
+}
+
+// period is the newest whole depth period ending at or before t: period k
+// covers seconds [k·p, k·p+p-1].
+func (e *engine) period(t time.Duration) (k, p int, ok bool) {
 	if t < 0 {
 		return 0, 0, false
 	}
-	s := int(t / time.Second)
-	if s >= e.nextSample {
-		// Only with a delay under a second: the newest sample is now.
-		return float64(e.models[m].queue.len()), e.now, true
+	p = cmp.Or(e.sc.DepthPeriodS, DefaultDepthPeriodS) // a Scenario built in code may leave it 0
+	k = (int(t/time.Second)+1)/p - 1
+	return k, p, k >= 0
+}
+
+// metricDraw is period k's missing coin and noise for model m: the same
+// for the depth and the error rate (one GetMetricData call reads both).
+func (e *engine) metricDraw(m, k int) (missing bool, noise float64) {
+	if e.sc.MetricMissing == 0 && e.sc.MetricNoise == 0 {
+		return false, 0
 	}
-	return float64(e.models[m].depth[s]), time.Duration(s) * time.Second, true
+	r := rand.New(newPCG(e.sc.Seed, streamMetric, uint64(m)<<32|uint64(k)))
+	return r.Float64() < e.sc.MetricMissing, r.NormFloat64()
+}
+
+// GatewayRate is one model's gateway answers over one period: calls sent
+// and calls answered with an error or a 429. It is the per-model error
+// rate the pass can read from CloudWatch in the same GetMetricData call as
+// the depth, with the same period, delay and missing datapoints (no noise:
+// a count of errors is exact).
+type GatewayRate struct {
+	Calls, Errors int
+	At            time.Time // the period's start
+}
+
+// Rate is the share of calls answered with an error (0 without calls).
+func (g GatewayRate) Rate() float64 {
+	if g.Calls == 0 {
+		return 0
+	}
+	return float64(g.Errors) / float64(g.Calls)
+}
+
+// gatewayRateSeen is the error-rate datapoint a pass at e.now reads.
+func (e *engine) gatewayRateSeen(m int) (GatewayRate, bool) {
+	k, p, ok := e.period(e.now - e.delay)
+	if !ok {
+		return GatewayRate{}, false
+	}
+	if missing, _ := e.metricDraw(m, k); missing {
+		return GatewayRate{}, false
+	}
+	g := GatewayRate{At: Epoch.Add(time.Duration(k*p) * time.Second)}
+	md := &e.models[m]
+	for s := k * p; s < min((k+1)*p, len(md.sent)); s++ {
+		g.Calls += int(md.sent[s])
+		g.Errors += int(md.errs[s])
+	}
+	return g, true
+}
+
+// sampleAt is model m's depth sample of second s: taken, or (a delay under
+// a period) the depth now.
+func (e *engine) sampleAt(m, s int) int {
+	if s < e.nextSample {
+		return int(e.models[m].depth[s])
+	}
+	return e.models[m].queue.len()
 }
 
 // touch advances a model's integrals to now; call it before any change to
@@ -485,6 +575,10 @@ func (e *engine) runTask(j int32) {
 func (e *engine) up(j int32) {
 	jb := &e.jobs[j]
 	m := &e.models[jb.model]
+	if e.sc.StartFailureRate > 0 && e.startFails(j) {
+		e.startFailed(j)
+		return
+	}
 	jb.state = jobRunning
 	jb.runAt = e.now
 	m.running++
@@ -496,6 +590,44 @@ func (e *engine) up(j int32) {
 	e.series.started(e, jb)
 	e.pol.started(j)
 	e.send(j)
+}
+
+// maxAttempts is how often the baselines launch a job whose task fails to
+// start, as the store does (the batches' MaxAttempts).
+const maxAttempts = 3
+
+// startFails draws whether this attempt's task fails to start
+// (TaskFailedToStart): from the job's and attempt's own stream, so the
+// same attempts fail under every policy.
+func (e *engine) startFails(j int32) bool {
+	r := rand.New(newPCG(e.sc.Seed, streamInfra, uint64(j)<<8|uint64(e.jobs[j].attempt&0xff)))
+	return r.Float64() < e.sc.StartFailureRate
+}
+
+// startFailed returns a job whose task stopped before its container ran
+// to waiting: it holds no slot, and the policy launches it again (or, past
+// its attempts, fails it).
+func (e *engine) startFailed(j int32) {
+	jb := &e.jobs[j]
+	m := &e.models[jb.model]
+	e.touch(m)
+	jb.state = jobWaiting
+	m.holding--
+	e.holding--
+	m.waiting++
+	e.startFailures++
+	e.pol.failedToStart(j)
+}
+
+// retryOrFail is the baselines' answer to a failed start: the job goes to
+// the front of its model's lane, or fails past maxAttempts.
+func (e *engine) retryOrFail(j int32) {
+	if e.jobs[j].attempt >= maxAttempts {
+		e.launchFailed(j)
+		return
+	}
+	m := &e.models[e.jobs[j].model]
+	m.retry = append(m.retry, j)
 }
 
 // send puts the job's next call to its model's gateway. The job's stream
@@ -516,17 +648,28 @@ func (e *engine) send(j int32) {
 	if m.slow > 0 {
 		jb.callDur = time.Duration(float64(jb.callDur) * m.slow)
 	}
+	sec := int(e.now / time.Second)
+	if sec < len(m.sent) {
+		m.sent[sec]++
+	}
+	rejected := m.cfg.RejectOver > 0 && float64(m.queue.len()) >= m.cfg.RejectOver*float64(m.conc)
+	if rejected {
+		rate, coin, errCall = 1, 0, rejectCallS
+	}
 	if rate > 0 && coin < rate {
 		// A failing provider answers fast with 429/5xx: the call takes no
 		// provider slot and does not queue, so the gateway looks idle.
 		m.callErrors++
+		if sec < len(m.errs) {
+			m.errs[sec]++
+		}
 		e.schedule(e.now+errCall, evCallFail, j)
 		return
 	}
 	if m.queue.len() == 0 && m.inService < m.conc {
 		e.touch(m)
 		m.inService++
-		e.schedule(e.now+jb.callDur, evCallEnd, j)
+		e.schedule(e.now+e.underLoad(m, jb.callDur), evCallEnd, j)
 		return
 	}
 	jb.sentAt = e.now
@@ -548,6 +691,19 @@ func (e *engine) callEnd(j int32) {
 	e.serve(m)
 }
 
+// rejectCallS is how long a call over reject_over takes to come back 429.
+const rejectCallS = 500 * time.Millisecond
+
+// underLoad stretches a call entering service when its provider slows
+// under load: × (1 + slow_under_load · min(1, queued / concurrency)).
+func (e *engine) underLoad(m *modelSim, d time.Duration) time.Duration {
+	if m.cfg.SlowUnderLoad == 0 || m.conc == 0 {
+		return d
+	}
+	load := min(1, float64(m.queue.len())/float64(m.conc))
+	return time.Duration(float64(d) * (1 + m.cfg.SlowUnderLoad*load))
+}
+
 // serve starts queued calls while the provider has room.
 func (e *engine) serve(m *modelSim) {
 	if m.queue.len() == 0 || m.inService >= m.conc {
@@ -559,7 +715,7 @@ func (e *engine) serve(m *modelSim) {
 		kb := &e.jobs[k]
 		m.blocked += e.now - kb.sentAt
 		m.inService++
-		e.schedule(e.now+kb.callDur, evCallEnd, k)
+		e.schedule(e.now+e.underLoad(m, kb.callDur), evCallEnd, k)
 	}
 }
 

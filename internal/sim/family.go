@@ -50,6 +50,7 @@ func FamilyLane(seed int64, k int) *Scenario {
 		LaunchRatePerS: DefaultLaunchRatePerS,
 		LaunchBurst:    DefaultLaunchBurst,
 		MetricDelayS:   math.Round(uni(famDelayMin, famDelayMax)),
+		DepthPeriodS:   ProductionDepthPeriodS,
 		Tiers:          DefaultTiers,
 		TierWeight:     DefaultTierWeight,
 		DefaultTier:    DefaultDefaultTier,

@@ -38,6 +38,8 @@ type Result struct {
 	// before the next pass); a store fails a job after its last attempt.
 	Retries  map[string]int `json:"-"`
 	Warnings []string       `json:"-"` // pass warnings (bad pins), first occurrence each
+	// StartFailures counts tasks that failed to start (start_failure_rate).
+	StartFailures int `json:"-"`
 	Series   *Series        `json:"-"`
 	Events   int64          `json:"-"`
 	Passes   int            `json:"-"`
@@ -190,6 +192,7 @@ func (e *engine) result(trace bool) *Result {
 		}
 	}
 	r.Totals.DoubleLaunched = e.doubles
+	r.StartFailures = e.startFailures
 	r.Totals.Launches = e.launches
 
 	for i := range e.models {

@@ -75,6 +75,9 @@ func simulate(sc *Scenario, p Policy, opt Options) (*engine, *Result, error) {
 	e := newEngine(sc, p)
 	switch p {
 	case Dynamic:
+		if opt.Faults != 0 && sc.StartFailureRate > 0 {
+			return nil, nil, fmt.Errorf("scenario: start_failure_rate does not combine with --faults yet (the faults' ECS does not fail starts)")
+		}
 		d, err := newDynamic(e, opt)
 		if err != nil {
 			return nil, nil, err
@@ -98,10 +101,10 @@ func simulate(sc *Scenario, p Policy, opt Options) (*engine, *Result, error) {
 			}
 			e.models[i].limit = caps[i]
 		}
-		e.pol = &staticPolicy{caps: caps}
+		e.pol = &staticPolicy{e: e, caps: caps}
 		e.schedulePasses()
 	case Unbounded:
-		e.pol = &unboundedPolicy{}
+		e.pol = &unboundedPolicy{e: e}
 		for i := range e.models {
 			e.models[i].limit = sc.GlobalMaxRunning
 		}
