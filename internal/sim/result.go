@@ -39,12 +39,12 @@ type Result struct {
 	Retries  map[string]int `json:"-"`
 	Warnings []string       `json:"-"` // pass warnings (bad pins), first occurrence each
 	// StartFailures counts tasks that failed to start (start_failure_rate).
-	StartFailures int `json:"-"`
-	Series   *Series        `json:"-"`
-	Events   int64          `json:"-"`
-	Passes   int            `json:"-"`
-	Calls    int64          `json:"-"`
-	Wall     time.Duration  `json:"-"`
+	StartFailures int           `json:"-"`
+	Series        *Series       `json:"-"`
+	Events        int64         `json:"-"`
+	Passes        int           `json:"-"`
+	Calls         int64         `json:"-"`
+	Wall          time.Duration `json:"-"`
 }
 
 // Totals counts jobs at the end of the run. Running counts jobs holding a
