@@ -123,6 +123,7 @@ func shardRunner(cfg config.Config, c clients, shard int, log *slog.Logger) (*ru
 	}, log)
 	depths := gatewaydepth.New(c.cw, gatewaydepth.Config{
 		Namespace: cfg.MetricNamespace, MetricName: cfg.MetricName, Dimension: cfg.MetricDimension, Period: cfg.MetricPeriod,
+		ErrorMetricName: cfg.ErrorMetricName, CallsMetricName: cfg.CallsMetricName,
 	})
 	clock := runner.RealClock{}
 	return &runner.Runner{
