@@ -155,9 +155,9 @@ func (r *Reader) read(ctx context.Context, models []string, now time.Time, out m
 		}
 	}
 	for i, c := range rates {
-		if rate, at, ok := c.newest(); ok {
+		if rate, calls, at, ok := c.newest(); ok {
 			d := out[models[i]]
-			d.ErrorRate, d.ErrorAt = rate, at.Add(r.cfg.Period)
+			d.ErrorRate, d.Calls, d.ErrorAt = rate, calls, at.Add(r.cfg.Period)
 			out[models[i]] = d
 		}
 	}
@@ -192,10 +192,10 @@ func addAll(m map[time.Time]float64, ts []time.Time, vs []float64) map[time.Time
 }
 
 // newest returns the error rate of the newest period that had calls, with
-// its start. A period with calls and no error datapoint had no errors (a
+// its calls and its start. A period with calls and no error datapoint had no errors (a
 // gateway often publishes a counter only when it moves); a period with
 // errors and no calls datapoint has no denominator and is skipped.
-func (c counts) newest() (rate float64, at time.Time, ok bool) {
+func (c counts) newest() (rate, calls float64, at time.Time, ok bool) {
 	for t, n := range c.calls {
 		if n <= 0 || (ok && !t.After(at)) {
 			continue
@@ -203,7 +203,7 @@ func (c counts) newest() (rate float64, at time.Time, ok bool) {
 		at, ok = t, true
 	}
 	if !ok {
-		return 0, time.Time{}, false
+		return 0, 0, time.Time{}, false
 	}
-	return min(1, max(0, c.errors[at]/c.calls[at])), at, true
+	return min(1, max(0, c.errors[at]/c.calls[at])), c.calls[at], at, true
 }

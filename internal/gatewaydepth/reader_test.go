@@ -133,21 +133,22 @@ func TestDepthsReadsTheErrorRateInTheSameCall(t *testing.T) {
 		model   string
 		depth   float64
 		rate    float64
+		calls   float64
 		rateAt  time.Time // zero: no rate
 		depthAt bool
 	}{
-		{"gpt-5.5", 12, 0.75, now.Add(-20 * time.Second), true},
-		{"healthy", 3, 0, now.Add(-10 * time.Second), true},
-		{"quiet", 0, 0.5, now.Add(-50 * time.Second), false},
-		{"idle", 0, 0, time.Time{}, true},
+		{"gpt-5.5", 12, 0.75, 40, now.Add(-20 * time.Second), true},
+		{"healthy", 3, 0, 50, now.Add(-10 * time.Second), true},
+		{"quiet", 0, 0.5, 10, now.Add(-50 * time.Second), false},
+		{"idle", 0, 0, 0, time.Time{}, true},
 	}
 	for _, c := range cases {
 		d := got[c.model]
 		if d.Value != c.depth || d.At.IsZero() == c.depthAt {
 			t.Errorf("%s: got depth %v at %v, want %v (datapoint %v)", c.model, d.Value, d.At, c.depth, c.depthAt)
 		}
-		if d.ErrorRate != c.rate || !d.ErrorAt.Equal(c.rateAt) {
-			t.Errorf("%s: got error rate %v at %v, want %v at %v", c.model, d.ErrorRate, d.ErrorAt, c.rate, c.rateAt)
+		if d.ErrorRate != c.rate || d.Calls != c.calls || !d.ErrorAt.Equal(c.rateAt) {
+			t.Errorf("%s: got error rate %v of %v calls at %v, want %v of %v at %v", c.model, d.ErrorRate, d.Calls, d.ErrorAt, c.rate, c.calls, c.rateAt)
 		}
 	}
 	if _, ok := got["silent"]; ok {

@@ -54,6 +54,7 @@ type Depth struct {
 	// in [0, 1]. It goes to the breaker, which closes on it once the
 	// provider heals instead of waiting for whole jobs to end.
 	ErrorRate float64
+	Calls     float64   // the calls in that period (> 0 when ErrorAt is set)
 	ErrorAt   time.Time // end of that period; zero: no metric configured, or no calls
 }
 
