@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 
+	"github.com/evalsched/evalsched/internal/breaker"
 	"github.com/evalsched/evalsched/internal/config"
 	"github.com/evalsched/evalsched/internal/dynamolease"
 	"github.com/evalsched/evalsched/internal/dynamostore"
@@ -91,6 +92,10 @@ func passConfig(cfg config.Config, shard int) (scheduler.Config, error) {
 	sc := scheduler.DefaultConfig()
 	sc.Tiers, sc.TierWeight, sc.DefaultTier = cfg.Tiers, cfg.TierWeight, cfg.DefaultTier
 	sc.GlobalMaxRunning, sc.MaxLaunchesPerPass = share.GlobalMaxRunning, share.MaxLaunchesPerPass
+	if cfg.ErrorMetricName != "" {
+		// The gateway publishes its error rate: the breaker closes on it.
+		sc.Breaker.GatewayThreshold = breaker.DefaultGatewayThreshold
+	}
 	if err := sc.Validate(); err != nil {
 		return sc, fmt.Errorf("shard %d of %d: %w", shard, cfg.Shards, err)
 	}
@@ -123,6 +128,7 @@ func shardRunner(cfg config.Config, c clients, shard int, log *slog.Logger) (*ru
 	}, log)
 	depths := gatewaydepth.New(c.cw, gatewaydepth.Config{
 		Namespace: cfg.MetricNamespace, MetricName: cfg.MetricName, Dimension: cfg.MetricDimension, Period: cfg.MetricPeriod,
+		ErrorMetricName: cfg.ErrorMetricName, CallsMetricName: cfg.CallsMetricName,
 	})
 	clock := runner.RealClock{}
 	return &runner.Runner{

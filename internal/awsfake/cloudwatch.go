@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -14,12 +15,13 @@ import (
 )
 
 // CloudWatch fakes GetMetricData over smithy RPC v2 CBOR. Datapoints are
-// put per dimension value (the model); the fake answers the Maximum of each
-// period, newest first, like CloudWatch with ScanBy TimestampDescending.
+// put per metric name and dimension value (the model); the fake answers the
+// query's statistic (Maximum, Sum or Average) of each period, newest first,
+// like CloudWatch with ScanBy TimestampDescending.
 type CloudWatch struct {
 	mu     sync.Mutex
 	srv    *httptest.Server
-	points map[string][]point // dimension value → datapoints
+	points map[series][]point
 	// Fail answers the next N calls with an InternalServiceFault, as a
 	// passing CloudWatch fault would.
 	Fail int
@@ -29,6 +31,9 @@ type CloudWatch struct {
 	Requests []cbor.Map
 }
 
+// series is one metric of one model.
+type series struct{ metric, model string }
+
 type point struct {
 	at    time.Time
 	value float64
@@ -36,7 +41,7 @@ type point struct {
 
 // NewCloudWatch starts the fake on 127.0.0.1; Close stops it.
 func NewCloudWatch() *CloudWatch {
-	c := &CloudWatch{points: map[string][]point{}}
+	c := &CloudWatch{points: map[series][]point{}}
 	c.srv = httptest.NewServer(http.HandlerFunc(c.serve))
 	return c
 }
@@ -47,11 +52,18 @@ func (c *CloudWatch) URL() string { return c.srv.URL }
 // Close stops the server.
 func (c *CloudWatch) Close() { c.srv.Close() }
 
-// Put records one datapoint of the dimension value (model) at time at.
+// Put records one datapoint of the model's QueueDepth (the gateway depth
+// metric's default name) at time at.
 func (c *CloudWatch) Put(model string, at time.Time, value float64) {
+	c.PutMetric("QueueDepth", model, at, value)
+}
+
+// PutMetric records one datapoint of the named metric of the model.
+func (c *CloudWatch) PutMetric(metric, model string, at time.Time, value float64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.points[model] = append(c.points[model], point{at, value})
+	k := series{metric, model}
+	c.points[k] = append(c.points[k], point{at, value})
 }
 
 func (c *CloudWatch) serve(w http.ResponseWriter, r *http.Request) {
@@ -83,13 +95,31 @@ func (c *CloudWatch) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.Queries += len(queries)
+	ids := map[cbor.String]bool{}
+	for _, q := range queries {
+		qm, _ := q.(cbor.Map)
+		id, _ := qm["Id"].(cbor.String)
+		if !validID.MatchString(string(id)) || ids[id] {
+			// CloudWatch's rule: unique, a lowercase letter first, then
+			// letters, digits and underscores.
+			cwFail(w, "ValidationError", fmt.Sprintf("awsfake: query id %q is not unique or not ^[a-z][a-zA-Z0-9_]*$", id))
+			return
+		}
+		ids[id] = true
+	}
 	results := cbor.List{}
 	for _, q := range queries {
 		qm, _ := q.(cbor.Map)
 		id, _ := qm["Id"].(cbor.String)
 		stat, _ := qm["MetricStat"].(cbor.Map)
 		metric, _ := stat["Metric"].(cbor.Map)
+		name, _ := metric["MetricName"].(cbor.String)
+		statName, _ := stat["Stat"].(cbor.String)
 		period, _ := cbor.AsInt64(stat["Period"])
+		if statName != "Maximum" && statName != "Sum" && statName != "Average" {
+			cwFail(w, "InvalidParameterValue", fmt.Sprintf("awsfake: statistic %q not supported (Maximum, Sum, Average)", statName))
+			return
+		}
 		if period <= 0 {
 			period = 60
 		}
@@ -99,15 +129,26 @@ func (c *CloudWatch) serve(w http.ResponseWriter, r *http.Request) {
 			s, _ := dims[0].(cbor.Map)["Value"].(cbor.String)
 			model = string(s)
 		}
-		// Maximum per period bucket within [start, end), newest first.
+		// The statistic per period bucket within [start, end), newest first.
 		buckets := map[int64]float64{}
-		for _, p := range c.points[model] {
+		counts := map[int64]int{}
+		for _, p := range c.points[series{string(name), model}] {
 			if p.at.Before(start) || !p.at.Before(end) {
 				continue
 			}
 			b := p.at.Unix() / period * period
-			if old, ok := buckets[b]; !ok || p.value > old {
+			old, ok := buckets[b]
+			switch {
+			case statName == "Sum" || statName == "Average":
+				buckets[b] = old + p.value
+			case !ok || p.value > old:
 				buckets[b] = p.value
+			}
+			counts[b]++
+		}
+		if statName == "Average" {
+			for b, n := range counts {
+				buckets[b] /= float64(n)
 			}
 		}
 		keys := make([]int64, 0, len(buckets))
@@ -127,6 +168,8 @@ func (c *CloudWatch) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/cbor")
 	_, _ = w.Write(cbor.Encode(cbor.Map{"MetricDataResults": results, "Messages": cbor.List{}}))
 }
+
+var validID = regexp.MustCompile(`^[a-z][a-zA-Z0-9_]*$`)
 
 func cwFail(w http.ResponseWriter, code, msg string) {
 	w.Header().Set("Smithy-Protocol", "rpc-v2-cbor")

@@ -22,6 +22,23 @@ const (
 // all its probes waits for their outcomes before it decides on what it has.
 const stallCooldowns = 4
 
+// DefaultGatewayThreshold is the gateway error rate below which a provider
+// counts as healed when the operator publishes the error metric. A provider
+// in good health answers a few percent of calls with 429/5xx, a failing one
+// (an outage, a burst) half or more: a fifth lies between with a margin on
+// either side, and a run of healthyCalls calls below it has at most
+// healthyCalls/5 − 1 = 0 errors, which a provider failing half its calls
+// shows with probability 1/32.
+const DefaultGatewayThreshold = 0.2
+
+// A tripped breaker closes on the gateway's error rate once the datapoints
+// below the threshold span healthyFor (more than one period: one lucky
+// period is not a trend) and hold at least healthyCalls calls.
+const (
+	healthyFor   = 20 * time.Second
+	healthyCalls = 5
+)
+
 // Config tunes the breaker. A zero field means its default (DefaultConfig).
 type Config struct {
 	Window     time.Duration // outcomes older than this are forgotten (default 5m)
@@ -30,6 +47,10 @@ type Config struct {
 	MinSamples int           // ... and at least this many jobs ended in the window (default 20)
 	Cooldown   time.Duration // OPEN admits nothing for this long, then HALF_OPEN (default 2m)
 	Probes     int           // HALF_OPEN admits at most this many jobs in all (default 3)
+	// GatewayThreshold > 0: the gateway's error rate is read (the operator
+	// publishes the metric), and a tripped breaker closes as soon as the
+	// rate stays below it (see Gateway). 0 (the default): exit codes only.
+	GatewayThreshold float64
 }
 
 // DefaultConfig returns the defaults: a 5-minute window in 30-second buckets,
@@ -70,6 +91,9 @@ func (c Config) Validate() error {
 	if c.Probes < 0 {
 		errs = append(errs, fmt.Errorf("breaker: probes %d must be at least 1 (0 means the default)", c.Probes))
 	}
+	if c.GatewayThreshold != 0 && !validThreshold(c.GatewayThreshold) {
+		errs = append(errs, fmt.Errorf("breaker: gateway threshold %v is outside (0, 1] (0 means the error rate is not read)", c.GatewayThreshold))
+	}
 	return errors.Join(errs...)
 }
 
@@ -98,6 +122,9 @@ func (c Config) effective() Config {
 	if c.Probes <= 0 {
 		c.Probes = d.Probes
 	}
+	if !validThreshold(c.GatewayThreshold) {
+		c.GatewayThreshold = 0
+	}
 	return c
 }
 
@@ -115,10 +142,25 @@ type State struct {
 	Buckets              []Bucket  // oldest first, only those inside Window
 	ProbesAdmitted       int       // HALF_OPEN: probes admitted so far
 	ProbeOK, ProbeFailed int       // HALF_OPEN: outcomes seen since HALF_OPEN began
+
+	// The gateway's evidence of healing while OPEN or HALF_OPEN (only with
+	// Config.GatewayThreshold): the current run of error-rate datapoints
+	// below the threshold, from HealthyAt to RateAt, and its calls.
+	RateAt       time.Time // the newest datapoint folded in (or the trip)
+	HealthyAt    time.Time // the run's first datapoint; zero: no run
+	HealthyCalls float64
 }
 
 // Outcomes are the jobs of one model that ended since the previous pass.
 type Outcomes struct{ OK, ProviderFailed int }
+
+// Gateway is the gateway's newest error-rate datapoint of the model: the
+// share of its calls the provider answered with an error in one period.
+type Gateway struct {
+	Rate  float64
+	Calls float64
+	At    time.Time // end of the period; zero: none (no metric, or no calls)
+}
 
 // Decision is what Step decided for one model in one pass.
 type Decision struct {
@@ -127,9 +169,10 @@ type Decision struct {
 	Reason string // short and operator-readable
 }
 
-// Step folds in the outcomes seen since the last pass and moves the phase at
-// time now. It never panics and never modifies st's Buckets in place.
-func Step(cfg Config, st State, seen Outcomes, now time.Time) Decision {
+// Step folds in the outcomes seen since the last pass and the gateway's
+// newest error rate (zero Gateway: none), and moves the phase at time now.
+// It never panics and never modifies st's Buckets in place.
+func Step(cfg Config, st State, seen Outcomes, gw Gateway, now time.Time) Decision {
 	// 1. Clean the inputs: defaults for the config, no negative counts, no
 	// monotonic clock reading (states are compared and persisted by wall time).
 	cfg = cfg.effective()
@@ -140,11 +183,30 @@ func Step(cfg Config, st State, seen Outcomes, now time.Time) Decision {
 	if st.Since.After(now) {
 		st.Since = now
 	}
+	if st.RateAt.After(now) {
+		st.RateAt = now
+	}
+	if st.HealthyAt.After(st.RateAt) || !(st.HealthyCalls > 0) {
+		st.HealthyAt, st.HealthyCalls = time.Time{}, 0
+	}
 
-	// 2. Fold the outcomes into the window.
+	// 2. Fold the outcomes into the window, the error rate into the
+	// evidence of healing.
 	st.Buckets = fold(cfg, st.Buckets, seen, now)
+	st = observe(cfg, st, gw, now)
 
-	// 3. Move the phase.
+	// 3. Move the phase: a tripped breaker whose provider has healed by the
+	// gateway's count closes at once, whatever its cooldown or probes.
+	switch st.Phase {
+	case Open, HalfOpen:
+		if st.healed() {
+			// The failures in the window belong to the outage the gateway
+			// says is over: kept, they would reopen the breaker at once.
+			reason := fmt.Sprintf("closed: gateway error rate below %s for %v over %.0f calls",
+				percent(cfg.GatewayThreshold), st.RateAt.Sub(st.HealthyAt).Round(time.Second), st.HealthyCalls)
+			return Decision{State: State{Phase: Closed, Since: now, RateAt: st.RateAt}, Allow: -1, Reason: reason}
+		}
+	}
 	switch st.Phase {
 	case Open:
 		return stepOpen(cfg, st, now)
@@ -175,10 +237,15 @@ func (s State) Admitted(n int) State {
 func stepClosed(cfg Config, st State, now time.Time, note string) Decision {
 	st.Phase = Closed
 	st.ProbesAdmitted, st.ProbeOK, st.ProbeFailed = 0, 0, 0
+	st.HealthyAt, st.HealthyCalls = time.Time{}, 0
 	ok, failed := totals(st.Buckets)
 	ended := addSat(ok, failed)
 	if ended >= cfg.MinSamples && float64(failed)/float64(ended) >= cfg.Threshold {
 		st.Phase, st.Since = Open, now
+		if cfg.GatewayThreshold > 0 {
+			// Only datapoints measured after the trip are evidence of healing.
+			st.RateAt = later(st.RateAt, now)
+		}
 		reason := fmt.Sprintf("open: %d of %d jobs failed with provider errors in %v (threshold %s)",
 			failed, ended, cfg.Window, percent(cfg.Threshold))
 		return Decision{State: st, Allow: 0, Reason: withNote(reason, note)}
@@ -192,7 +259,7 @@ func stepOpen(cfg Config, st State, now time.Time) Decision {
 	st.ProbesAdmitted, st.ProbeOK, st.ProbeFailed = 0, 0, 0
 	elapsed := now.Sub(st.Since)
 	if elapsed >= cfg.Cooldown {
-		st = State{Phase: HalfOpen, Since: now}
+		st = State{Phase: HalfOpen, Since: now, RateAt: st.RateAt, HealthyAt: st.HealthyAt, HealthyCalls: st.HealthyCalls}
 		return Decision{State: st, Allow: cfg.Probes,
 			Reason: fmt.Sprintf("half-open: cooldown %v over, %s left", cfg.Cooldown, count(cfg.Probes, "probe"))}
 	}
@@ -220,12 +287,16 @@ func stepHalfOpen(cfg Config, st State, seen Outcomes, now time.Time) Decision {
 	good := ended > 0 && float64(st.ProbeFailed)/float64(ended) < cfg.Threshold
 
 	closed := func(reason string) Decision {
-		return Decision{State: State{Phase: Closed, Since: now, Buckets: st.Buckets}, Allow: -1, Reason: reason}
+		return Decision{State: State{Phase: Closed, Since: now, Buckets: st.Buckets, RateAt: st.RateAt}, Allow: -1, Reason: reason}
 	}
 	reopened := func(reason string) Decision {
-		return Decision{State: State{Phase: Open, Since: now, Buckets: st.Buckets}, Allow: 0, Reason: reason}
+		return Decision{State: State{Phase: Open, Since: now, Buckets: st.Buckets,
+			RateAt: st.RateAt, HealthyAt: st.HealthyAt, HealthyCalls: st.HealthyCalls}, Allow: 0, Reason: reason}
 	}
 
+	if cfg.GatewayThreshold > 0 {
+		return probeOn(cfg, st, ended, closed)
+	}
 	// 1. Verdict.
 	if ended >= cfg.Probes {
 		if good {
@@ -256,6 +327,64 @@ func stepHalfOpen(cfg Config, st State, seen Outcomes, now time.Time) Decision {
 	reason := fmt.Sprintf("half-open: %s left", count(left, "probe"))
 	if ended > 0 {
 		reason += fmt.Sprintf(", %d ok and %d failed so far", st.ProbeOK, st.ProbeFailed)
+	}
+	return Decision{State: st, Allow: left, Reason: reason}
+}
+
+// observe folds the gateway's datapoint into the evidence of healing: CLOSED
+// only notes its time; OPEN and HALF_OPEN extend the run of datapoints below
+// the threshold, and one at or above it ends the run. A datapoint not newer
+// than the last one, without calls, or not a share is no evidence.
+func observe(cfg Config, st State, gw Gateway, now time.Time) State {
+	if cfg.GatewayThreshold == 0 || gw.At.IsZero() || gw.At.After(now) || !gw.At.After(st.RateAt) ||
+		!(gw.Calls > 0) || !(gw.Rate >= 0 && gw.Rate <= 1) {
+		return st
+	}
+	st.RateAt = gw.At.Round(0)
+	switch {
+	case st.Phase != Open && st.Phase != HalfOpen:
+		st.HealthyAt, st.HealthyCalls = time.Time{}, 0
+	case gw.Rate >= cfg.GatewayThreshold:
+		st.HealthyAt, st.HealthyCalls = time.Time{}, 0
+	default:
+		if st.HealthyAt.IsZero() {
+			st.HealthyAt = st.RateAt
+		}
+		st.HealthyCalls = min(st.HealthyCalls+gw.Calls, math.MaxInt32)
+	}
+	return st
+}
+
+// healed reports whether the run of healthy datapoints is long enough.
+func (s State) healed() bool {
+	return !s.HealthyAt.IsZero() && s.RateAt.Sub(s.HealthyAt) >= healthyFor && s.HealthyCalls >= healthyCalls
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// probeOn is HALF_OPEN when the gateway's error rate is read: the rate, not
+// the probes' exits, tells when the provider healed (Step closes on it), so
+// a failed probe does not reopen the breaker for another cooldown: it is
+// replaced, keeping Probes jobs in flight. Their calls are what the rate is
+// measured on, and a probe that fails costs one container start and one
+// fast-failing call. Probes ending well close the breaker too, so a gateway
+// that publishes nothing (a misnamed metric) cannot hold it HALF_OPEN for
+// ever.
+func probeOn(cfg Config, st State, ended int, closed func(string) Decision) Decision {
+	if st.ProbeOK >= cfg.Probes {
+		return closed(fmt.Sprintf("closed: %d probes succeeded", st.ProbeOK))
+	}
+	inFlight := max(0, st.ProbesAdmitted-ended)
+	left := max(0, cfg.Probes-inFlight)
+	reason := fmt.Sprintf("half-open: %d probes in flight, %d to admit; waiting for the gateway error rate below %s",
+		inFlight, left, percent(cfg.GatewayThreshold))
+	if !st.HealthyAt.IsZero() {
+		reason += fmt.Sprintf(" (%v, %.0f calls so far)", st.RateAt.Sub(st.HealthyAt).Round(time.Second), st.HealthyCalls)
 	}
 	return Decision{State: st, Allow: left, Reason: reason}
 }

@@ -443,7 +443,7 @@ func TestStep(t *testing.T) {
 			if cfg == (Config{}) {
 				cfg = def
 			}
-			got := Step(cfg, tt.st, tt.seen, tt.now)
+			got := Step(cfg, tt.st, tt.seen, Gateway{}, tt.now)
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("Step() got\n\t%s\nwant\n\t%s", show(got), show(tt.want))
 			}
@@ -454,7 +454,7 @@ func TestStep(t *testing.T) {
 func TestStepDoesNotModifyItsInput(t *testing.T) {
 	in := []Bucket{bucket(30*time.Second, 1, 0), bucket(0, 2, 0)}
 	st := State{Buckets: in}
-	Step(DefaultConfig(), st, Outcomes{OK: 5}, at(30*time.Second))
+	Step(DefaultConfig(), st, Outcomes{OK: 5}, Gateway{}, at(30*time.Second))
 	want := []Bucket{bucket(30*time.Second, 1, 0), bucket(0, 2, 0)}
 	if !reflect.DeepEqual(in, want) {
 		t.Errorf("input buckets after Step got %v, want %v", in, want)
@@ -500,4 +500,85 @@ func show(d Decision) string {
 	s := d.State
 	return fmt.Sprintf("Allow=%d Reason=%q Phase=%q Since=%s Buckets=%v ProbesAdmitted=%d ProbeOK=%d ProbeFailed=%d",
 		d.Allow, d.Reason, s.Phase, off(s.Since), bs, s.ProbesAdmitted, s.ProbeOK, s.ProbeFailed)
+}
+
+func TestGatewayRate(t *testing.T) {
+	on := DefaultConfig()
+	on.GatewayThreshold = DefaultGatewayThreshold
+	tripped := at(-5 * time.Minute)
+	gw := func(rate, calls float64, end time.Duration) Gateway {
+		return Gateway{Rate: rate, Calls: calls, At: at(end)}
+	}
+	// feed steps an OPEN breaker (cooling down until t0+1m) through the
+	// datapoints, one pass each, 10 s apart, ending at t0.
+	feed := func(cfg Config, st State, gws ...Gateway) Decision {
+		var d Decision
+		for i, g := range gws {
+			d = Step(cfg, st, Outcomes{}, g, at(time.Duration(i-len(gws)+1)*10*time.Second))
+			st = d.State
+		}
+		return d
+	}
+	open := State{Phase: Open, Since: at(-time.Minute), RateAt: tripped}
+	tests := []struct {
+		name    string
+		cfg     Config
+		st      State
+		gws     []Gateway
+		want    Phase
+		allow   int
+		reasons string
+	}{
+		{"20 s of healthy datapoints close an open breaker", on, open,
+			[]Gateway{gw(0.05, 4, -40*time.Second), gw(0, 3, -30*time.Second), gw(0.1, 2, -20*time.Second)},
+			Closed, -1, "closed: gateway error rate below 20% for 20s over 9 calls"},
+		{"one period is not a trend", on, open,
+			[]Gateway{gw(0, 40, -20*time.Second)}, Open, 0, "open: half-open in"},
+		{"too few calls are not evidence", on, open,
+			[]Gateway{gw(0, 1, -40*time.Second), gw(0, 1, -30*time.Second), gw(0, 1, -20*time.Second)}, Open, 0, "open"},
+		{"a failing period starts the run again", on, open,
+			[]Gateway{gw(0, 9, -50*time.Second), gw(0.5, 9, -40*time.Second), gw(0, 9, -30*time.Second), gw(0, 9, -20*time.Second)},
+			Open, 0, "open"},
+		{"a datapoint from before the trip is no evidence", on, State{Phase: Open, Since: at(-time.Minute), RateAt: at(-30 * time.Second)},
+			[]Gateway{gw(0, 9, -50*time.Second), gw(0, 9, -40*time.Second), gw(0, 9, -30*time.Second)}, Open, 0, "open"},
+		{"the same datapoint twice counts once", on, open,
+			[]Gateway{gw(0, 9, -30*time.Second), gw(0, 9, -30*time.Second), gw(0, 9, -30*time.Second)}, Open, 0, "open"},
+		{"without the metric configured the rate is ignored", DefaultConfig(), open,
+			[]Gateway{gw(0, 9, -40*time.Second), gw(0, 9, -30*time.Second), gw(0, 9, -20*time.Second)}, Open, 0, "open"},
+		{"a half-open breaker closes on the rate before its probes end", on,
+			State{Phase: HalfOpen, Since: at(-2 * time.Minute), RateAt: tripped, ProbesAdmitted: 3},
+			[]Gateway{gw(0, 3, -40*time.Second), gw(0, 3, -30*time.Second), gw(0, 3, -20*time.Second)}, Closed, -1, "closed: gateway"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := feed(tt.cfg, tt.st, tt.gws...)
+			if d.State.Phase != tt.want || d.Allow != tt.allow || !strings.Contains(d.Reason, tt.reasons) {
+				t.Errorf("got %s, Allow %d (%q); want %s, Allow %d (%q)", d.State.Phase, d.Allow, d.Reason, tt.want, tt.allow, tt.reasons)
+			}
+			if d.State.Phase == Closed && len(d.State.Buckets) != 0 {
+				t.Errorf("closed on the gateway with buckets %v, want the outage's failures dropped", d.State.Buckets)
+			}
+		})
+	}
+}
+
+func TestHalfOpenWithGatewayReplacesFailedProbes(t *testing.T) {
+	on := DefaultConfig()
+	on.GatewayThreshold = DefaultGatewayThreshold
+	st := State{Phase: HalfOpen, Since: at(-time.Minute), ProbesAdmitted: 3}
+	// Two probes failed: without the gateway's rate that reopens the
+	// breaker; with it they are replaced.
+	d := Step(on, st, Outcomes{ProviderFailed: 2}, Gateway{}, t0)
+	if d.State.Phase != HalfOpen || d.Allow != 2 {
+		t.Errorf("with the gateway rate: got %s, Allow %d (%s); want HALF_OPEN admitting 2", d.State.Phase, d.Allow, d.Reason)
+	}
+	d = Step(DefaultConfig(), st, Outcomes{ProviderFailed: 2}, Gateway{}, t0)
+	if d.State.Phase != Open {
+		t.Errorf("by exit codes: got %s (%s), want OPEN", d.State.Phase, d.Reason)
+	}
+	// Probes that succeed still close it, should the gateway publish nothing.
+	d = Step(on, State{Phase: HalfOpen, Since: at(-time.Minute), ProbesAdmitted: 5, ProbeOK: 1}, Outcomes{OK: 2}, Gateway{}, t0)
+	if d.State.Phase != Closed {
+		t.Errorf("3 probes succeeded: got %s (%s), want CLOSED", d.State.Phase, d.Reason)
+	}
 }

@@ -70,6 +70,28 @@
 // admitted late only make the next attempt come sooner. While HALF_OPEN has probes left to admit it waits for
 // demand as long as it takes: with nothing waiting there is nothing to protect.
 //
+// # The gateway's error rate
+//
+// Probes are whole jobs: by their exits alone a healed provider is seen only
+// when a probe ends, minutes after it started. When the operator publishes
+// the gateway's error and call counters (Config.GatewayThreshold > 0, see
+// package gatewaydepth) Step also takes the newest error-rate datapoint:
+//
+//	healed    OPEN or HALF_OPEN, the datapoints since the trip below
+//	          GatewayThreshold without a break span at least 20 s (one
+//	          lucky period is not a trend) over at least 5 calls → CLOSED
+//	          at once, whatever the cooldown, with the window emptied (its
+//	          failures belong to the outage the gateway says is over).
+//
+// A datapoint at or above the threshold ends the run; one not newer than the
+// last, measured before the trip, without calls, or not a share in [0, 1]
+// is no evidence. While HALF_OPEN with the rate, failed probes do not reopen
+// the breaker: they are replaced, up to Probes in flight, since their calls
+// are what the rate is measured on and each costs one container start and a
+// fast-failing call; Probes probes ending well still close it, so a gateway
+// that publishes nothing cannot hold it HALF_OPEN. Without the rate (0, the
+// default) the breaker goes by exit codes alone, as above.
+//
 // # Odd states
 //
 // Step never panics. A zero State is CLOSED. An unknown Phase is treated as

@@ -19,18 +19,19 @@ import (
 //     inside the window (start ≤ now, now − start < Window);
 //   - counters are not negative, and probe counters are zero outside HALF_OPEN.
 func FuzzStep(f *testing.F) {
-	f.Add(uint8(0), int64(0), []byte{}, 0, 0, 0, 10, 10, int64(t0.Unix()), int64(0), int64(0), int64(0), 0.0, 0, int64(0), 0, 5, uint8(30))
-	f.Add(uint8(1), int64(-time.Minute), []byte{0, 0, 0, 0, 3, 9}, 0, 0, 0, 1, 40, int64(t0.Unix()), int64(7), int64(time.Minute), int64(7*time.Second), 0.3, 5, int64(time.Second), 1, 1, uint8(200))
-	f.Add(uint8(2), int64(time.Hour), []byte{255, 255, 255, 255, 1, 1, 0, 0, 0, 10, 0, 0}, 3, 1, 1, 0, 2, int64(-1), int64(999999999), int64(-5), int64(math.MaxInt64), 1.0, -1, int64(math.MaxInt64), math.MaxInt, math.MaxInt, uint8(3))
-	f.Add(uint8(3), int64(math.MinInt64), []byte{1, 2, 3}, -1, -2, -3, math.MaxInt, math.MaxInt, int64(1<<40), int64(0), int64(1), int64(1), math.NaN(), math.MaxInt, int64(1), 1, -1, uint8(9))
+	f.Add(uint8(0), int64(0), []byte{}, 0, 0, 0, 10, 10, int64(t0.Unix()), int64(0), int64(0), int64(0), 0.0, 0, int64(0), 0, 5, uint8(30), 0.0, 0.0, int64(0))
+	f.Add(uint8(1), int64(-time.Minute), []byte{0, 0, 0, 0, 3, 9}, 0, 0, 0, 1, 40, int64(t0.Unix()), int64(7), int64(time.Minute), int64(7*time.Second), 0.3, 5, int64(time.Second), 1, 1, uint8(200), 0.05, 12.0, int64(-20*time.Second))
+	f.Add(uint8(2), int64(time.Hour), []byte{255, 255, 255, 255, 1, 1, 0, 0, 0, 10, 0, 0}, 3, 1, 1, 0, 2, int64(-1), int64(999999999), int64(-5), int64(math.MaxInt64), 1.0, -1, int64(math.MaxInt64), math.MaxInt, math.MaxInt, uint8(3), 0.9, 3.0, int64(time.Hour))
+	f.Add(uint8(3), int64(math.MinInt64), []byte{1, 2, 3}, -1, -2, -3, math.MaxInt, math.MaxInt, int64(1<<40), int64(0), int64(1), int64(1), math.NaN(), math.MaxInt, int64(1), 1, -1, uint8(9), math.NaN(), math.Inf(1), int64(math.MinInt64))
 
 	f.Fuzz(func(t *testing.T, phase uint8, sinceOff int64, raw []byte,
 		probesAdmitted, probeOK, probeFailed, seenOK, seenFailed int,
 		nowSec, nowNsec, window, bucketLen int64, threshold float64, minSamples int, cooldown int64, probes int,
-		admit int, passes uint8) {
+		admit int, passes uint8, gwRate, gwCalls float64, gwOff int64) {
 		cfg := Config{
 			Window: time.Duration(window), Bucket: time.Duration(bucketLen), Threshold: threshold,
 			MinSamples: minSamples, Cooldown: time.Duration(cooldown), Probes: probes,
+			GatewayThreshold: DefaultGatewayThreshold * float64(passes%2),
 		}
 		eff := cfg.effective()
 		if err := eff.Validate(); err != nil {
@@ -49,14 +50,15 @@ func FuzzStep(f *testing.F) {
 			st.Buckets = append(st.Buckets, Bucket{Start: now.Add(off), OK: int(int8(b[4])), Failed: int(int8(b[5]))})
 		}
 		seen := Outcomes{OK: seenOK, ProviderFailed: seenFailed}
+		gw := Gateway{Rate: gwRate, Calls: gwCalls, At: now.Add(time.Duration(gwOff))}
 
 		for i := range int(passes)%32 + 1 {
 			before := slices.Clone(st.Buckets)
-			d := Step(cfg, st, seen, now)
+			d := Step(cfg, st, seen, gw, now)
 			if !reflect.DeepEqual(st.Buckets, before) {
 				t.Fatalf("pass %d: Step modified its input buckets: got %v, want %v", i, st.Buckets, before)
 			}
-			if again := Step(cfg, st, seen, now); !reflect.DeepEqual(again, d) {
+			if again := Step(cfg, st, seen, gw, now); !reflect.DeepEqual(again, d) {
 				t.Fatalf("pass %d: Step is not deterministic: got %+v, then %+v", i, d, again)
 			}
 			checkDecision(t, i, eff, d, now)
@@ -76,6 +78,7 @@ func FuzzStep(f *testing.F) {
 
 			now = now.Add(10 * time.Second)
 			seen = Outcomes{OK: (seenOK + i) % 7, ProviderFailed: (seenFailed * (i + 1)) % 11}
+			gw.At, gw.Rate = gw.At.Add(10*time.Second), gwRate*float64(i%3)/2
 		}
 	})
 }
@@ -110,6 +113,12 @@ func checkDecision(t *testing.T, pass int, cfg Config, d Decision, now time.Time
 	}
 	if s.Since.After(now) {
 		t.Fatalf("pass %d: Since %v is after now %v", pass, s.Since, now)
+	}
+	if s.RateAt.After(now) || s.HealthyAt.After(s.RateAt) || s.HealthyCalls < 0 {
+		t.Fatalf("pass %d: gateway evidence %v..%v of %v calls, want HealthyAt ≤ RateAt ≤ now %v and calls ≥ 0", pass, s.HealthyAt, s.RateAt, s.HealthyCalls, now)
+	}
+	if s.Phase == Closed && (!s.HealthyAt.IsZero() || s.HealthyCalls != 0) {
+		t.Fatalf("pass %d: CLOSED with gateway evidence %v, %v calls, want none", pass, s.HealthyAt, s.HealthyCalls)
 	}
 	for i, b := range s.Buckets {
 		switch {

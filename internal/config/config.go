@@ -32,6 +32,11 @@ type Config struct {
 	MetricName      string
 	MetricDimension string
 	MetricPeriod    time.Duration
+	// ErrorMetricName and CallsMetricName are the gateway's counters of
+	// calls answered with a provider error and of all calls, per model;
+	// both empty (the default): the breaker goes by exit codes alone.
+	ErrorMetricName string
+	CallsMetricName string
 	EMFNamespace    string
 	// ModelMetrics is emf.Full or emf.Essential: how many per-model
 	// values become CloudWatch metrics (the rest stay in the logs).
@@ -100,6 +105,8 @@ func Load(getenv Getenv) (Config, error) {
 		MetricName:            r.str("EVALSCHED_METRIC_NAME", "QueueDepth"),
 		MetricDimension:       r.str("EVALSCHED_METRIC_DIMENSION", "Model"),
 		MetricPeriod:          time.Duration(r.integer("EVALSCHED_METRIC_PERIOD_SECONDS", 10, 1, 3600)) * time.Second,
+		ErrorMetricName:       r.str("EVALSCHED_ERROR_METRIC_NAME", ""),
+		CallsMetricName:       r.str("EVALSCHED_CALLS_METRIC_NAME", ""),
 		EMFNamespace:          r.str("EVALSCHED_EMF_NAMESPACE", "evalsched"),
 		ModelMetrics:          r.str("EVALSCHED_MODEL_METRICS", "full"),
 		DLQURL:                r.str("EVALSCHED_DLQ_URL", ""),
@@ -115,6 +122,9 @@ func Load(getenv Getenv) (Config, error) {
 	}
 	if c.DefaultMaxLimit < c.DefaultMinLimit {
 		r.fail("EVALSCHED_DEFAULT_MAX_LIMIT", "%d is below EVALSCHED_DEFAULT_MIN_LIMIT %d", c.DefaultMaxLimit, c.DefaultMinLimit)
+	}
+	if (c.ErrorMetricName == "") != (c.CallsMetricName == "") {
+		r.fail("EVALSCHED_ERROR_METRIC_NAME", "%q and EVALSCHED_CALLS_METRIC_NAME %q must be set together (the error rate is errors/calls) or both left empty", c.ErrorMetricName, c.CallsMetricName)
 	}
 	c.DefaultTier = r.integer("EVALSCHED_DEFAULT_TIER", min(2, c.Tiers-1), 0, c.Tiers-1)
 	switch c.Capacity {

@@ -15,7 +15,7 @@ func TestLoadDefaults(t *testing.T) {
 	}
 	if c.TablePrefix != "evalsched-" || c.Tiers != 3 || c.DefaultTier != 2 || c.LaunchRate != 20 ||
 		c.MetricPeriod != 10*time.Second || c.Capacity != "FARGATE" || len(c.ProviderErrorCodes) != 1 || c.Shards != 1 ||
-		c.JobRetention != 90*24*time.Hour || c.ModelMetrics != "full" {
+		c.JobRetention != 90*24*time.Hour || c.ModelMetrics != "full" || c.ErrorMetricName != "" || c.CallsMetricName != "" {
 		t.Errorf("got %+v", c)
 	}
 }
@@ -25,11 +25,13 @@ func TestLoadReadsEverything(t *testing.T) {
 		"EVALSCHED_SUBNETS": "subnet-a, subnet-b", "EVALSCHED_TIERS": "5", "EVALSCHED_DEFAULT_TIER": "4",
 		"EVALSCHED_CAPACITY": "SPOT_FALLBACK", "EVALSCHED_ASSIGN_PUBLIC_IP": "true", "EVALSCHED_PROVIDER_ERROR_EXIT_CODES": "75,76",
 		"EVALSCHED_SHARDS": "4", "EVALSCHED_JOB_RETENTION_DAYS": "0",
+		"EVALSCHED_ERROR_METRIC_NAME": "ProviderErrors", "EVALSCHED_CALLS_METRIC_NAME": "Calls",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Subnets) != 2 || c.Subnets[1] != "subnet-b" || c.DefaultTier != 4 || !c.AssignPublicIP || c.ProviderErrorCodes[1] != 76 || c.Shards != 4 || c.JobRetention != 0 {
+	if len(c.Subnets) != 2 || c.Subnets[1] != "subnet-b" || c.DefaultTier != 4 || !c.AssignPublicIP || c.ProviderErrorCodes[1] != 76 || c.Shards != 4 || c.JobRetention != 0 ||
+		c.ErrorMetricName != "ProviderErrors" || c.CallsMetricName != "Calls" {
 		t.Errorf("got %+v", c)
 	}
 }
@@ -39,11 +41,12 @@ func TestLoadNamesEveryBadVariable(t *testing.T) {
 		"EVALSCHED_TIERS": "many", "EVALSCHED_LAUNCH_RATE": "-1", "EVALSCHED_CAPACITY": "EC2",
 		"EVALSCHED_ASSIGN_PUBLIC_IP": "yes please", "EVALSCHED_PROVIDER_ERROR_EXIT_CODES": "0",
 		"EVALSCHED_JOB_RETENTION_DAYS": "-1", "EVALSCHED_MODEL_METRICS": "some",
+		"EVALSCHED_ERROR_METRIC_NAME": "ProviderErrors",
 	}))
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, name := range []string{"EVALSCHED_TIERS", "EVALSCHED_LAUNCH_RATE", "EVALSCHED_CAPACITY", "EVALSCHED_ASSIGN_PUBLIC_IP", "EVALSCHED_PROVIDER_ERROR_EXIT_CODES", "EVALSCHED_JOB_RETENTION_DAYS", "EVALSCHED_MODEL_METRICS"} {
+	for _, name := range []string{"EVALSCHED_TIERS", "EVALSCHED_LAUNCH_RATE", "EVALSCHED_CAPACITY", "EVALSCHED_ASSIGN_PUBLIC_IP", "EVALSCHED_PROVIDER_ERROR_EXIT_CODES", "EVALSCHED_JOB_RETENTION_DAYS", "EVALSCHED_MODEL_METRICS", "EVALSCHED_ERROR_METRIC_NAME"} {
 		if !strings.Contains(err.Error(), name) {
 			t.Errorf("error %q does not name %s", err, name)
 		}

@@ -22,6 +22,9 @@
 //	EVALSCHED_METRIC_NAME           gateway depth metric name (default "QueueDepth")
 //	EVALSCHED_METRIC_DIMENSION      its model dimension (default "Model")
 //	EVALSCHED_METRIC_PERIOD_SECONDS 1, 5, 10, 30 or a multiple of 60 (default 10)
+//	EVALSCHED_ERROR_METRIC_NAME     the gateway's count of calls answered with 429/5xx, per model
+//	                                (default "": off, the breaker goes by exit codes alone)
+//	EVALSCHED_CALLS_METRIC_NAME     its count of all calls, per model; set with the error metric
 //	EVALSCHED_EMF_NAMESPACE         namespace of evalsched's own metrics (default "evalsched")
 //	EVALSCHED_MODEL_METRICS         full (default): 14 CloudWatch metrics a busy model; essential: 5
 //	                                (depth, limit, running, waiting, breaker), the rest in the logs

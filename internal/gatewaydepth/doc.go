@@ -14,4 +14,12 @@
 // first. The newest datapoint and its time go to the limits package, which
 // holds on a missing or stale one. A datapoint's time is the end of its
 // period: the depth was at most Value at some moment up to then.
+//
+// When the operator names the gateway's error and calls metrics (two
+// counters per model: calls the provider answered with 429/5xx, and all
+// calls), the same call asks for their Sums over Period too, and the newest
+// period with calls gives the model's error rate errors/calls. The breaker
+// closes on it once the provider heals, instead of waiting for whole jobs to
+// end; without those metrics it goes by the jobs' exit codes alone. Query
+// ids are the model's index behind a letter: m (depth), e (errors), c (calls).
 package gatewaydepth

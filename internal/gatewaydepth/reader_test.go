@@ -3,6 +3,7 @@ package gatewaydepth
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,5 +91,100 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if err := (Config{Period: 7 * time.Second}).Validate(); err == nil {
 		t.Error("a 7 s period passed validation")
+	}
+	err := (Config{ErrorMetricName: "ProviderErrors"}).Validate()
+	if err == nil || !strings.Contains(err.Error(), "calls metric") {
+		t.Errorf("got %v, want an error naming the missing calls metric", err)
+	}
+}
+
+func TestDepthsReadsTheErrorRateInTheSameCall(t *testing.T) {
+	fake := awsfake.NewCloudWatch()
+	defer fake.Close()
+	// gpt-5.5: two periods with calls; the newest [-30s, -20s) has 40 calls,
+	// 30 of them answered with errors (two datapoints summed).
+	fake.Put("gpt-5.5", now.Add(-25*time.Second), 12)
+	fake.PutMetric("Calls", "gpt-5.5", now.Add(-45*time.Second), 100)
+	fake.PutMetric("ProviderErrors", "gpt-5.5", now.Add(-45*time.Second), 1)
+	fake.PutMetric("Calls", "gpt-5.5", now.Add(-25*time.Second), 40)
+	fake.PutMetric("ProviderErrors", "gpt-5.5", now.Add(-25*time.Second), 10)
+	fake.PutMetric("ProviderErrors", "gpt-5.5", now.Add(-22*time.Second), 20)
+	// healthy: calls but no error datapoint at all (a counter published
+	// only when it moves): rate 0.
+	fake.Put("healthy", now.Add(-15*time.Second), 3)
+	fake.PutMetric("Calls", "healthy", now.Add(-15*time.Second), 50)
+	// quiet: the newest period has errors without a calls datapoint (no
+	// denominator), so the older period with calls counts.
+	fake.PutMetric("Calls", "quiet", now.Add(-55*time.Second), 10)
+	fake.PutMetric("ProviderErrors", "quiet", now.Add(-55*time.Second), 5)
+	fake.PutMetric("ProviderErrors", "quiet", now.Add(-15*time.Second), 7)
+	// idle: a depth, no calls: no error rate.
+	fake.Put("idle", now.Add(-15*time.Second), 0)
+
+	r := New(client(fake.URL()), Config{ErrorMetricName: "ProviderErrors", CallsMetricName: "Calls"})
+	got, err := r.Depths(context.Background(), []string{"gpt-5.5", "healthy", "quiet", "idle", "silent"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fake.Calls != 1 || fake.Queries != 15 {
+		t.Errorf("got %d calls with %d queries, want 1 call with 15 (depth, errors, calls per model)", fake.Calls, fake.Queries)
+	}
+	cases := []struct {
+		model   string
+		depth   float64
+		rate    float64
+		calls   float64
+		rateAt  time.Time // zero: no rate
+		depthAt bool
+	}{
+		{"gpt-5.5", 12, 0.75, 40, now.Add(-20 * time.Second), true},
+		{"healthy", 3, 0, 50, now.Add(-10 * time.Second), true},
+		{"quiet", 0, 0.5, 10, now.Add(-50 * time.Second), false},
+		{"idle", 0, 0, 0, time.Time{}, true},
+	}
+	for _, c := range cases {
+		d := got[c.model]
+		if d.Value != c.depth || d.At.IsZero() == c.depthAt {
+			t.Errorf("%s: got depth %v at %v, want %v (datapoint %v)", c.model, d.Value, d.At, c.depth, c.depthAt)
+		}
+		if d.ErrorRate != c.rate || d.Calls != c.calls || !d.ErrorAt.Equal(c.rateAt) {
+			t.Errorf("%s: got error rate %v of %v calls at %v, want %v of %v at %v", c.model, d.ErrorRate, d.Calls, d.ErrorAt, c.rate, c.calls, c.rateAt)
+		}
+	}
+	if _, ok := got["silent"]; ok {
+		t.Error("silent: got an entry for a model with no datapoint of any metric")
+	}
+	// The error and calls queries are Sums of the named metrics.
+	for _, q := range fake.Requests[0]["MetricDataQueries"].(cbor.List)[:3] {
+		qm := q.(cbor.Map)
+		stat := qm["MetricStat"].(cbor.Map)
+		name := stat["Metric"].(cbor.Map)["MetricName"]
+		want := map[cbor.String]cbor.String{"QueueDepth": "Maximum", "ProviderErrors": "Sum", "Calls": "Sum"}[name.(cbor.String)]
+		if stat["Stat"] != want {
+			t.Errorf("query %v of %v: got stat %v, want %v", qm["Id"], name, stat["Stat"], want)
+		}
+	}
+}
+
+func TestDepthsWithErrorsSplitsPast500Queries(t *testing.T) {
+	fake := awsfake.NewCloudWatch()
+	defer fake.Close()
+	var models []string
+	for i := range 400 {
+		m := fmt.Sprintf("model-%03d", i)
+		models = append(models, m)
+		fake.Put(m, now.Add(-15*time.Second), float64(i))
+		fake.PutMetric("Calls", m, now.Add(-15*time.Second), 100)
+		fake.PutMetric("Errors", m, now.Add(-15*time.Second), float64(i%100))
+	}
+	got, err := New(client(fake.URL()), Config{ErrorMetricName: "Errors", CallsMetricName: "Calls"}).Depths(context.Background(), models, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fake.Calls != 3 || fake.Queries != 1200 {
+		t.Errorf("got %d calls with %d queries, want 3 calls (166 models each at most), 1200 queries", fake.Calls, fake.Queries)
+	}
+	if d := got["model-399"]; d.Value != 399 || d.ErrorRate != 0.99 {
+		t.Errorf("model-399: got depth %v, error rate %v; want 399 and 0.99", d.Value, d.ErrorRate)
 	}
 }

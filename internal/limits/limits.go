@@ -134,6 +134,10 @@ type Input struct {
 	// PendingRaise counts the jobs claimed at or before State.Mark() that
 	// are not yet running: the previous raise's launches still in dead time.
 	PendingRaise int
+	// Failing: the gateway's error rate says the provider fails now. Calls
+	// that fail fast leave the queue empty, which is no spare capacity:
+	// never raise on it.
+	Failing bool
 }
 
 // Mark is the time up to which claimed jobs count as the last raise's
@@ -250,6 +254,9 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 	case depth < low:
 		if in.Waiting == 0 {
 			return hold("depth %s < target %s, nothing waiting", num(depth), num(m.Target))
+		}
+		if in.Failing {
+			return hold("depth %s < target %s, but the gateway's error rate says the provider fails", num(depth), num(m.Target))
 		}
 		if float64(load) < cfg.BindingShare*float64(cur) {
 			return hold("limit %d not binding (%d running+starting)", cur, load)

@@ -167,18 +167,23 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 		mp.State = m.State
 		mp.Ack = m.Outcomes
 		mp.State.Ended = m.State.Ended.Add(m.Outcomes.OK+m.Outcomes.ProviderFailed, now)
-		mp.Breaker = breaker.Step(cfg.Breaker, m.State.Breaker, m.Outcomes, now)
+		gw := breaker.Gateway{Rate: mp.Depth.ErrorRate, Calls: mp.Depth.Calls, At: mp.Depth.ErrorAt}
+		mp.Breaker = breaker.Step(cfg.Breaker, m.State.Breaker, m.Outcomes, gw, now)
 		mp.State.Breaker = mp.Breaker.State
 
 		lm := limits.Model{Target: m.Config.TargetDepth, Min: m.Config.MinLimit, Max: m.Config.MaxLimit, Pin: m.Config.LimitPin}
-		if mp.Breaker.Allow == 0 && m.Config.LimitPin == 0 {
-			// An empty queue in front of a failing provider is not spare capacity.
+		if mp.Breaker.State.Phase != breaker.Closed && m.Config.LimitPin == 0 {
+			// An empty queue in front of a failing provider is not spare
+			// capacity, nor is a queue of a few probes a measure of load:
+			// the limit stays where it was before the provider failed, so
+			// the model returns to it the pass the breaker closes.
 			mp.Limit = limits.Decision{State: m.State.Limit, Action: limits.Held, Reason: "hold: breaker " + string(mp.Breaker.State.Phase)}
 		} else {
 			mp.Limit = limits.Next(cfg.Limits, lm, m.State.Limit, limits.Input{
 				Now: now, Depth: mp.Depth.Value, DepthAt: mp.Depth.At,
 				Running: m.Running, Starting: m.Starting, Waiting: mp.Waiting,
 				Ended: m.Outcomes.OK + m.Outcomes.ProviderFailed, PendingRaise: m.PendingRaise,
+				Failing: failing(cfg, gw, now),
 			})
 		}
 		mp.State.Limit = mp.Limit.State
@@ -242,6 +247,18 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 		mp.Why = why(mp, m.Config.Enabled, free[i])
 	}
 	return plan
+}
+
+// failing reports whether the gateway's fresh error rate says the provider
+// fails (the breaker's threshold, within the limits' datapoint age): calls
+// that fail fast leave the queue empty, which is no reason to raise.
+func failing(cfg Config, gw breaker.Gateway, now time.Time) bool {
+	maxAge := cfg.Limits.MaxAge
+	if maxAge == 0 {
+		maxAge = limits.DefaultConfig().MaxAge
+	}
+	return cfg.Breaker.GatewayThreshold > 0 && !gw.At.IsZero() && now.Sub(gw.At) <= maxAge &&
+		gw.Calls > 0 && gw.Rate >= cfg.Breaker.GatewayThreshold
 }
 
 // groupQueues splits the queues by model, keeping their order, in one

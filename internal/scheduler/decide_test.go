@@ -230,3 +230,62 @@ func BenchmarkDecide(b *testing.B) {
 		}
 	}
 }
+
+// TestDecideErrorBurst walks a model through a provider error burst with the
+// gateway's error rate read: the limit neither rises on the empty queue nor
+// falls on a few probes' queue, and the pass the breaker closes on the rate
+// the model admits up to its limit from before the burst.
+func TestDecideErrorBurst(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Breaker.GatewayThreshold = breaker.DefaultGatewayThreshold
+	m := newModel("a", 300).running(300).obj()
+	queues := []Queue{queue("a", "lab", "p", "b", 1, 5000)}
+	at := now
+	pass := func(running int, outcomes breaker.Outcomes, depth Depth) ModelPlan {
+		t.Helper()
+		m.Running, m.Outcomes = running, outcomes
+		plan := Decide(cfg, Snapshot{Models: []Model{m}, Queues: queues}, map[string]Depth{"a": depth}, at)
+		mp := plan.Models[0]
+		m.State = mp.State
+		at = at.Add(10 * time.Second)
+		return mp
+	}
+	// 1. The burst: calls fail fast, the queue empties, jobs end failed.
+	mp := pass(300, breaker.Outcomes{}, Depth{Value: 0, At: at.Add(-20 * time.Second), ErrorRate: 0.9, Calls: 500, ErrorAt: at.Add(-20 * time.Second)})
+	if mp.Limit.Action == limits.Raised || mp.State.Limit.Limit != 300 {
+		t.Fatalf("a failing provider's empty queue: got %s to %d (%s), want a hold at 300", mp.Limit.Action, mp.State.Limit.Limit, mp.Limit.Reason)
+	}
+	mp = pass(200, breaker.Outcomes{ProviderFailed: 100}, Depth{Value: 0, At: at.Add(-20 * time.Second)})
+	if mp.Breaker.State.Phase != breaker.Open {
+		t.Fatalf("got breaker %s (%s), want OPEN", mp.Breaker.State.Phase, mp.Breaker.Reason)
+	}
+	// 2. Cooldown, then probes whose gateway queue is deep (another
+	// tenant's calls): a few probes say nothing of the load.
+	for range 12 {
+		mp = pass(0, breaker.Outcomes{ProviderFailed: 1}, Depth{})
+	}
+	if mp.Breaker.State.Phase != breaker.HalfOpen || mp.Admitted == 0 {
+		t.Fatalf("got breaker %s admitting %d (%s), want HALF_OPEN probing", mp.Breaker.State.Phase, mp.Admitted, mp.Breaker.Reason)
+	}
+	for k := range 3 {
+		// A probe failed: another is admitted in its place.
+		mp = pass(3, breaker.Outcomes{ProviderFailed: 1 - min(k, 1)}, Depth{Value: 400, At: at.Add(-20 * time.Second)})
+	}
+	if mp.State.Limit.Limit != 300 {
+		t.Fatalf("half-open under a deep queue: got limit %d (%s), want 300 held", mp.State.Limit.Limit, mp.Limit.Reason)
+	}
+	// 3. The provider heals: the probes' calls succeed; 20 s of datapoints.
+	for k := range 3 {
+		end := at.Add(-20 * time.Second)
+		mp = pass(3, breaker.Outcomes{}, Depth{Value: 0, At: end, Calls: 3, ErrorAt: end})
+		if k < 2 && mp.Breaker.State.Phase == breaker.Closed {
+			t.Fatalf("closed after %d healthy datapoints, want 3 (20 s)", k+1)
+		}
+	}
+	if mp.Breaker.State.Phase != breaker.Closed || mp.State.Limit.Limit != 300 {
+		t.Fatalf("healed: got breaker %s, limit %d (%s); want CLOSED at the limit of before, 300", mp.Breaker.State.Phase, mp.State.Limit.Limit, mp.Breaker.Reason)
+	}
+	if want := min(cfg.MaxLaunchesPerPass, 300-3); mp.Admitted != want {
+		t.Errorf("the pass it closed admitted %d, want %d (up to the limit, within the launch budget)", mp.Admitted, want)
+	}
+}

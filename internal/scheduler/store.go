@@ -43,10 +43,19 @@ type Launcher interface {
 // Clock tells the time; the simulator's clock is simulated.
 type Clock interface{ Now() time.Time }
 
-// Depth is one gateway depth datapoint.
+// Depth is what the gateway's metrics say of one model: the newest queue
+// depth datapoint and, when the operator configured the error metric, the
+// newest error rate.
 type Depth struct {
 	Value float64
-	At    time.Time
+	At    time.Time // end of the depth's period; zero: no datapoint
+	// ErrorRate is the share of the model's gateway calls the provider
+	// answered with an error (429/5xx) in the newest period that had calls,
+	// in [0, 1]. It goes to the breaker, which closes on it once the
+	// provider heals instead of waiting for whole jobs to end.
+	ErrorRate float64
+	Calls     float64   // the calls in that period (> 0 when ErrorAt is set)
+	ErrorAt   time.Time // end of that period; zero: no metric configured, or no calls
 }
 
 // ModelConfig is the operator's item for one model, already validated by the

@@ -544,6 +544,7 @@ func checkSandbox(f *fixture) []string {
 // parameters are the deployment's settings the issue asks for.
 var parameters = []string{
 	"GatewayMetricNamespace", "GatewayMetricName", "GatewayMetricDimension", "GatewayMetricPeriod",
+	"GatewayErrorMetricName", "GatewayCallsMetricName",
 	"Subnets", "SecurityGroups", "AssignPublicIp", "CapacityStrategy", "GlobalMaxRunning",
 	"Tiers", "TierWeight", "DefaultTier", "SandboxImage", "LaunchRate", "LaunchBurst", "SchedulerShards",
 }
