@@ -44,7 +44,10 @@ Every part is checked first with the intake's own parser: a broken rule is
 printed as "FILE:LINE: field: rule" and nothing is sent (exit 1). Then the
 parts are sent one SendMessage each, with a progress bar on a terminal, and
 a last line sums up. The intake stores each job once, so sending a file
-again after a failure is safe.
+again after a failure is safe. Sending is not storing: the intake refuses a
+message that is invalid or conflicts with its batch as stored (a changed
+env, tier, …, parts that do not fit) and puts it in the dead-letter queue
+with the reason, storing nothing of it: see evalsched dlq.
 
 The queue is --queue-url or EVALSCHED_QUEUE_URL. The AWS SDK's settings
 apply: AWS_REGION, AWS_PROFILE, and AWS_ENDPOINT_URL_SQS (or
@@ -206,8 +209,14 @@ func submit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	prog.draw(len(b.parts))
 	prog.clear()
 	fmt.Fprintf(stdout, "sent %s: %s jobs in %s to %s\n", b.id, commas(b.jobs), count(len(b.parts), "part"), *queueURL)
+	fmt.Fprintln(stdout, sentNote)
 	return exitOK
 }
+
+// sentNote follows the sent line: the queue took the message, the intake
+// has yet to judge it against the batch as stored (a resubmission with a
+// changed field is refused there, asynchronously).
+const sentNote = "the intake stores it, or puts it in the dead-letter queue with the reason if it conflicts with the batch as stored (a changed env, tier, …, or parts that do not fit): evalsched dlq"
 
 // outgoing is a checked batch, ready to send.
 type outgoing struct {

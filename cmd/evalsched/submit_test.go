@@ -93,7 +93,7 @@ func TestSubmitSplits(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
 	bodies := receiveAll(t, client, url)
-	if want := fmt.Sprintf("sent acme/search/b17: 10,000 jobs in %d parts to %s\n", len(bodies), url); out != want {
+	if want := fmt.Sprintf("sent acme/search/b17: 10,000 jobs in %d parts to %s\n%s\n", len(bodies), url, sentNote); out != want {
 		t.Errorf("stdout %q, want %q", out, want)
 	}
 	if len(bodies) < 3 {
@@ -197,7 +197,7 @@ func TestSubmitMessage(t *testing.T) {
 	if code != exitOK || errs != "" {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
-	if want := "sent acme/search-evals/2026-11-29-sweep-17: 2 jobs in 1 part to " + url + "\n"; out != want {
+	if want := "sent acme/search-evals/2026-11-29-sweep-17: 2 jobs in 1 part to " + url + "\n" + sentNote + "\n"; out != want {
 		t.Errorf("stdout %q, want %q", out, want)
 	}
 	if got := receiveAll(t, client, url); len(got) != 1 || got[0] != goodMessage {

@@ -419,6 +419,11 @@ func populateDirect(tb testing.TB, s *Store, sc scale, claimable int) time.Durat
 			bi["project"] = &types.AttributeValueMemberS{Value: b.Project}
 			bi["batch"] = &types.AttributeValueMemberS{Value: b.Batch}
 			bi["jobs"] = &types.AttributeValueMemberN{Value: fmt.Sprint(n)}
+			terms, err := attributevalue.Marshal(termsItem(b.Terms()))
+			if err != nil {
+				return err
+			}
+			bi[attrTerms] = terms
 			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: bi}})
 		}
 		return s.batchWrite(ctx, s.tables.State, reqs)

@@ -91,11 +91,16 @@ func TestSubmitIsIdempotentAndReportsConflicts(t *testing.T) {
 		{Key: "late", Env: map[string]string{"I": "late"}},
 	}}
 	n, err := s.Submit(ctx, part, t0.Add(time.Minute))
-	if n != 1 || !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), b.Jobs[4].Key) {
-		t.Fatalf("got %d created, err %v; want 1 and a conflict naming %s", n, err, b.Jobs[4].Key)
+	if n != 0 || !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `jobs[1].env: differs from the stored job "`+b.Jobs[4].Key+`" in I`) {
+		t.Fatalf("got %d created, err %v; want none and a conflict naming jobs[1].env and %s", n, err, b.Jobs[4].Key)
 	}
 	if j := job(t, s, b, 4); j.Env["I"] != "4" {
 		t.Errorf("conflicting job changed: env %v", j.Env)
+	}
+	// Without the changed job, the message is stored.
+	part.Jobs = slices.Delete(part.Jobs, 1, 2)
+	if n, err := s.Submit(ctx, part, t0.Add(time.Minute)); n != 1 || err != nil {
+		t.Fatalf("got %d created, err %v; want the late job created", n, err)
 	}
 	snap := snapshot(t, s)
 	if len(snap.Queues) != 1 || snap.Queues[0].Waiting != 31 || snap.Queues[0].SubmittedTier != 1 {

@@ -22,21 +22,26 @@ import (
 
 // Errors of Submit. ErrConflict and ErrInvalid are the message's fault (to
 // the dead-letter queue with the reason); ErrBusy is transient (let SQS
-// redeliver).
+// redeliver). A conflict is a *memstore.ConflictError, the same as the
+// memory store's, naming each field.
 var (
-	ErrConflict = errors.New("jobs conflict with existing jobs of the same key")
+	ErrConflict = memstore.ErrConflict
 	ErrBusy     = errors.New("batch is being submitted by another call")
 	ErrInvalid  = errors.New("invalid batch")
 )
 
 // Submit adds a batch's jobs as waiting. It is idempotent: a job that exists
-// with the same content is skipped; one with other content is a conflict,
-// left unchanged and reported in the error (wrapping ErrConflict; the other
-// jobs are still added).
+// with the same content is skipped. A message that disagrees with its
+// stored batch — a job of the same key with another model or env, other
+// terms (tier, task definition, timeout, max attempts, parts), another copy
+// of a part already stored — is refused whole with a
+// *memstore.ConflictError (wrapping ErrConflict) naming each field, before
+// anything is written: the stored jobs and parts stay as they were.
 //
-//  1. lock      the batch item (one Submit per batch at a time)
+//  1. lock      the batch item (one Submit per batch at a time); it holds
+//     the batch's terms and part digests (conflict.go)
 //  2. classify  the message's jobs: new, already there, or conflicting;
-//     skipped when the batch has no registered job yet (its first message)
+//     the stored jobs are read only when the batch has registered jobs
 //  3. write     job items and the queue's order (chunk items) with
 //     BatchWriteItem, 25 a call: invisible to the scheduler until
 //  4. register  one transaction grows each queue's size and waiting count,
@@ -47,10 +52,10 @@ var (
 // registered and writes nothing but the lock.
 func (s *Store) Submit(ctx context.Context, b memstore.BatchSpec, now time.Time) (created int, err error) {
 	created, err = s.submit(ctx, b, now)
-	if b.Parts > 0 && (err == nil || errors.Is(err, ErrConflict)) {
-		// The part arrived (a conflicting job does not undo the rest). Marked
-		// after the jobs are registered: a crash in between leaves it
-		// unmarked until the redelivery, never marked with jobs missing.
+	if b.Parts > 0 && err == nil {
+		// The part arrived. Marked after the jobs are registered: a crash
+		// in between leaves it unmarked until the redelivery, never marked
+		// with jobs missing.
 		if perr := s.markPart(ctx, b); perr != nil {
 			return created, errors.Join(err, perr)
 		}
@@ -104,7 +109,7 @@ func (s *Store) submit(ctx context.Context, b memstore.BatchSpec, now time.Time)
 
 	// 1. Lock.
 	owner := token()
-	registered, err := s.lock(ctx, bpk, b, owner, now)
+	locked, err := s.lock(ctx, bpk, b, owner, now)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", where, err)
 	}
@@ -115,27 +120,34 @@ func (s *Store) submit(ctx context.Context, b memstore.BatchSpec, now time.Time)
 		}
 	}()
 
+	var registered int64
+	if av, ok := locked["jobs"].(*types.AttributeValueMemberN); ok {
+		registered, _ = strconv.ParseInt(av.Value, 10, 64)
+	}
+
 	// 2. Classify. The first occurrence of a key in the message wins.
 	type newJob struct {
 		spec memstore.JobSpec
 		id   string
 		mdl  string
+		i    int // in the message
 	}
 	var (
 		jobs      []newJob
-		conflicts []string
+		conflicts memstore.Conflicts
 		first     = map[string]memstore.JobSpec{}
 	)
-	for _, js := range b.Jobs {
+	if terms, sum, ok := storedTerms(locked, b.Part); ok {
+		conflicts.Terms(terms, sum, b)
+	}
+	for i, js := range b.Jobs {
 		mdl := cmp.Or(js.Model, b.Model)
 		if prev, dup := first[js.Key]; dup {
-			if cmp.Or(prev.Model, b.Model) != mdl || !maps.Equal(prev.Env, js.Env) {
-				conflicts = append(conflicts, js.Key)
-			}
+			conflicts.Job(b, i, cmp.Or(prev.Model, b.Model), prev.Env)
 			continue
 		}
 		first[js.Key] = js
-		jobs = append(jobs, newJob{spec: js, id: scheduler.JobID(b.Account, b.Project, b.Batch, js.Key), mdl: mdl})
+		jobs = append(jobs, newJob{spec: js, id: scheduler.JobID(b.Account, b.Project, b.Batch, js.Key), mdl: mdl, i: i})
 	}
 	if registered > 0 {
 		ids := make([]string, len(jobs))
@@ -156,19 +168,17 @@ func (s *Store) submit(ctx context.Context, b memstore.BatchSpec, now time.Time)
 			switch {
 			case !exists || !isReg[j.id]:
 				kept = append(kept, j) // new, or left unregistered by a crashed Submit
-			case o.Model != j.mdl || !maps.Equal(o.Env, j.spec.Env):
-				conflicts = append(conflicts, j.spec.Key)
+			default:
+				conflicts.Job(b, j.i, o.Model, o.Env)
 			}
 		}
 		jobs = kept
 	}
-	var conflictErr error
-	if len(conflicts) > 0 {
-		conflictErr = fmt.Errorf("%s: %d jobs conflict with existing jobs of the same key (first: %q): %w",
-			where, len(conflicts), conflicts[0], ErrConflict)
+	if err := conflicts.Err(b); err != nil {
+		return 0, fmt.Errorf("%s: %w", where, err)
 	}
 	if len(jobs) == 0 {
-		return 0, conflictErr
+		return 0, nil
 	}
 
 	// 3. Queues, positions and the writes.
@@ -297,8 +307,14 @@ func (s *Store) submit(ctx context.Context, b memstore.BatchSpec, now time.Time)
 			items = append(items, it)
 		}
 	}
-	release, err := updateItem(s.tables.State, key(bpk, skBatch),
-		expression.Add(name("jobs"), value(len(jobs))).Remove(name("lock_owner")).Remove(name("lock_until")),
+	// The release records the batch's terms (its first message's) and
+	// this part's digest, which later messages are checked against.
+	rel := expression.Add(name("jobs"), value(len(jobs))).Remove(name("lock_owner")).Remove(name("lock_until")).
+		Set(name(attrTerms), expression.IfNotExists(name(attrTerms), value(termsItem(b.Terms()))))
+	if b.Parts > 0 {
+		rel = rel.Add(name(attrPartSums), value(partSumValue(b)))
+	}
+	release, err := updateItem(s.tables.State, key(bpk, skBatch), rel,
 		name("lock_owner").Equal(value(owner)))
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", where, err)
@@ -317,7 +333,7 @@ func (s *Store) submit(ctx context.Context, b memstore.BatchSpec, now time.Time)
 		}
 	}
 	released = true
-	return len(jobs), conflictErr
+	return len(jobs), nil
 }
 
 // register runs one registration transaction, again after a conflict with a
@@ -344,15 +360,16 @@ func (s *Store) register(ctx context.Context, items []types.TransactWriteItem) e
 }
 
 // lock takes the batch's lock, waiting up to LockWait for another Submit;
-// it returns how many jobs of the batch are registered.
-func (s *Store) lock(ctx context.Context, bpk string, b memstore.BatchSpec, owner string, now time.Time) (int64, error) {
+// it returns the batch item as it was: its count of registered jobs
+// ("jobs"), its terms and part digests.
+func (s *Store) lock(ctx context.Context, bpk string, b memstore.BatchSpec, owner string, now time.Time) (map[string]types.AttributeValue, error) {
 	u := expression.Set(name("account"), value(b.Account)).Set(name("project"), value(b.Project)).
 		Set(name("batch"), value(b.Batch)).Set(name("lock_owner"), value(owner)).
 		Set(name("lock_until"), value(now.Add(s.LockTTL).UnixMilli()))
 	cond := name("lock_until").AttributeNotExists().Or(name("lock_until").LessThan(value(now.UnixMilli())))
 	e, err := expression.NewBuilder().WithUpdate(u).WithCondition(cond).Build()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	start := time.Now()
 	for try := 1; ; try++ {
@@ -363,20 +380,16 @@ func (s *Store) lock(ctx context.Context, bpk string, b memstore.BatchSpec, owne
 			ReturnValues: types.ReturnValueAllOld,
 		})
 		if err == nil {
-			var n int64
-			if av, ok := res.Attributes["jobs"].(*types.AttributeValueMemberN); ok {
-				n, _ = strconv.ParseInt(av.Value, 10, 64)
-			}
-			return n, nil
+			return res.Attributes, nil
 		}
 		if !isConditionFailed(err) {
-			return 0, fmt.Errorf("lock: %w", err)
+			return nil, fmt.Errorf("lock: %w", err)
 		}
 		if time.Since(start) >= s.LockWait {
-			return 0, fmt.Errorf("lock held for over %v: %w", s.LockWait, ErrBusy)
+			return nil, fmt.Errorf("lock held for over %v: %w", s.LockWait, ErrBusy)
 		}
 		if err := sleep(ctx, min(try, 4)); err != nil { // 25 ms … 200 ms
-			return 0, err
+			return nil, err
 		}
 	}
 }

@@ -10,12 +10,15 @@
 // # What happens to a record
 //
 //	valid, stored                  done (jobs created; a redelivery creates none)
-//	valid, some keys conflict      done: the conflicting jobs stay as they were,
-//	                               the others are stored; logged, IntakeConflicts
 //	invalid (a *batchmsg.Error)    to the dead-letter queue, body unchanged, with
 //	                               evalsched-reason and evalsched-source-message-id
 //	                               beside the submitter's own attributes (up to
 //	                               SQS's ten); logged, IntakeRejected; then done
+//	conflicts with its batch       to the dead-letter queue the same way, the
+//	  (a *memstore.ConflictError)  reason naming each field that differs (a job's
+//	                               env or model, tier, task_definition, …, part,
+//	                               parts); nothing of it stored, the stored jobs
+//	                               unchanged; logged, IntakeConflicts; then done
 //	dead-letter send failed        batch item failure: SQS delivers it again
 //	store failed (throttled, …)    batch item failure: SQS delivers just it again
 //

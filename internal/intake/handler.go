@@ -20,9 +20,9 @@ import (
 )
 
 // Submitter stores a batch's jobs as waiting, idempotently: a job that
-// exists with the same content is skipped, one with other content is left
-// unchanged and reported with an error wrapping dynamostore.ErrConflict.
-// *dynamostore.Store satisfies it.
+// exists with the same content is skipped; a message that disagrees with
+// its stored batch is refused whole with a *memstore.ConflictError (wrapping
+// memstore.ErrConflict). *dynamostore.Store and *memstore.Store satisfy it.
 type Submitter interface {
 	Submit(ctx context.Context, b memstore.BatchSpec, now time.Time) (created int, err error)
 }
@@ -160,18 +160,19 @@ func (h *Handler) record(ctx context.Context, r *events.SQSMessage, counts *Coun
 	counts.Jobs += created
 
 	// 3. Answer.
-	if m.Parts > 0 && (err == nil || errors.Is(err, dynamostore.ErrConflict)) {
-		counts.Parts++
-	}
+	var conflict *memstore.ConflictError
 	switch {
 	case err == nil:
+		if m.Parts > 0 {
+			counts.Parts++
+		}
 		log.Info("message stored", "jobs", len(m.Jobs), "created", created)
 		return done
-	case errors.Is(err, dynamostore.ErrConflict):
-		counts.Conflicts++
-		log.Warn("message conflicts: jobs of the same key with other content were left unchanged, the others stored",
-			"jobs", len(m.Jobs), "created", created, "err", err.Error())
-		return done
+	case errors.As(err, &conflict):
+		// Nothing of it was stored: the dead-letter queue holds it with
+		// every field that disagrees, to be fixed (or sent as a new
+		// batch) and redriven.
+		return h.deadLetter(ctx, log, r, conflict.Reason(), &counts.Conflicts, "message conflicts with its stored batch: to the dead-letter queue, nothing stored")
 	case errors.Is(err, dynamostore.ErrInvalid):
 		// Parse lets nothing through that the store refuses; should the
 		// two disagree, the message is still the one to blame.
@@ -184,6 +185,13 @@ func (h *Handler) record(ctx context.Context, r *events.SQSMessage, counts *Coun
 // reject sends an invalid message to the dead-letter queue with its reason;
 // if that fails the record is retried, so the message is never lost.
 func (h *Handler) reject(ctx context.Context, log *slog.Logger, r *events.SQSMessage, reason string, counts *Counts) outcome {
+	return h.deadLetter(ctx, log, r, reason, &counts.Rejected, "message rejected to the dead-letter queue")
+}
+
+// deadLetter sends a message to the dead-letter queue with its reason,
+// then counts it in *n and logs msg; if the send fails the record is
+// retried.
+func (h *Handler) deadLetter(ctx context.Context, log *slog.Logger, r *events.SQSMessage, reason string, n *int, msg string) outcome {
 	attrs, dropped := DeadLetterAttributes(r.Body, r.MessageId, reason, SubmittedAttributes(r.MessageAttributes))
 	if len(dropped) > 0 {
 		log = log.With("attributes_dropped", dropped)
@@ -192,12 +200,12 @@ func (h *Handler) reject(ctx context.Context, log *slog.Logger, r *events.SQSMes
 		QueueUrl: aws.String(h.Config.DLQURL), MessageBody: aws.String(r.Body), MessageAttributes: attrs,
 	})
 	if err != nil {
-		log.Error("message retried: invalid, and the dead-letter queue refused it",
+		log.Error("message retried: to the dead-letter queue, which refused it",
 			"reason", reason, "err", err.Error())
 		return retry
 	}
-	counts.Rejected++
-	log.Warn("message rejected to the dead-letter queue", "reason", reason)
+	*n++
+	log.Warn(msg, "reason", reason)
 	return done
 }
 

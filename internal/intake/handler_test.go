@@ -20,7 +20,7 @@ const (
 	idBad       = "6f1c3a52-0b7e-4d2a-9c41-000000000002" // six rules broken
 	idDuplicate = "6f1c3a52-0b7e-4d2a-9c41-000000000003" // idGood's body, sent again
 	idFlaky     = "6f1c3a52-0b7e-4d2a-9c41-000000000004" // 2 jobs of batch flaky
-	idConflict  = "6f1c3a52-0b7e-4d2a-9c41-000000000005" // task-000123 changed, task-000126 new
+	idConflict  = "6f1c3a52-0b7e-4d2a-9c41-000000000005" // task-000123's env changed, task-000126 new
 	idNotJSON   = "6f1c3a52-0b7e-4d2a-9c41-000000000006"
 	idVersion2  = "6f1c3a52-0b7e-4d2a-9c41-000000000007"
 
@@ -36,10 +36,16 @@ const badReason = `account: "acme corp" has characters outside A-Z a-z 0-9 . _ :
 	`jobs[1].key: "k1" duplicates jobs[0].key; ` +
 	`jobs[2].env: name "AWS_REGION" must match [A-Z_][A-Z0-9_]* and not start with AWS_ or ECS_`
 
+// conflictReason is idConflict's reason: the field that differs from the
+// stored job.
+const conflictReason = `jobs[0].env: differs from the stored job "task-000123" in TASK_ID`
+
 // TestMixedDelivery: one delivery with good, bad, duplicate, conflicting and
-// transiently failing messages. The good ones are stored once, the bad ones
-// are in the dead-letter queue with their reasons, and only the transient
-// failure is reported for redelivery; redelivered, it is stored.
+// transiently failing messages. The good ones are stored once, the bad and
+// the conflicting ones are in the dead-letter queue with their reasons (the
+// conflicting one's jobs not stored, the stored ones unchanged), and only
+// the transient failure is reported for redelivery; redelivered, it is
+// stored.
 func TestMixedDelivery(t *testing.T) {
 	r := newRig(t)
 	r.h.Store = &throttledOnce{Submitter: r.store, batch: "2026-11-29-flaky"}
@@ -55,9 +61,9 @@ func TestMixedDelivery(t *testing.T) {
 	if got, want := r.db.operations(), []string{"BatchGetItem", "BatchWriteItem", "GetItem", "Query", "TransactWriteItems", "UpdateItem"}; !slices.Equal(got, want) {
 		t.Errorf("DynamoDB operations %v, want %v (update the template's IntakeRole)", got, want)
 	}
-	want := map[string]int{sweep17 + " gpt-5.5": 3, sweep17 + " claude-opus-4.8": 1}
+	want := map[string]int{sweep17 + " gpt-5.5": 2, sweep17 + " claude-opus-4.8": 1}
 	if got := r.waiting(); !maps.Equal(got, want) {
-		t.Errorf("waiting jobs %v, want %v", got, want)
+		t.Errorf("waiting jobs %v, want %v (nothing of the conflicting message)", got, want)
 	}
 	if env := r.job("acme", "search-evals", "2026-11-29-sweep-17", "task-000123").Env; env["TASK_ID"] != "000123" {
 		t.Errorf("conflicting job task-000123 has env %v, want it unchanged (TASK_ID 000123)", env)
@@ -69,19 +75,20 @@ func TestMixedDelivery(t *testing.T) {
 		t.Errorf("submitted tiers %v, want 1 (the message's)", tiers)
 	}
 
-	// The dead-letter queue holds the three invalid messages, bodies
-	// unchanged, each with its reason.
+	// The dead-letter queue holds the three invalid messages and the
+	// conflicting one, bodies unchanged, each with its reason.
 	ev := fixtureEvent(t, "sqs-mixed.json")
 	bodies := map[string]string{}
 	for _, rec := range ev.Records {
 		bodies[rec.MessageId] = rec.Body
 	}
 	dead := r.deadLetters()
-	if got := slices.Sorted(maps.Keys(dead)); !slices.Equal(got, []string{idBad, idNotJSON, idVersion2}) {
-		t.Fatalf("dead letters from %v, want %v", got, []string{idBad, idNotJSON, idVersion2})
+	if got := slices.Sorted(maps.Keys(dead)); !slices.Equal(got, []string{idBad, idConflict, idNotJSON, idVersion2}) {
+		t.Fatalf("dead letters from %v, want %v", got, []string{idBad, idConflict, idNotJSON, idVersion2})
 	}
 	for id, wantReason := range map[string]string{
 		idBad:      badReason,
+		idConflict: conflictReason,
 		idNotJSON:  "message: ",
 		idVersion2: "version: 2 is not a supported version (only 1)",
 	} {
@@ -97,7 +104,7 @@ func TestMixedDelivery(t *testing.T) {
 	}
 
 	// Counted in the metrics, and logged with the message id and reason.
-	if got, want := r.counts(), (intake.Counts{Messages: 7, Jobs: 4, Rejected: 3, Conflicts: 1, Retried: 1}); got != want {
+	if got, want := r.counts(), (intake.Counts{Messages: 7, Jobs: 3, Rejected: 3, Conflicts: 1, Retried: 1}); got != want {
 		t.Errorf("metrics %+v, want %+v", got, want)
 	}
 	var rejected, conflicts []string
@@ -108,10 +115,10 @@ func TestMixedDelivery(t *testing.T) {
 			if l["message_id"] == idBad && l["reason"] != badReason {
 				t.Errorf("log of %s: reason %q, want %q", idBad, l["reason"], badReason)
 			}
-		case "message conflicts: jobs of the same key with other content were left unchanged, the others stored":
+		case "message conflicts with its stored batch: to the dead-letter queue, nothing stored":
 			conflicts = append(conflicts, l["message_id"].(string))
-			if l["batch"] != sweep17 || !strings.Contains(l["err"].(string), `"task-000123"`) || l["created"] != 1.0 {
-				t.Errorf("conflict log %v: want the batch, the key task-000123 and 1 created", l)
+			if l["batch"] != sweep17 || l["reason"] != conflictReason {
+				t.Errorf("conflict log %v: want the batch and the reason %q", l, conflictReason)
 			}
 		}
 	}
@@ -144,14 +151,14 @@ func TestDeadLetterQueueRefuses(t *testing.T) {
 
 	resp := r.invoke(fixture(t, "sqs-mixed.json"))
 
-	if got, want := failures(resp), []string{idBad, idNotJSON, idVersion2}; !slices.Equal(got, want) {
-		t.Errorf("batch item failures %v, want the invalid ones %v", got, want)
+	if got, want := failures(resp), []string{idBad, idConflict, idNotJSON, idVersion2}; !slices.Equal(got, want) {
+		t.Errorf("batch item failures %v, want the invalid and conflicting ones %v", got, want)
 	}
-	want := map[string]int{sweep17 + " gpt-5.5": 3, sweep17 + " claude-opus-4.8": 1, flaky + " gpt-5.5": 2}
+	want := map[string]int{sweep17 + " gpt-5.5": 2, sweep17 + " claude-opus-4.8": 1, flaky + " gpt-5.5": 2}
 	if got := r.waiting(); !maps.Equal(got, want) {
 		t.Errorf("waiting jobs %v, want %v", got, want)
 	}
-	if got, want := r.counts(), (intake.Counts{Messages: 7, Jobs: 6, Conflicts: 1, Retried: 3}); got != want {
+	if got, want := r.counts(), (intake.Counts{Messages: 7, Jobs: 5, Retried: 4}); got != want {
 		t.Errorf("metrics %+v, want %+v", got, want)
 	}
 	if !strings.Contains(r.logs.String(), "The specified queue does not exist") {

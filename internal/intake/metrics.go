@@ -16,7 +16,7 @@ type Counts struct {
 	Messages  int `json:"IntakeMessages"`  // records delivered
 	Jobs      int `json:"IntakeJobs"`      // jobs created (a redelivery creates none)
 	Rejected  int `json:"IntakeRejected"`  // messages dead-lettered as invalid
-	Conflicts int `json:"IntakeConflicts"` // messages with jobs conflicting with stored ones
+	Conflicts int `json:"IntakeConflicts"` // messages conflicting with their stored batch, dead-lettered
 	Retried   int `json:"IntakeRetried"`   // records reported for redelivery
 	Parts     int `json:"IntakeParts"`     // parts of multi-part batches stored
 }

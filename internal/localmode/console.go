@@ -97,7 +97,7 @@ func (h *consoleHandler) Handle(_ context.Context, r slog.Record) error {
 	case r.Message == "message rejected to the dead-letter queue":
 		lines = []string{fmt.Sprintf("intake: message %s rejected to the dead-letter queue: %s", str("message_id"), str("reason"))}
 	case strings.HasPrefix(r.Message, "message conflicts"):
-		lines = []string{fmt.Sprintf("intake: %s: conflict, %s new jobs stored: %s", batch, str("created"), str("err"))}
+		lines = []string{fmt.Sprintf("intake: %s: conflicts with the stored batch, nothing stored, message %s to the dead-letter queue: %s", batch, str("message_id"), str("reason"))}
 	case r.Message == "message stored":
 		lines = []string{fmt.Sprintf("intake: %s: %s jobs, %s new", batch, str("jobs"), str("created"))}
 	case r.Message == "pass":

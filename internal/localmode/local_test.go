@@ -121,7 +121,8 @@ func TestLocalRunsASubmittedBatch(t *testing.T) {
 		"pass log          " + logFile,
 		"rejected to the dead-letter queue: tier: 7 is outside 0..2",
 		"intake: dev/try/b1: 8 jobs, 8 new",
-		"intake: dev/try/b1: conflict, 0 new jobs stored: ",
+		`intake: dev/try/b1: conflicts with the stored batch, nothing stored, message `,
+		`to the dead-letter queue: jobs[0].env: differs from the stored job "0" in X`,
 		`warning: pin "account#dev"`,
 	} {
 		if !strings.Contains(out.String(), want) {

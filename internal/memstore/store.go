@@ -97,9 +97,17 @@ type Store struct {
 	all      []*Job // every job in submission order, for recounts
 	pins     map[string]priority.Pin
 	pauses   map[string]scheduler.Pause
-	parts    map[string]*partsSeen // by account/project/batch
+	parts    map[string]*partsSeen   // by account/project/batch
+	batches  map[string]*batchRecord // by account/project/batch
 	seq      int64
 	loads    map[int]scheduler.ShardLoad // by shard: what each reported last
+}
+
+// batchRecord is what a batch's later messages are checked against: the
+// terms of its first message and the digest of each part.
+type batchRecord struct {
+	terms Terms
+	sums  map[int]string
 }
 
 type partsSeen struct {
@@ -139,6 +147,7 @@ func New(defaults scheduler.ModelConfig) *Store {
 		pins:     map[string]priority.Pin{},
 		pauses:   map[string]scheduler.Pause{},
 		parts:    map[string]*partsSeen{},
+		batches:  map[string]*batchRecord{},
 	}
 }
 
@@ -194,21 +203,49 @@ func (s *Store) model(name string) *model {
 }
 
 // Submit adds a batch's jobs as waiting. It is idempotent: a job that exists
-// with the same content is skipped; one with other content is a conflict,
-// left unchanged and reported in the error (the other jobs are still added).
+// with the same content is skipped. A message that disagrees with its
+// stored batch — a job of the same key with another model or env, other
+// terms (tier, task definition, timeout, max attempts, parts), another
+// copy of a part already stored — is refused whole with a *ConflictError
+// (wrapping ErrConflict) naming each field; nothing of it is stored.
 func (s *Store) Submit(_ context.Context, b BatchSpec, now time.Time) (created int, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var conflicts []string
-	for _, js := range b.Jobs {
-		mdl := cmp.Or(js.Model, b.Model)
+	k := b.Account + "/" + b.Project + "/" + b.Batch
+	var c Conflicts
+	rec := s.batches[k]
+	if rec != nil {
+		c.Terms(rec.terms, rec.sums[b.Part], b)
+	}
+	first := map[string]int{} // a key's first job in the message wins
+	var fresh []int
+	for i, js := range b.Jobs {
 		id := scheduler.JobID(b.Account, b.Project, b.Batch, js.Key)
 		if old, ok := s.jobs[id]; ok {
-			if old.Model != mdl || !maps.Equal(old.Env, js.Env) {
-				conflicts = append(conflicts, js.Key)
-			}
+			c.Job(b, i, old.Model, old.Env)
 			continue
 		}
+		if f, dup := first[js.Key]; dup {
+			c.Job(b, i, cmp.Or(b.Jobs[f].Model, b.Model), b.Jobs[f].Env)
+			continue
+		}
+		first[js.Key] = i
+		fresh = append(fresh, i)
+	}
+	if err := c.Err(b); err != nil {
+		return 0, err
+	}
+	if rec == nil {
+		rec = &batchRecord{terms: b.Terms(), sums: map[int]string{}}
+		s.batches[k] = rec
+	}
+	if b.Parts > 0 && rec.sums[b.Part] == "" {
+		rec.sums[b.Part] = b.PartSum()
+	}
+	for _, i := range fresh {
+		js := b.Jobs[i]
+		mdl := cmp.Or(js.Model, b.Model)
+		id := scheduler.JobID(b.Account, b.Project, b.Batch, js.Key)
 		key := scheduler.QueueKey{Account: b.Account, Project: b.Project, Batch: b.Batch, Model: mdl}
 		q, ok := s.queues[key]
 		if !ok {
@@ -233,17 +270,12 @@ func (s *Store) Submit(_ context.Context, b BatchSpec, now time.Time) (created i
 		created++
 	}
 	if b.Parts > 0 {
-		k := b.Account + "/" + b.Project + "/" + b.Batch
 		p := s.parts[k]
 		if p == nil {
 			p = &partsSeen{seen: map[int]bool{}}
 			s.parts[k] = p
 		}
 		p.total, p.seen[b.Part] = b.Parts, true
-	}
-	if len(conflicts) > 0 {
-		return created, fmt.Errorf("batch %s/%s/%s: %d jobs conflict with existing jobs of the same key (first: %q)",
-			b.Account, b.Project, b.Batch, len(conflicts), conflicts[0])
 	}
 	return created, nil
 }

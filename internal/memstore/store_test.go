@@ -2,7 +2,9 @@ package memstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,14 +51,94 @@ func TestSubmitIsIdempotent(t *testing.T) {
 	if n, err := s.Submit(context.Background(), spec("b", "gpt", 5), t0); n != 0 || err != nil {
 		t.Fatalf("redelivery: got %d, %v; want nothing new", n, err)
 	}
-	changed := spec("b", "gpt", 6)
-	changed.Jobs[2].Env["I"] = "other"
-	n, err := s.Submit(context.Background(), changed, t0)
-	if n != 1 || err == nil || !strings.Contains(err.Error(), `"k002"`) {
-		t.Fatalf("got %d, %v; want the new job created and the changed one reported", n, err)
+	if n, err := s.Submit(context.Background(), spec("b", "gpt", 6), t0); n != 1 || err != nil {
+		t.Fatalf("a message with one more job: got %d, %v; want it created", n, err)
 	}
-	if j, _ := s.Job(scheduler.JobID("lab", "sweep", "b", "k002")); j.Env["I"] != "2" {
-		t.Errorf("a conflicting submit changed the job: env %v", j.Env)
+}
+
+// TestSubmitRefusesConflicts: a message that disagrees with its stored
+// batch is refused whole, with a reason naming each field, and leaves the
+// stored jobs and parts as they were.
+func TestSubmitRefusesConflicts(t *testing.T) {
+	parted := func(part, parts int, keys ...string) BatchSpec {
+		b := BatchSpec{Account: "lab", Project: "sweep", Batch: "p", Model: "gpt", Tier: -1, Part: part, Parts: parts}
+		for _, k := range keys {
+			b.Jobs = append(b.Jobs, JobSpec{Key: k})
+		}
+		return b
+	}
+	changedEnv := spec("b", "gpt", 6)
+	changedEnv.Jobs[2].Env["I"] = "other"
+	changedModel := spec("b", "gpt", 5)
+	changedModel.Jobs[1].Model = "claude"
+	tier := spec("b", "gpt", 5)
+	tier.Tier = 0
+	td := spec("b", "gpt", 5)
+	td.TaskDefinition = "eval:2"
+	for _, tc := range []struct {
+		name   string
+		stored []BatchSpec
+		msg    BatchSpec
+		reason string
+	}{
+		{"env", []BatchSpec{spec("b", "gpt", 5)}, changedEnv, `jobs[2].env: differs from the stored job "k002" in I`},
+		{"model", []BatchSpec{spec("b", "gpt", 5)}, changedModel, `jobs[1].model: "claude", but the stored job "k001" runs "gpt"`},
+		{"tier", []BatchSpec{spec("b", "gpt", 5)}, tier, "tier: 0, but the batch was stored with none (the default tier)"},
+		{"task definition", []BatchSpec{spec("b", "gpt", 5)}, td, `task_definition: "eval:2", but the batch was stored with ""`},
+		{"part 2 of 3 into 2 parts", []BatchSpec{parted(1, 2, "a")}, parted(2, 3, "b"), "parts: 3, but the batch was stored in 2 parts"},
+		{"two different part 2s", []BatchSpec{parted(1, 2, "a"), parted(2, 2, "b")}, parted(2, 2, "c"), "part: part 2 of this batch was stored with other jobs; a part sent again must be the same"},
+		{"part-less into parts", []BatchSpec{parted(1, 2, "a")}, parted(0, 0, "z"), "parts: missing, but the batch was stored in 2 parts; a message without part and parts cannot join it"},
+		{"part into part-less", []BatchSpec{parted(0, 0, "a")}, parted(1, 2, "z"), "parts: 2, but the batch was stored from messages without part and parts"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := New(scheduler.ModelConfig{})
+			for _, b := range tc.stored {
+				if _, err := s.Submit(ctx, b, t0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := s.Counts()
+			parts, total, _ := s.BatchParts(ctx, "lab", "sweep", tc.msg.Batch)
+			n, err := s.Submit(ctx, tc.msg, t0)
+			var ce *ConflictError
+			if n != 0 || !errors.As(err, &ce) || !errors.Is(err, ErrConflict) || !slices.Contains(ce.Reasons, tc.reason) {
+				t.Fatalf("got %d created, %v; want none and a conflict %q", n, err, tc.reason)
+			}
+			if after := s.Counts(); after != before {
+				t.Errorf("counts %+v after the conflict, want %+v as before", after, before)
+			}
+			if p, n, _ := s.BatchParts(ctx, "lab", "sweep", tc.msg.Batch); !slices.Equal(p, parts) || n != total {
+				t.Errorf("parts %v of %d after the conflict, want %v of %d", p, n, parts, total)
+			}
+			if j, _ := s.Job(scheduler.JobID("lab", "sweep", "b", "k002")); tc.name == "env" && j.Env["I"] != "2" {
+				t.Errorf("a conflicting submit changed the job: env %v", j.Env)
+			}
+			// The stored batch's own messages are still a no-op.
+			for _, b := range tc.stored {
+				if n, err := s.Submit(ctx, b, t0); n != 0 || err != nil {
+					t.Errorf("stored message again: got %d, %v; want 0, nil", n, err)
+				}
+			}
+		})
+	}
+}
+
+// TestConflictReasonsAreBounded: 20,000 changed jobs are reported by ten
+// reasons, the last counting the rest.
+func TestConflictReasonsAreBounded(t *testing.T) {
+	s := New(scheduler.ModelConfig{})
+	b := spec("b", "gpt", 20_000)
+	if _, err := s.Submit(context.Background(), b, t0); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range b.Jobs {
+		j.Env["I"] = "x"
+	}
+	_, err := s.Submit(context.Background(), b, t0)
+	var ce *ConflictError
+	if !errors.As(err, &ce) || len(ce.Reasons) != 10 || ce.Reasons[9] != "and 19991 more" {
+		t.Fatalf("got %v, want 9 reasons and \"and 19991 more\"", err)
 	}
 }
 

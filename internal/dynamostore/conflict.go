@@ -1,0 +1,59 @@
+package dynamostore
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/evalsched/evalsched/internal/memstore"
+)
+
+// What Submit checks a batch's later messages against, kept on the batch
+// item beside its lock: the terms of its first stored message ("terms", a
+// map) and a digest of each stored part ("part_sums", a string set of
+// "part:digest"). Both are written by the transaction that registers a
+// message's jobs, under the lock, so a check under the lock sees every
+// message registered before it. A batch item of an older release has
+// neither: its later messages are checked job by job only.
+const (
+	attrTerms    = "terms"
+	attrPartSums = "part_sums"
+)
+
+// termsItem is memstore.Terms as the batch item's "terms" map holds it.
+type termsItem struct {
+	Tier           int    `dynamodbav:"tier"`
+	TaskDefinition string `dynamodbav:"task_definition"`
+	TimeoutSeconds int    `dynamodbav:"timeout_seconds"`
+	MaxAttempts    int    `dynamodbav:"max_attempts"`
+	Parts          int    `dynamodbav:"parts"`
+}
+
+// storedTerms reads the terms and the digest of part from a batch item;
+// ok is false when the item has no terms.
+func storedTerms(item map[string]types.AttributeValue, part int) (t memstore.Terms, sum string, ok bool) {
+	av, found := item[attrTerms]
+	if !found {
+		return t, "", false
+	}
+	var ti termsItem
+	if err := attributevalue.Unmarshal(av, &ti); err != nil {
+		return t, "", false
+	}
+	if ss, found := item[attrPartSums].(*types.AttributeValueMemberSS); found {
+		prefix := strconv.Itoa(part) + ":"
+		for _, v := range ss.Value {
+			if s, cut := strings.CutPrefix(v, prefix); cut {
+				sum = s
+			}
+		}
+	}
+	return memstore.Terms(ti), sum, true
+}
+
+// partSumValue is the set of one part's digest, for ADD part_sums.
+func partSumValue(b memstore.BatchSpec) *types.AttributeValueMemberSS {
+	return &types.AttributeValueMemberSS{Value: []string{strconv.Itoa(b.Part) + ":" + b.PartSum()}}
+}

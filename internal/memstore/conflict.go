@@ -1,0 +1,172 @@
+package memstore
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ErrConflict is the cause of every *ConflictError: a message disagrees
+// with what its batch already holds. It is the message's fault, so the
+// intake sends it to the dead-letter queue with the reasons; nothing of it
+// is stored and the stored jobs stay as they were.
+var ErrConflict = errors.New("conflicts with the stored batch")
+
+// ConflictError lists how a message disagrees with its stored batch, each
+// reason "field: rule" with the message's field named as the contract
+// names it (docs/batch-format.md): tier, task_definition, timeout_seconds,
+// max_attempts, part, parts, jobs[i].model, jobs[i].env.
+type ConflictError struct {
+	Batch   string   // account/project/batch
+	Reasons []string // at most maxReasons, the last then saying how many more
+}
+
+func (e *ConflictError) Error() string {
+	return "batch " + e.Batch + " conflicts with what is stored: " + e.Reason()
+}
+
+// Reason joins the reasons as the dead-letter queue's reason attribute
+// takes them: "field: rule; field: rule".
+func (e *ConflictError) Reason() string { return strings.Join(e.Reasons, "; ") }
+
+// Unwrap makes errors.Is(err, ErrConflict) hold.
+func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+// maxReasons bounds a ConflictError's reasons: a resubmission that changed
+// the env of 20,000 jobs is told so by ten and a count.
+const maxReasons = 10
+
+// Terms are what every message of a batch must agree on. The first message
+// stored sets them; a later one that differs would change how jobs already
+// waiting or running are run, so it is refused whole.
+type Terms struct {
+	Tier           int // < 0: none given (the default tier, resolved every pass)
+	TaskDefinition string
+	TimeoutSeconds int
+	MaxAttempts    int
+	Parts          int // 0: a batch of messages without parts
+}
+
+// Terms returns the batch's terms as a message gives them, with the store's
+// defaults applied (MaxAttempts 3, any negative tier -1).
+func (b BatchSpec) Terms() Terms {
+	return Terms{
+		Tier: max(b.Tier, -1), TaskDefinition: b.TaskDefinition, TimeoutSeconds: b.TimeoutSeconds,
+		MaxAttempts: cmp.Or(b.MaxAttempts, 3), Parts: b.Parts,
+	}
+}
+
+// PartSum is a digest of a part's jobs (keys, models, envs, in order): a
+// part sent again must be the same part. 16 bytes of SHA-256, hex.
+func (b BatchSpec) PartSum() string {
+	h := sha256.New()
+	for _, j := range b.Jobs {
+		fmt.Fprintf(h, "%q %q", j.Key, cmp.Or(j.Model, b.Model))
+		for _, k := range slices.Sorted(maps.Keys(j.Env)) {
+			fmt.Fprintf(h, " %q=%q", k, j.Env[k])
+		}
+		h.Write([]byte{'\n'})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// Conflicts gathers the reasons a message disagrees with its batch.
+type Conflicts struct {
+	reasons []string
+	more    int
+}
+
+func (c *Conflicts) add(format string, a ...any) {
+	if len(c.reasons) < maxReasons-1 {
+		c.reasons = append(c.reasons, fmt.Sprintf(format, a...))
+		return
+	}
+	c.more++
+}
+
+// Terms adds the ways b disagrees with the terms its batch was stored
+// with; sum is the digest stored for b's part ("" if none was).
+func (c *Conflicts) Terms(stored Terms, sum string, b BatchSpec) {
+	t := b.Terms()
+	if t.Tier != stored.Tier {
+		c.add("tier: %s, but the batch was stored with %s", tierText(t.Tier), tierText(stored.Tier))
+	}
+	if t.TaskDefinition != stored.TaskDefinition {
+		c.add("task_definition: %q, but the batch was stored with %q", t.TaskDefinition, stored.TaskDefinition)
+	}
+	if t.TimeoutSeconds != stored.TimeoutSeconds {
+		c.add("timeout_seconds: %d, but the batch was stored with %d (0: none)", t.TimeoutSeconds, stored.TimeoutSeconds)
+	}
+	if t.MaxAttempts != stored.MaxAttempts {
+		c.add("max_attempts: %d, but the batch was stored with %d", t.MaxAttempts, stored.MaxAttempts)
+	}
+	switch {
+	case t.Parts == stored.Parts:
+		if sum != "" && sum != b.PartSum() {
+			c.add("part: part %d of this batch was stored with other jobs; a part sent again must be the same", b.Part)
+		}
+	case stored.Parts == 0:
+		c.add("parts: %d, but the batch was stored from messages without part and parts", t.Parts)
+	case t.Parts == 0:
+		c.add("parts: missing, but the batch was stored in %d parts; a message without part and parts cannot join it", stored.Parts)
+	default:
+		c.add("parts: %d, but the batch was stored in %d parts", t.Parts, stored.Parts)
+	}
+}
+
+// Job adds how job i of b disagrees with the stored job of its key, which
+// runs model with env.
+func (c *Conflicts) Job(b BatchSpec, i int, model string, env map[string]string) {
+	j := b.Jobs[i]
+	if m := cmp.Or(j.Model, b.Model); m != model {
+		c.add("jobs[%d].model: %q, but the stored job %q runs %q", i, m, j.Key, model)
+	}
+	if !maps.Equal(j.Env, env) {
+		all := map[string]bool{}
+		for k := range j.Env {
+			all[k] = true
+		}
+		for k := range env {
+			all[k] = true
+		}
+		var names []string
+		for _, k := range slices.Sorted(maps.Keys(all)) {
+			v, ok := j.Env[k]
+			w, had := env[k]
+			if v != w || ok != had {
+				names = append(names, k)
+			}
+		}
+		shown := names[:min(len(names), 3)]
+		more := ""
+		if len(names) > len(shown) {
+			more = " and " + strconv.Itoa(len(names)-len(shown)) + " more"
+		}
+		c.add("jobs[%d].env: differs from the stored job %q in %s%s", i, j.Key, strings.Join(shown, ", "), more)
+	}
+}
+
+// Err returns the conflict of the batch's message, nil when it agrees.
+func (c *Conflicts) Err(b BatchSpec) error {
+	if len(c.reasons) == 0 {
+		return nil
+	}
+	reasons := slices.Clone(c.reasons)
+	if c.more > 0 {
+		reasons = append(reasons, fmt.Sprintf("and %d more", c.more))
+	}
+	return &ConflictError{Batch: b.Account + "/" + b.Project + "/" + b.Batch, Reasons: reasons}
+}
+
+func tierText(t int) string {
+	if t < 0 {
+		return "none (the default tier)"
+	}
+	return strconv.Itoa(t)
+}
