@@ -12,6 +12,7 @@ import (
 
 	"github.com/evalsched/evalsched/internal/breaker"
 	"github.com/evalsched/evalsched/internal/priority"
+	"github.com/evalsched/evalsched/internal/sampling"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -45,6 +46,7 @@ type BatchSpec struct {
 	// records which parts arrived (0, 0: a batch of one message).
 	Part, Parts int
 	Jobs        []JobSpec
+	Sampling    *sampling.Params // nil: every job runs, oldest first
 }
 
 // JobSpec is one job of a batch.
@@ -52,6 +54,8 @@ type JobSpec struct {
 	Key   string
 	Model string // "": the batch's model
 	Env   map[string]string
+	// Stratum: the job's stratum in a sampled batch.
+	Stratum string
 }
 
 // Exit is how a task stopped.
