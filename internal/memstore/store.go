@@ -83,12 +83,13 @@ type Job struct {
 	Exit       Exit
 	Reason     string // why it failed, when it did
 
-	queue *queue
+	queue   *queue
+	stratum string // in a sampled batch
 }
 
 // Counts is the number of jobs per state.
 type Counts struct {
-	Waiting, Claimed, Launched, Running, Succeeded, Failed, Cancelled int
+	Waiting, Claimed, Launched, Running, Succeeded, Failed, Cancelled, Skipped int
 }
 
 // Store is the in-memory store. It is safe for concurrent use.
@@ -104,6 +105,8 @@ type Store struct {
 	parts    map[string]*partsSeen // by account/project/batch
 	seq      int64
 	loads    map[int]scheduler.ShardLoad // by shard: what each reported last
+	sampled  map[string]*sampledBatch    // by account/project/batch (sampled.go)
+	results  map[string]Result           // by job id: the current attempt's verdict
 }
 
 type partsSeen struct {
@@ -130,6 +133,7 @@ type queue struct {
 	next    int
 	back    []*Job // sorted by Seq
 	waiting int
+	sampled *sampledBatch // non-nil: jobs leave by the batch's sampling, not by age
 }
 
 // New returns an empty store; models without an item of their own take the
@@ -204,6 +208,13 @@ func (s *Store) Submit(_ context.Context, b BatchSpec, now time.Time) (created i
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var conflicts []string
+	var sb *sampledBatch
+	if b.Sampling != nil {
+		var err error
+		if sb, err = s.sampledFor(b); err != nil {
+			return 0, err
+		}
+	}
 	for _, js := range b.Jobs {
 		mdl := cmp.Or(js.Model, b.Model)
 		id := scheduler.JobID(b.Account, b.Project, b.Batch, js.Key)
@@ -215,9 +226,13 @@ func (s *Store) Submit(_ context.Context, b BatchSpec, now time.Time) (created i
 		}
 		key := scheduler.QueueKey{Account: b.Account, Project: b.Project, Batch: b.Batch, Model: mdl}
 		q, ok := s.queues[key]
+		if ok && q.sampled != sb {
+			conflicts = append(conflicts, js.Key) // a part sampled unlike the first
+			continue
+		}
 		if !ok {
 			s.seq++
-			q = &queue{key: key, tier: b.Tier, seq: s.seq}
+			q = &queue{key: key, tier: b.Tier, seq: s.seq, sampled: sb}
 			s.queues[key] = q
 		}
 		s.seq++
@@ -232,6 +247,9 @@ func (s *Store) Submit(_ context.Context, b BatchSpec, now time.Time) (created i
 		s.jobs[id] = j
 		s.all = append(s.all, j)
 		q.jobs = append(q.jobs, j)
+		if sb != nil {
+			sb.add(j, js.Stratum)
+		}
 		q.waiting++
 		s.model(mdl)
 		created++
@@ -337,6 +355,10 @@ func (s *Store) Commit(_ context.Context, plan scheduler.Plan) ([]scheduler.Job,
 func (q *queue) take() *Job {
 	var j *Job
 	switch {
+	case q.sampled != nil:
+		if j = q.sampled.take(); j == nil {
+			return nil
+		}
 	case len(q.back) > 0:
 		j, q.back = q.back[0], q.back[1:]
 	case q.next < len(q.jobs):
@@ -351,6 +373,12 @@ func (q *queue) take() *Job {
 
 // putBack returns a job to waiting, in its place by age.
 func (q *queue) putBack(j *Job) {
+	if q.sampled != nil {
+		if q.sampled.putBack(j) {
+			q.waiting++
+		}
+		return
+	}
 	i, _ := slices.BinarySearchFunc(q.back, j.Seq, func(b *Job, seq int64) int { return cmp.Compare(b.Seq, seq) })
 	q.back = slices.Insert(q.back, i, j)
 	q.waiting++
@@ -607,6 +635,8 @@ func (s *Store) Counts() Counts {
 			c.Failed++
 		case Cancelled:
 			c.Cancelled++
+		case Skipped:
+			c.Skipped++
 		}
 	}
 	return c
