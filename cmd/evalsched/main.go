@@ -25,6 +25,7 @@ type command struct {
 // command value and one line here.
 var commands = []command{
 	simCommand,
+	simSampledCommand,
 	validateCommand,
 	submitCommand,
 	dlqCommand,

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/sampling"
 )
 
 // The contract's limits (docs/batch-format.md, version 1).
@@ -85,6 +86,10 @@ type Message struct {
 	Part           int    `json:"part,omitempty"` // 0 with Parts 0: the batch is this one message
 	Parts          int    `json:"parts,omitempty"`
 	Jobs           []Job  `json:"jobs"`
+	// Sampling, when present, makes the batch sampled: its jobs run in a
+	// keyed random order per stratum and the rest are skipped once the pass
+	// rate is known to ±moe (internal/sampling).
+	Sampling *sampling.Params `json:"sampling,omitempty"`
 }
 
 // Job is one job of a message.
@@ -92,6 +97,9 @@ type Job struct {
 	Key   string            `json:"key"`
 	Model string            `json:"model,omitempty"` // "": the message's model
 	Env   map[string]string `json:"env,omitempty"`   // nil when absent or empty
+	// Stratum groups the jobs of a sampled batch (required there, an
+	// error elsewhere).
+	Stratum string `json:"stratum,omitempty"`
 }
 
 // ID returns the batch's identity, account/project/batch.
@@ -106,12 +114,12 @@ func (m Message) Spec() memstore.BatchSpec {
 	}
 	jobs := make([]memstore.JobSpec, len(m.Jobs))
 	for i, j := range m.Jobs {
-		jobs[i] = memstore.JobSpec{Key: j.Key, Model: j.Model, Env: j.Env}
+		jobs[i] = memstore.JobSpec{Key: j.Key, Model: j.Model, Env: j.Env, Stratum: j.Stratum}
 	}
 	return memstore.BatchSpec{
 		Account: m.Account, Project: m.Project, Batch: m.Batch, Model: m.Model,
 		Tier: tier, MaxAttempts: cmp.Or(m.MaxAttempts, 3), TaskDefinition: m.TaskDefinition,
-		TimeoutSeconds: m.TimeoutSeconds, Part: m.Part, Parts: m.Parts, Jobs: jobs,
+		TimeoutSeconds: m.TimeoutSeconds, Part: m.Part, Parts: m.Parts, Jobs: jobs, Sampling: m.Sampling,
 	}
 }
 

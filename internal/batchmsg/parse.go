@@ -119,7 +119,8 @@ type parser struct {
 	lex        lexer
 	errs       []error
 	versionErr *Error
-	noModel    int // index of the first job naming no model, -1 if none
+	noModel    int  // index of the first job naming no model, -1 if none
+	sampled    bool // the message has a sampling object, valid or not
 }
 
 // fail records a broken rule; it returns errStop once maxErrors are recorded.
@@ -298,7 +299,7 @@ func (p *parser) intIn(at loc, lo, hi int) (int, state, error) {
 
 var messageFields = []string{
 	"version", "account", "project", "batch", "model", "tier", "task_definition",
-	"timeout_seconds", "max_attempts", "part", "parts", "jobs",
+	"timeout_seconds", "max_attempts", "part", "parts", "jobs", "sampling",
 }
 
 func (p *parser) message() (Message, error) {
@@ -364,6 +365,8 @@ func (p *parser) message() (Message, error) {
 			m.Parts, parts, err = p.intIn(at, 1, MaxParts)
 		case "jobs":
 			m.Jobs, jobs, err = p.jobs(at)
+		case "sampling":
+			m.Sampling, err = p.sampling(at)
 		}
 		return err
 	})
@@ -415,6 +418,9 @@ func (p *parser) message() (Message, error) {
 				return Message{}, err
 			}
 		}
+	}
+	if err := p.sampledJobs(m); err != nil {
+		return Message{}, err
 	}
 	if len(p.errs) > 0 {
 		return Message{}, nil
@@ -484,7 +490,7 @@ func (p *parser) jobs(at loc) ([]Job, state, error) {
 	}
 }
 
-var jobFields = []string{"key", "model", "env"}
+var jobFields = []string{"key", "model", "env", "stratum"}
 
 func (p *parser) job(at loc, i int, keys map[string]int) (Job, error) {
 	var (
@@ -513,6 +519,8 @@ func (p *parser) job(at loc, i int, keys map[string]int) (Job, error) {
 			j.Model, model, err = p.name(f)
 		case "env":
 			j.Env, err = p.env(f)
+		case "stratum":
+			j.Stratum, _, err = p.name(f)
 		}
 		return err
 	})

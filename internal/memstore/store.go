@@ -12,6 +12,7 @@ import (
 
 	"github.com/evalsched/evalsched/internal/breaker"
 	"github.com/evalsched/evalsched/internal/priority"
+	"github.com/evalsched/evalsched/internal/sampling"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -45,6 +46,7 @@ type BatchSpec struct {
 	// records which parts arrived (0, 0: a batch of one message).
 	Part, Parts int
 	Jobs        []JobSpec
+	Sampling    *sampling.Params // nil: every job runs, oldest first
 }
 
 // JobSpec is one job of a batch.
@@ -52,6 +54,8 @@ type JobSpec struct {
 	Key   string
 	Model string // "": the batch's model
 	Env   map[string]string
+	// Stratum: the job's stratum in a sampled batch.
+	Stratum string
 }
 
 // Exit is how a task stopped.
@@ -79,12 +83,13 @@ type Job struct {
 	Exit       Exit
 	Reason     string // why it failed, when it did
 
-	queue *queue
+	queue   *queue
+	stratum string // in a sampled batch
 }
 
 // Counts is the number of jobs per state.
 type Counts struct {
-	Waiting, Claimed, Launched, Running, Succeeded, Failed, Cancelled int
+	Waiting, Claimed, Launched, Running, Succeeded, Failed, Cancelled, Skipped int
 }
 
 // Store is the in-memory store. It is safe for concurrent use.
@@ -101,6 +106,8 @@ type Store struct {
 	batches  map[string]*batchRecord // by account/project/batch
 	seq      int64
 	loads    map[int]scheduler.ShardLoad // by shard: what each reported last
+	sampled  map[string]*sampledBatch    // by account/project/batch (sampled.go)
+	results  map[string]Result           // by job id: the current attempt's verdict
 }
 
 // batchRecord is what a batch's later messages are checked against: the
@@ -134,6 +141,7 @@ type queue struct {
 	next    int
 	back    []*Job // sorted by Seq
 	waiting int
+	sampled *sampledBatch // non-nil: jobs leave by the batch's sampling, not by age
 }
 
 // New returns an empty store; models without an item of their own take the
@@ -216,6 +224,16 @@ func (s *Store) Submit(_ context.Context, b BatchSpec, now time.Time) (created i
 	rec := s.batches[k]
 	if rec != nil {
 		c.Terms(rec.terms, rec.sums[b.Part], b)
+		// Sampling is one of the batch's terms: a part cannot turn a full
+		// batch into a sampled one, nor change its moe or confidence.
+		switch sb := s.sampled[k]; {
+		case sb == nil && b.Sampling != nil:
+			c.add("sampling: %+v, but the batch was stored without sampling", *b.Sampling)
+		case sb != nil && b.Sampling == nil:
+			c.add("sampling: missing, but the batch was stored with %+v", sb.params)
+		case sb != nil && *b.Sampling != sb.params:
+			c.add("sampling: %+v, but the batch was stored with %+v", *b.Sampling, sb.params)
+		}
 	}
 	first := map[string]int{} // a key's first job in the message wins
 	var fresh []int
@@ -235,6 +253,13 @@ func (s *Store) Submit(_ context.Context, b BatchSpec, now time.Time) (created i
 	if err := c.Err(b); err != nil {
 		return 0, err
 	}
+	var sb *sampledBatch
+	if b.Sampling != nil {
+		var err error
+		if sb, err = s.sampledFor(b); err != nil {
+			return 0, err
+		}
+	}
 	if rec == nil {
 		rec = &batchRecord{terms: b.Terms(), sums: map[int]string{}}
 		s.batches[k] = rec
@@ -250,7 +275,7 @@ func (s *Store) Submit(_ context.Context, b BatchSpec, now time.Time) (created i
 		q, ok := s.queues[key]
 		if !ok {
 			s.seq++
-			q = &queue{key: key, tier: b.Tier, seq: s.seq}
+			q = &queue{key: key, tier: b.Tier, seq: s.seq, sampled: sb}
 			s.queues[key] = q
 		}
 		s.seq++
@@ -265,6 +290,9 @@ func (s *Store) Submit(_ context.Context, b BatchSpec, now time.Time) (created i
 		s.jobs[id] = j
 		s.all = append(s.all, j)
 		q.jobs = append(q.jobs, j)
+		if sb != nil {
+			sb.add(j, js.Stratum)
+		}
 		q.waiting++
 		s.model(mdl)
 		created++
@@ -365,6 +393,10 @@ func (s *Store) Commit(_ context.Context, plan scheduler.Plan) ([]scheduler.Job,
 func (q *queue) take() *Job {
 	var j *Job
 	switch {
+	case q.sampled != nil:
+		if j = q.sampled.take(); j == nil {
+			return nil
+		}
 	case len(q.back) > 0:
 		j, q.back = q.back[0], q.back[1:]
 	case q.next < len(q.jobs):
@@ -379,6 +411,12 @@ func (q *queue) take() *Job {
 
 // putBack returns a job to waiting, in its place by age.
 func (q *queue) putBack(j *Job) {
+	if q.sampled != nil {
+		if q.sampled.putBack(j) {
+			q.waiting++
+		}
+		return
+	}
 	i, _ := slices.BinarySearchFunc(q.back, j.Seq, func(b *Job, seq int64) int { return cmp.Compare(b.Seq, seq) })
 	q.back = slices.Insert(q.back, i, j)
 	q.waiting++
@@ -635,6 +673,8 @@ func (s *Store) Counts() Counts {
 			c.Failed++
 		case Cancelled:
 			c.Cancelled++
+		case Skipped:
+			c.Skipped++
 		}
 	}
 	return c

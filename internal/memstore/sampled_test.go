@@ -1,0 +1,211 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/evalsched/evalsched/internal/sampling"
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+// sampledSpec is a sampled batch of strata "a" and "b", n jobs each.
+func sampledSpec(name string, n, minPer int) BatchSpec {
+	b := BatchSpec{Account: "lab", Project: "sweep", Batch: name, Model: "gpt", Tier: -1,
+		Sampling: &sampling.Params{MOE: 0.2, Confidence: 0.9, MinPerStratum: minPer}}
+	for _, st := range []string{"a", "b"} {
+		for i := range n {
+			b.Jobs = append(b.Jobs, JobSpec{Key: fmt.Sprintf("%s%03d", st, i), Stratum: st})
+		}
+	}
+	return b
+}
+
+// finish runs a claimed job to its end with a verdict.
+func finish(t *testing.T, s *Store, j scheduler.Job, pass bool) {
+	t.Helper()
+	ctx := context.Background()
+	if ok, err := s.RecordResult(ctx, j.ID, Result{Attempt: j.Attempt, Pass: pass, At: t0}); !ok || err != nil {
+		t.Fatalf("RecordResult(%s): %v, %v", j.Key, ok, err)
+	}
+	if err := s.TaskStopped(ctx, j.ID, j.Attempt, Exit{}, t0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSampledClaimOrder(t *testing.T) {
+	s := New(scheduler.ModelConfig{})
+	if _, err := s.Submit(context.Background(), sampledSpec("b", 50, 5), t0); err != nil {
+		t.Fatal(err)
+	}
+	jobs := claim(t, s, "gpt", "b", 10)
+	// min_per_stratum first: 5 of each stratum.
+	var inA, inB []string
+	for _, j := range jobs {
+		if strings.HasPrefix(j.Key, "a") {
+			inA = append(inA, j.Key)
+		} else {
+			inB = append(inB, j.Key)
+		}
+	}
+	if len(inA) != 5 || len(inB) != 5 {
+		t.Fatalf("claimed %v and %v, want 5 of each stratum", inA, inB)
+	}
+	// Within a stratum, by keyed rank, not submission order.
+	var want []string
+	for i := range 50 {
+		want = append(want, fmt.Sprintf("a%03d", i))
+	}
+	slices.SortFunc(want, func(x, y string) int {
+		return compareRanked(rankedJob{sampling.Rank("lab/sweep/b", x), &Job{Job: scheduler.Job{Key: x}}},
+			rankedJob{sampling.Rank("lab/sweep/b", y), &Job{Job: scheduler.Job{Key: y}}})
+	})
+	if !slices.Equal(inA, want[:5]) {
+		t.Errorf("stratum a claimed %v, want the lowest ranks %v", inA, want[:5])
+	}
+	if slices.IsSorted(inA) && slices.IsSorted(inB) {
+		t.Errorf("claims %v %v are in submission order", inA, inB)
+	}
+	if err := s.Check(); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestSampledNeymanFollowsResults(t *testing.T) {
+	s := New(scheduler.ModelConfig{})
+	b := sampledSpec("b", 400, 20)
+	b.Sampling.MOE = 0.001 // never stops here
+	if _, err := s.Submit(context.Background(), b, t0); err != nil {
+		t.Fatal(err)
+	}
+	// 20 each; a passes every time, b half the time.
+	nb := 0
+	for _, j := range claim(t, s, "gpt", "b", 40) {
+		if !strings.HasPrefix(j.Key, "a") {
+			nb++
+		}
+		finish(t, s, j, strings.HasPrefix(j.Key, "a") || nb%2 == 0)
+	}
+	nA := 0
+	for _, j := range claim(t, s, "gpt", "b", 100) {
+		if strings.HasPrefix(j.Key, "a") {
+			nA++
+		}
+	}
+	// S̃_a = sqrt(21/22·1/22) ≈ 0.21, S̃_b ≈ 0.5: a gets well under half.
+	if nA > 35 {
+		t.Errorf("stratum a (all passed) got %d of 100 claims, want Neyman's smaller share", nA)
+	}
+}
+
+func TestRecordResultStaleAndRepeated(t *testing.T) {
+	ctx := context.Background()
+	s := New(scheduler.ModelConfig{})
+	s.Submit(ctx, spec("b", "gpt", 1), t0)
+	j := claim(t, s, "gpt", "b", 1)[0]
+	if ok, _ := s.RecordResult(ctx, j.ID, Result{Attempt: 2, Pass: true}); ok {
+		t.Error("a result of another attempt was recorded")
+	}
+	if ok, err := s.RecordResult(ctx, j.ID, Result{Attempt: 1, Pass: false}); !ok || err != nil {
+		t.Fatalf("RecordResult: %v, %v", ok, err)
+	}
+	if ok, _ := s.RecordResult(ctx, j.ID, Result{Attempt: 1, Pass: true}); ok {
+		t.Error("a repeated result was recorded")
+	}
+	if r, _ := s.JobResult(j.ID); r.Pass {
+		t.Error("the repeat replaced the first result")
+	}
+	if _, err := s.RecordResult(ctx, strings.Repeat("0", 32), Result{Attempt: 1}); err == nil {
+		t.Error("a result for an unknown job was accepted")
+	}
+}
+
+func TestSampledStopSkipsTheRest(t *testing.T) {
+	ctx := context.Background()
+	s := New(scheduler.ModelConfig{})
+	b := sampledSpec("b", 500, 10)
+	b.Sampling.MOE = 0.1
+	s.Submit(ctx, b, t0)
+	var stopped bool
+	ran := 0
+	for !stopped {
+		jobs := claim(t, s, "gpt", "b", 5)
+		if len(jobs) == 0 {
+			t.Fatal("ran out of jobs before the rule stopped the batch")
+		}
+		for _, j := range jobs {
+			finish(t, s, j, strings.HasPrefix(j.Key, "a"))
+			ran++
+		}
+		sb, _ := s.Sampled("lab/sweep/b")
+		stopped = sb.Stopped
+	}
+	sb, _ := s.Sampled("lab/sweep/b")
+	c := s.Counts()
+	if c.Waiting != 0 || c.Skipped != 1000-ran || c.Succeeded != ran {
+		t.Errorf("counts %+v after %d ran, want the other %d skipped", c, ran, 1000-ran)
+	}
+	if sb.Estimate.HalfWidth > 0.1 || !strings.Contains(sb.Reason, "sampling stopped: pass rate") {
+		t.Errorf("stopped at %+v, reason %q", sb.Estimate, sb.Reason)
+	}
+	var skipped Job
+	for _, k := range []string{"a499", "b499", "a000"} {
+		if j, _ := s.Job(scheduler.JobID("lab", "sweep", "b", k)); j.State == Skipped {
+			skipped = j
+		}
+	}
+	if skipped.Reason != sb.Reason {
+		t.Errorf("a skipped job's reason %q, want the batch's %q", skipped.Reason, sb.Reason)
+	}
+	if got := claim(t, s, "gpt", "b", 5); len(got) != 0 {
+		t.Errorf("claimed %d jobs of a stopped batch", len(got))
+	}
+	if err := s.Check(); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestSampledRetryAfterStopIsSkipped(t *testing.T) {
+	ctx := context.Background()
+	s := New(scheduler.ModelConfig{})
+	b := sampledSpec("b", 3, 1)
+	b.Sampling.MOE = 0.5
+	s.Submit(ctx, b, t0)
+	jobs := claim(t, s, "gpt", "b", 6)
+	// All 6 are out; the infrastructure loses one after the rest stop it.
+	for _, j := range jobs[1:] {
+		finish(t, s, j, true)
+	}
+	if sb, _ := s.Sampled("lab/sweep/b"); !sb.Stopped {
+		t.Fatalf("not stopped after 5 of 6 passed: %+v", sb.Estimate)
+	}
+	s.TaskStopped(ctx, jobs[0].ID, 1, Exit{Infrastructure: true, Reason: "spot"}, t0)
+	if j, _ := s.Job(jobs[0].ID); j.State != Skipped {
+		t.Errorf("a job returned after the stop is %s, want SKIPPED", j.State)
+	}
+	if err := s.Check(); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestSampledWaitsForAllParts(t *testing.T) {
+	ctx := context.Background()
+	s := New(scheduler.ModelConfig{})
+	b := sampledSpec("b", 100, 1)
+	b.Sampling.MOE = 0.5
+	b.Part, b.Parts = 1, 2
+	s.Submit(ctx, b, t0)
+	for _, j := range claim(t, s, "gpt", "b", 30) {
+		finish(t, s, j, true)
+	}
+	if sb, _ := s.Sampled("lab/sweep/b"); sb.Stopped {
+		t.Fatal("stopped before part 2 arrived")
+	}
+	other := sampledSpec("b", 1, 1) // a part with other sampling
+	other.Part, other.Parts = 2, 2
+	if _, err := s.Submit(ctx, other, t0); err == nil || !strings.Contains(err.Error(), "conflicts") {
+		t.Errorf("a part with other sampling: %v", err)
+	}
+}
