@@ -151,4 +151,3 @@ func deliver(t *testing.T, h *Handler, file string, task *awsfake.Task) {
 		t.Fatalf("%s: %v", file, err)
 	}
 }
-
