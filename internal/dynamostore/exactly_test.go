@@ -2,6 +2,7 @@ package dynamostore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -303,6 +304,107 @@ func TestLateLaunchResultsChangeNothing(t *testing.T) {
 	c.before = nil
 	if j := job(t, s, b, 2); j.State != memstore.Running {
 		t.Errorf("job 2 is %s, want RUNNING: its task started before the launch was recorded", j.State)
+	}
+	check(t, s)
+}
+
+// TestBatchedClaimTakesARetriedJobFirst: after a Snapshot, a running job's
+// task is interrupted and the job waits again as attempt 2, before the
+// queue's cursor. The batched claim, conditioned on the queue having no
+// retried job, is refused, and the claim one queue at a time takes the
+// retried job first (oldest first), not the job at the cursor.
+func TestBatchedClaimTakesARetriedJobFirst(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	b := batch("lab", "p", "b", "m", -1, 5)
+	submit(t, s, b)
+	jobs := commit(t, s, grant(t0, b, 2))
+	launchAll(t, s, jobs)
+	settle(t, s)
+	plan := planFromSnapshot(t0, snapshot(t, s), 1)
+	if err := s.TaskStopped(ctx, jobs[0].ID, 1, memstore.Exit{Infrastructure: true, Reason: "SpotInterruption"}, t0); err != nil {
+		t.Fatal(err)
+	}
+	got := commit(t, s, plan)
+	if len(got) != 1 || got[0].ID != jobs[0].ID || got[0].Attempt != 2 {
+		t.Errorf("claimed %+v, want job 0's attempt 2 (retried jobs first)", got)
+	}
+	check(t, s)
+}
+
+// TestClaimKeepsAQueueThatGrewActive: a claim that takes every job its
+// read saw removes the queue from the active index only if no job was
+// registered since (a later message of the batch): conditioned on the
+// waiting count read, the batched claim (from a Snapshot) and the claim
+// one queue at a time (the message registered between its read and its
+// write) are refused, and the queue, with 2 jobs still waiting, stays
+// where Snapshot finds it.
+func TestClaimKeepsAQueueThatGrewActive(t *testing.T) {
+	for _, batched := range []bool{true, false} {
+		t.Run(fmt.Sprintf("batched=%v", batched), func(t *testing.T) {
+			ctx := context.Background()
+			s, c := newStore(t)
+			other := otherWriter(s)
+			b := batch("lab", "p", "b", "m", -1, 5)
+			first := b
+			first.Jobs = b.Jobs[:3]
+			submit(t, s, first)
+			grow := func() {
+				if n, err := other.Submit(ctx, b, t0); n != 2 || err != nil {
+					t.Errorf("the batch's second message: %d created, %v; want 2", n, err)
+				}
+			}
+			plan := grant(t0, b, 3)
+			if batched {
+				settle(t, s)
+				plan = planFromSnapshot(t0, snapshot(t, s), 3)
+				grow()
+			} else {
+				c.before = beforeClaimOf(jobPK(scheduler.JobID("lab", "p", "b", b.Jobs[0].Key)), grow)
+			}
+			got := commit(t, s, plan)
+			c.before = nil
+			if len(got) != 3 {
+				t.Errorf("claimed %d, want 3", len(got))
+			}
+			snap := snapshot(t, s)
+			if len(snap.Queues) != 1 || snap.Queues[0].Waiting != 2 {
+				t.Errorf("active queues %+v, want the batch's with 2 waiting", snap.Queues)
+			}
+			check(t, s)
+		})
+	}
+}
+
+// TestSubmitThatLostItsLockRegistersNothing: a Submit stalls after writing
+// its jobs, past its lock's time; another delivery of the batch takes the
+// lock and registers its message. The stalled Submit's registration,
+// conditioned on the queue's size it read and on still owning the lock,
+// is refused (ErrBusy, for SQS to deliver it again) instead of writing
+// its jobs over positions the other registered; delivered again, it
+// registers after them.
+func TestSubmitThatLostItsLockRegistersNothing(t *testing.T) {
+	ctx := context.Background()
+	s, c := newStore(t)
+	other := otherWriter(s)
+	b := batch("lab", "p", "b", "m", -1, 4)
+	mine, theirs := b, b
+	mine.Jobs, theirs.Jobs = b.Jobs[:2], b.Jobs[2:]
+	c.before = once("TransactWriteItems", func() {
+		if n, err := other.Submit(ctx, theirs, t0.Add(s.LockTTL+time.Minute)); n != 2 || err != nil {
+			t.Errorf("the other delivery: %d created, %v; want 2", n, err)
+		}
+	})
+	_, err := s.Submit(ctx, mine, t0)
+	c.before = nil
+	if !errors.Is(err, ErrBusy) {
+		t.Fatalf("the stalled Submit: %v, want ErrBusy (its lock was lost)", err)
+	}
+	if n, err := s.Submit(ctx, mine, t0.Add(2*s.LockTTL)); n != 2 || err != nil {
+		t.Fatalf("delivered again: %d created, %v; want 2", n, err)
+	}
+	if snap := snapshot(t, s); len(snap.Queues) != 1 || snap.Queues[0].Waiting != 4 {
+		t.Errorf("queues %+v, want one with 4 waiting", snap.Queues)
 	}
 	check(t, s)
 }

@@ -98,4 +98,47 @@ var Mutations = []Mutation{
 		Edits: []Edit{{`case now.Sub(j.ClaimedAt) > missingGrace:`, `case false:`}},
 		Pkg:   "./internal/reconcile", Tests: []string{"TestReconcileRequeuesARunningJobWhoseTaskIsGone"},
 	},
+	{
+		Name: "batched-claim-backs", Why: "a queue's retried jobs are claimed before the jobs at its cursor",
+		File:  "internal/dynamostore/claims.go",
+		Edits: []Edit{{`cond := name("next").Equal(value(q.Next)).And(name("backs").Equal(value(0)))`, `cond := name("next").Equal(value(q.Next))`}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestBatchedClaimTakesARetriedJobFirst"},
+	},
+	{
+		Name: "batched-claim-emptying", Why: "a queue leaves the active index only when no job was registered or retried since the read",
+		File:  "internal/dynamostore/claims.go",
+		Edits: []Edit{{`cond = cond.And(name("waiting").Equal(value(q.Waiting)))`, ``}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestClaimKeepsAQueueThatGrewActive"},
+	},
+	{
+		Name: "slow-claim-emptying", Why: "a queue leaves the active index only when no job was registered or retried since the read",
+		File:  "internal/dynamostore/commit.go",
+		Edits: []Edit{{`cond = cond.And(name("waiting").Equal(value(q.Waiting)))`, ``}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestClaimKeepsAQueueThatGrewActive"},
+	},
+	{
+		Name: "commit-state-version", Why: "a pass's plan from a stale Snapshot writes nothing (ErrStale)",
+		File:  "internal/dynamostore/commit.go",
+		Edits: []Edit{{`it, err := updateItem(s.tables.State, key(modelsPK(mp.Model), mp.Model), u, cond)`, `_ = cond; it, err := updateItem(s.tables.State, key(modelsPK(mp.Model), mp.Model), u, expression.ConditionBuilder{})`}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestStaleSnapshotCommitsNothing"},
+	},
+	{
+		Name: "submit-lock", Why: "one Submit of a batch at a time, until a crashed one's lock expires",
+		File:  "internal/dynamostore/submit.go",
+		Edits: []Edit{{`cond := name("lock_until").AttributeNotExists().Or(name("lock_until").LessThan(value(now.UnixMilli())))`, `cond := name("lock_until").AttributeNotExists().Or(name("lock_until").AttributeExists())`}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestSubmitWaitsForTheLockOfACrashedSubmit"},
+	},
+	{
+		// Each of the two covers the other when the registration is one
+		// transaction (the release rides with the last): removed together.
+		Name: "submit-register-lock-lost", Why: "a Submit whose lock expired registers nothing over what another registered",
+		File: "internal/dynamostore/submit.go",
+		Edits: []Edit{
+			{`cond := name(attrPK).AttributeNotExists().Or(name("size").Equal(value(q.Size)))`, `cond := expression.ConditionBuilder{}`},
+			{`name("lock_owner").Equal(value(owner)))
+	if err != nil {`, `expression.ConditionBuilder{})
+	if err != nil {`},
+		},
+		Pkg: "./internal/dynamostore", Tests: []string{"TestSubmitThatLostItsLockRegistersNothing"},
+	},
 }
