@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -405,6 +406,99 @@ func TestSubmitThatLostItsLockRegistersNothing(t *testing.T) {
 	}
 	if snap := snapshot(t, s); len(snap.Queues) != 1 || snap.Queues[0].Waiting != 4 {
 		t.Errorf("queues %+v, want one with 4 waiting", snap.Queues)
+	}
+	check(t, s)
+}
+
+// TestSubmitGivesUpOnlyItsOwnLock: a Submit that finds its lock taken by
+// another (it stalled past its time) fails with ErrBusy and leaves the
+// other's lock in place: releasing it would let a third Submit run beside
+// the other.
+func TestSubmitGivesUpOnlyItsOwnLock(t *testing.T) {
+	ctx := context.Background()
+	s, c := newStore(t)
+	b := batch("lab", "p", "b", "m", -1, 2)
+	bpk := batchPK(b.Account, b.Project, b.Batch)
+	c.before = once("TransactWriteItems", func() {
+		// Another Submit holds the lock now.
+		_, err := client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: aws.String(s.tables.State), Key: key(bpk, skBatch),
+			UpdateExpression:          aws.String("SET lock_owner = :o, lock_until = :u"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":o": &types.AttributeValueMemberS{Value: "other"}, ":u": number(t0.Add(time.Hour).UnixMilli())},
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	})
+	_, err := s.Submit(ctx, b, t0)
+	c.before = nil
+	if !errors.Is(err, ErrBusy) {
+		t.Fatalf("got %v, want ErrBusy (the lock was taken)", err)
+	}
+	res, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.tables.State), Key: key(bpk, skBatch), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if owner := text(res.Item["lock_owner"]); owner != "other" {
+		t.Errorf("lock owner %q after the failed Submit, want the other's lock kept", owner)
+	}
+}
+
+// TestEventOfAJobWithoutAQueueCreatesNone: a job whose queue item is gone
+// (deleted by hand): its STOPPED event fails rather than write its counts
+// into a new, partial queue item that Snapshot and Batches would read.
+func TestEventOfAJobWithoutAQueueCreatesNone(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	b := batch("lab", "p", "b", "m", -1, 1)
+	submit(t, s, b)
+	jobs := commit(t, s, grant(t0, b, 1))
+	qpk := queuePK(scheduler.QueueKey{Account: "lab", Project: "p", Batch: "b", Model: "m"})
+	if _, err := client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(s.tables.State), Key: key(qpk, skQueue)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TaskStopped(ctx, jobs[0].ID, 1, memstore.Exit{Code: 0}, t0); err == nil {
+		t.Error("the event of a job without a queue item gave no error")
+	}
+	if q, ok := dump(t, s).queues[qpk]; ok {
+		t.Errorf("a queue item was created: %+v", q)
+	}
+}
+
+// TestStaleBackItemIsTakenOnce: a back item whose job is not waiting (left
+// by a crash of an older release) is deleted by the claim that meets it,
+// without a claim. Two claims read it (nothing else waits, so neither
+// moves the cursor); the first deletes it; the second's delete,
+// conditioned on the item still there, is refused and it reads again —
+// the queue's count of back items is taken down once.
+func TestStaleBackItemIsTakenOnce(t *testing.T) {
+	ctx := context.Background()
+	s, c := newStore(t)
+	other := otherWriter(s)
+	b := batch("lab", "p", "b", "m", -1, 1)
+	submit(t, s, b)
+	jobs := commit(t, s, grant(t0, b, 1))
+	qpk := queuePK(scheduler.QueueKey{Account: "lab", Project: "p", Batch: "b", Model: "m"})
+	stale, err := attributevalue.MarshalMap(backItem{PK: qpk, SK: backSK(0), ID: jobs[0].ID, Pos: 0, Attempt: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Put: &types.Put{TableName: aws.String(s.tables.State), Item: stale}},
+		{Update: &types.Update{TableName: aws.String(s.tables.State), Key: key(qpk, skQueue),
+			UpdateExpression: aws.String("ADD backs :one"), ExpressionAttributeValues: map[string]types.AttributeValue{":one": number(1)}}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	c.before = beforeClaimOf(qpk, func() {
+		if _, err := other.Commit(ctx, grant(t0, b, 1)); err != nil {
+			t.Error(err)
+		}
+	})
+	got := commit(t, s, grant(t0, b, 1))
+	c.before = nil
+	if len(got) != 0 {
+		t.Errorf("claimed %d, want none (the only job is claimed)", len(got))
 	}
 	check(t, s)
 }

@@ -141,4 +141,34 @@ var Mutations = []Mutation{
 		},
 		Pkg: "./internal/dynamostore", Tests: []string{"TestSubmitThatLostItsLockRegistersNothing"},
 	},
+	{
+		Name: "legacy-pause-delete", Why: "dropping an old release's pause deletes a pin item only when the pause was all it held",
+		File:  "internal/dynamostore/console.go",
+		Edits: []Edit{{`aws.String("attribute_exists(#p) AND attribute_not_exists(#t)")`, `aws.String("attribute_exists(#p) OR attribute_not_exists(#p)")`}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestLegacyPauseOnAPinItem", "TestPauseIsApartFromPins"},
+	},
+	{
+		Name: "legacy-pause-remove", Why: "dropping an old release's pause never creates a pin item",
+		File:  "internal/dynamostore/console.go",
+		Edits: []Edit{{`ConditionExpression:      aws.String("attribute_exists(#p)"),`, `ConditionExpression:      aws.String("attribute_exists(#p) OR attribute_not_exists(#p)"),`}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestLegacyPauseOnAPinItem", "TestPauseIsApartFromPins"},
+	},
+	{
+		Name: "submit-unlock", Why: "a Submit gives up only its own lock",
+		File:  "internal/dynamostore/submit.go",
+		Edits: []Edit{{`WithCondition(name("lock_owner").Equal(value(owner))).Build()`, `WithCondition(name(attrPK).AttributeExists()).Build()`}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestSubmitGivesUpOnlyItsOwnLock"},
+	},
+	{
+		Name: "event-queue-exists", Why: "a task event's counts go to its queue's existing item, never a new partial one",
+		File:  "internal/dynamostore/events.go",
+		Edits: []Edit{{`add(updateItem(s.tables.State, key(j.Queue, skQueue), qu, name(attrPK).AttributeExists()))`, `add(updateItem(s.tables.State, key(j.Queue, skQueue), qu, expression.ConditionBuilder{}))`}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestEventOfAJobWithoutAQueueCreatesNone"},
+	},
+	{
+		Name: "slow-claim-back-delete", Why: "a back item is taken by one claim only",
+		File:  "internal/dynamostore/commit.go",
+		Edits: []Edit{{`it, err := deleteItem(s.tables.State, key(pk, b.SK), name(attrPK).AttributeExists())`, `it, err := deleteItem(s.tables.State, key(pk, b.SK), name(attrPK).AttributeExists().Or(name(attrPK).AttributeNotExists()))`}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestStaleBackItemIsTakenOnce"},
+	},
 }
