@@ -94,7 +94,7 @@ chaos: ## every fault kind on the shipped scenarios, 20 seeds each; fails on any
 # --- mutate: the exactly-once guards (internal/mutate/doc.go) ---
 # Each mutation in internal/mutate/mutations.go (a store condition removed,
 # an event check dropped, …) is applied to a copy of the tree and its tests
-# run: the target fails when one survives. Not in make test (~2 min); make
+# run: the target fails when one survives. Not in make test (~5 min); make
 # test checks that the list still applies to the source. MUTATE=regexp
 # runs some.
 
