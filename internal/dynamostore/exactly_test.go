@@ -139,10 +139,15 @@ func TestBatchedClaimFromAStaleSnapshotKeepsTheCursor(t *testing.T) {
 	if got := commit(t, stale, plan); len(got) != 0 {
 		t.Errorf("stale pass claimed %v, want nothing (all 5 are claimed)", keys(got))
 	}
-	if q := dump(t, stale).queues[queuePK(scheduler.QueueKey{Account: "lab", Project: "p", Batch: "b", Model: "m"})]; q.Next != 5 {
+	if q := dump(t, stale).queues[batchQueue(b)]; q.Next != 5 {
 		t.Errorf("cursor at %d, want 5", q.Next)
 	}
 	check(t, stale)
+}
+
+// batchQueue is the key of a one-model batch's queue item.
+func batchQueue(b memstore.BatchSpec) string {
+	return queuePK(scheduler.QueueKey{Account: b.Account, Project: b.Project, Batch: b.Batch, Model: b.Model})
 }
 
 // cancelByHand takes job id out of WAITING the way a writer that does not
@@ -151,7 +156,7 @@ func TestBatchedClaimFromAStaleSnapshotKeepsTheCursor(t *testing.T) {
 func cancelByHand(t testing.TB, s *Store, b memstore.BatchSpec, i int) {
 	t.Helper()
 	id := scheduler.JobID(b.Account, b.Project, b.Batch, b.Jobs[i].Key)
-	qpk := queuePK(scheduler.QueueKey{Account: b.Account, Project: b.Project, Batch: b.Batch, Model: b.Model})
+	qpk := batchQueue(b)
 	_, err := client.TransactWriteItems(context.Background(), &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Update: &types.Update{TableName: aws.String(s.tables.State), Key: key(jobPK(id), skJob),
 			UpdateExpression:          aws.String("SET #s = :c"),
@@ -453,7 +458,7 @@ func TestEventOfAJobWithoutAQueueCreatesNone(t *testing.T) {
 	b := batch("lab", "p", "b", "m", -1, 1)
 	submit(t, s, b)
 	jobs := commit(t, s, grant(t0, b, 1))
-	qpk := queuePK(scheduler.QueueKey{Account: "lab", Project: "p", Batch: "b", Model: "m"})
+	qpk := batchQueue(b)
 	if _, err := client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(s.tables.State), Key: key(qpk, skQueue)}); err != nil {
 		t.Fatal(err)
 	}
@@ -478,7 +483,7 @@ func TestStaleBackItemIsTakenOnce(t *testing.T) {
 	b := batch("lab", "p", "b", "m", -1, 1)
 	submit(t, s, b)
 	jobs := commit(t, s, grant(t0, b, 1))
-	qpk := queuePK(scheduler.QueueKey{Account: "lab", Project: "p", Batch: "b", Model: "m"})
+	qpk := batchQueue(b)
 	stale, err := attributevalue.MarshalMap(backItem{PK: qpk, SK: backSK(0), ID: jobs[0].ID, Pos: 0, Attempt: 1})
 	if err != nil {
 		t.Fatal(err)
