@@ -137,6 +137,8 @@ func (s *Store) submit(ctx context.Context, b memstore.BatchSpec, now time.Time)
 		conflicts memstore.Conflicts
 		first     = map[string]memstore.JobSpec{}
 	)
+	// Without this check TestSubmitRefusesConflicts fails (make mutate:
+	// submit-terms).
 	if terms, sum, ok := storedTerms(locked, b.Part); ok {
 		conflicts.Terms(terms, sum, b)
 	}

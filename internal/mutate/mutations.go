@@ -171,4 +171,22 @@ var Mutations = []Mutation{
 		Edits: []Edit{{`it, err := deleteItem(s.tables.State, key(pk, b.SK), name(attrPK).AttributeExists())`, `it, err := deleteItem(s.tables.State, key(pk, b.SK), name(attrPK).AttributeExists().Or(name(attrPK).AttributeNotExists()))`}},
 		Pkg:   "./internal/dynamostore", Tests: []string{"TestStaleBackItemIsTakenOnce"},
 	},
+	{
+		Name: "submit-terms", Why: "a message that changes its batch's terms or parts is refused, not stored",
+		File:  "internal/dynamostore/submit.go",
+		Edits: []Edit{{`conflicts.Terms(terms, sum, b)`, `_, _ = terms, sum`}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestSubmitRefusesConflicts"},
+	},
+	{
+		Name: "memstore-submit-terms", Why: "a message that changes its batch's terms or parts is refused, not stored",
+		File:  "internal/memstore/store.go",
+		Edits: []Edit{{`c.Terms(rec.terms, rec.sums[b.Part], b)`, `_ = rec`}},
+		Pkg:   "./internal/memstore", Tests: []string{"TestSubmitRefusesConflicts"},
+	},
+	{
+		Name: "intake-conflict-dead-letter", Why: "a conflicting resubmission reaches the dead-letter queue with its reason",
+		File:  "internal/intake/handler.go",
+		Edits: []Edit{{`case errors.As(err, &conflict):`, `case errors.As(err, &conflict) && false:`}},
+		Pkg:   "./internal/intake", Tests: []string{"TestResubmissionConflicts", "TestMixedDelivery"},
+	},
 }
