@@ -91,6 +91,18 @@ chaos: ## every fault kind on the shipped scenarios, 20 seeds each; fails on any
 	echo "chaos: $$runs runs, $$bad broke an invariant"; \
 	test $$bad -eq 0
 
+# --- mutate: the exactly-once guards (internal/mutate/doc.go) ---
+# Each mutation in internal/mutate/mutations.go (a store condition removed,
+# an event check dropped, …) is applied to a copy of the tree and its tests
+# run: the target fails when one survives. Not in make test (~5 min); make
+# test checks that the list still applies to the source. MUTATE=regexp
+# runs some.
+
+.PHONY: mutate
+
+mutate: node_modules ## apply each listed mutation to a copy of the tree and run its tests; fails if one survives
+	$(GO) run ./internal/mutate -run '$(MUTATE)'
+
 .PHONY: bench-scale
 bench-scale: node_modules ## the scale benchmarks too slow for make bench: 1,000,000 jobs through Submit, one scheduler's limits, sharded passes (~35 min)
 	EVALSCHED_BENCH_SCALE=1 $(GO) test -run '^$$' -bench 'PassAtScale|PassLimits|ShardPass' -benchtime 3x -benchmem -timeout 120m ./internal/dynamostore/

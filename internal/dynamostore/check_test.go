@@ -189,11 +189,17 @@ func checkErr(d tableDump) error {
 			}
 		}
 		// Every waiting job can be claimed: past the cursor, or a back item.
+		// Nothing past the cursor ever left WAITING: only the cursor's own
+		// move claims or cancels there, so a job claimed past it means the
+		// cursor moved back (a claim written from a stale read).
 		for _, j := range d.jobs {
 			if j.Queue == pk && j.State == memstore.Waiting && j.Pos < q.Next {
 				if _, ok := back[j.Pos]; !ok {
 					fail("queue %s: job %s waits at %d behind the cursor %d with no back item: lost", pk, j.Key, j.Pos, q.Next)
 				}
+			}
+			if j.Queue == pk && j.State != memstore.Waiting && j.Pos >= q.Next {
+				fail("queue %s: job %s is %s at %d, past the cursor %d: the cursor moved back", pk, j.Key, j.State, j.Pos, q.Next)
 			}
 		}
 	}

@@ -207,6 +207,13 @@ func (s *Store) writeClaimTxn(ctx context.Context, at time.Time, t *claimTxn) {
 	}
 	for _, u := range t.units {
 		for _, j := range u.taken {
+			// Guard: the job is claimed only if still WAITING at the attempt
+			// read, never one another writer moved between the read and this
+			// write. Without it TestClaimSkipsAJobThatLeftWaitingAfterItWasRead
+			// fails (make mutate: batched-claim-job); with the cursor's
+			// condition also gone, two passes from one Snapshot claim a job
+			// twice: TestBatchedClaimsFromOneSnapshot (make mutate:
+			// batched-claim-job-and-cursor).
 			it, err := updateItem(s.tables.State, key(j.PK, skJob),
 				expression.Set(name("state"), value(memstore.Claimed)).
 					Set(name("tier"), value(u.c.g.Tier)).
@@ -223,9 +230,18 @@ func (s *Store) writeClaimTxn(ctx context.Context, at time.Time, t *claimTxn) {
 		up := expression.Set(name("next"), value(q.Next+u.n)).
 			Set(name("last_claim"), value(tok)).
 			Add(name("waiting"), value(-k))
+		// Guard: the cursor moves only from where the Snapshot saw it, else
+		// a stale read writes it back over another pass's claims:
+		// TestBatchedClaimFromAStaleSnapshotKeepsTheCursor (make mutate:
+		// batched-claim-cursor); and only while no retried job waits, which
+		// comes first: TestBatchedClaimTakesARetriedJobFirst (make mutate:
+		// batched-claim-backs).
 		cond := name("next").Equal(value(q.Next)).And(name("backs").Equal(value(0)))
 		if q.Waiting-k <= 0 {
 			up = up.Remove(name(attrActive))
+			// Guard: the queue leaves the active index only if no job was registered
+			// or retried since the read, else its waiting jobs are never seen again
+			// (TestClaimKeepsAQueueThatGrewActive, make mutate: batched-claim-emptying).
 			cond = cond.And(name("waiting").Equal(value(q.Waiting)))
 		}
 		it, err := updateItem(s.tables.State, key(q.PK, skQueue), up, cond)

@@ -170,6 +170,10 @@ func (s *Store) commitStates(ctx context.Context, plan scheduler.Plan) error {
 			if sm.ver == 0 {
 				was = name("ver").AttributeNotExists()
 			}
+			// Guard: a plan from a Snapshot older than another pass's commit writes
+			// nothing (ErrStale), so two passes never admit on the same free slots;
+			// the same plan retried may write again. Without it
+			// TestStaleSnapshotCommitsNothing fails (make mutate: commit-state-version).
 			cond = was.Or(name("ver").Equal(value(sm.ver + 1)).And(name("commit_id").Equal(value(commitID))))
 		} else {
 			u = u.Add(name("ver"), value(1)).
@@ -259,6 +263,9 @@ func (s *Store) take(ctx context.Context, g scheduler.Grant, at time.Time, cance
 					Set(name("ended_at"), value(atKey)).
 					Set(name("reason"), value("cancelled by an operator")), at)
 			}
+			// Guard: the job is claimed (or cancelled) only if still WAITING at the
+			// attempt read. Without it TestClaimSkipsAJobThatLeftWaitingAfterItWasRead
+			// fails (make mutate: slow-claim-job).
 			cond := name("state").Equal(value(memstore.Waiting)).And(name("attempt").Equal(value(j.Attempt)))
 			it, err := updateItem(s.tables.State, key(j.PK, skJob), u, cond)
 			if err != nil {
@@ -270,6 +277,9 @@ func (s *Store) take(ctx context.Context, g scheduler.Grant, at time.Time, cance
 			return nil
 		}
 		for _, b := range backs {
+			// Guard: a back item is taken by one claim only, so the queue's count of
+			// back items goes down once. Without it TestStaleBackItemIsTakenOnce fails
+			// (make mutate: slow-claim-back-delete).
 			it, err := deleteItem(s.tables.State, key(pk, b.SK), name(attrPK).AttributeExists())
 			if err != nil {
 				return out, err
@@ -300,10 +310,17 @@ func (s *Store) take(ctx context.Context, g scheduler.Grant, at time.Time, cance
 		if cancel {
 			u = u.Add(name(outcomeAttr[memstore.Cancelled]), value(k))
 		}
+		// Guard: the cursor moves only from where this claim read it, never back
+		// over another pass's claims. Without it
+		// TestSlowClaimDoesNotWriteAStaleCursor fails (make mutate:
+		// slow-claim-cursor).
 		cond := name("next").Equal(value(q.Next))
 		if q.Waiting-k <= 0 {
 			// The queue empties: it leaves the active index, unless a retry
-			// added a job meanwhile (then the condition sends us round again).
+			// or a registration added a job meanwhile (then the condition
+			// sends us round again). Guard: without it
+			// TestClaimKeepsAQueueThatGrewActive fails (make mutate:
+			// slow-claim-emptying).
 			u = u.Remove(name(attrActive))
 			cond = cond.And(name("waiting").Equal(value(q.Waiting)))
 		}

@@ -128,12 +128,18 @@ func (s *Store) dropLegacyPause(ctx context.Context, scope string) error {
 	k := map[string]types.AttributeValue{attrScope: &types.AttributeValueMemberS{Value: scope}}
 	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName: aws.String(s.tables.Pins), Key: k,
+		// Guard: the item goes only if the pause was all it held, never a pin's
+		// tier. Without it TestLegacyPauseOnAPinItem fails (make mutate:
+		// legacy-pause-delete).
 		ConditionExpression:      aws.String("attribute_exists(#p) AND attribute_not_exists(#t)"),
 		ExpressionAttributeNames: map[string]string{"#p": attrPaused, "#t": attrTier},
 	})
 	if !isConditionFailed(err) {
 		return err
 	}
+	// Guard (its condition): never creates a pin item that was not there.
+	// Without it TestLegacyPauseOnAPinItem fails (make mutate:
+	// legacy-pause-remove).
 	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.tables.Pins), Key: k,
 		UpdateExpression:         aws.String("REMOVE #p"),

@@ -98,6 +98,10 @@ func (s *Store) setLaunchedAll(ctx context.Context, results []scheduler.LaunchRe
 		if r.TaskARN != "" {
 			u = u.Set(name("task_arn"), value(r.TaskARN))
 		}
+		// Guard: LAUNCHED only over CLAIMED at the attempt launched: a repeated
+		// or late result never turns back a running job or a retried attempt.
+		// Without it TestLateLaunchResultsChangeNothing fails (make mutate:
+		// launch-record-batched).
 		it, err := updateItem(s.tables.State, key(jobPK(r.JobID), skJob), u,
 			name("state").Equal(value(memstore.Claimed)).And(name("attempt").Equal(value(r.Attempt))))
 		if err != nil {
@@ -148,6 +152,9 @@ func (s *Store) setLaunched(ctx context.Context, j jobItem, arn string, now time
 	if arn != "" {
 		u = u.Set(name("task_arn"), value(arn))
 	}
+	// Guard: the job read CLAIMED is still CLAIMED at that attempt: a task
+	// that started between the read and this write stays RUNNING. Without it
+	// TestLateLaunchResultsChangeNothing fails (make mutate: launch-record-single).
 	cond := name("state").Equal(value(memstore.Claimed)).And(name("attempt").Equal(value(j.Attempt)))
 	e, err := expression.NewBuilder().WithUpdate(u).WithCondition(cond).Build()
 	if err != nil {
@@ -296,6 +303,10 @@ func (s *Store) apply(ctx context.Context, j jobItem, t transition) (bool, error
 			u = u.Set(name("exit_reason"), value(t.exit.Reason))
 		}
 	}
+	// Guard: the transition applies to the job as read, once: of two
+	// deliveries of an event, the second finds it moved on, and the counters
+	// move once. Without it TestRacingStopEventsEndAJobOnce fails (make mutate:
+	// event-job).
 	cond := name("state").Equal(value(j.State)).And(name("attempt").Equal(value(j.Attempt)))
 	if err := add(updateItem(s.tables.State, key(j.PK, skJob), u, cond)); err != nil {
 		return false, err
@@ -350,6 +361,10 @@ func (s *Store) apply(ctx context.Context, j jobItem, t transition) (bool, error
 		qu = qu.Add(name("waiting"), value(1)).Add(name("backs"), value(1)).
 			Set(name(attrActive), value(activeKey(j.Model)))
 	}
+	// Guard: the counts go to the queue's item, never to a new partial one
+	// (a queue item deleted by hand). Without it
+	// TestEventOfAJobWithoutAQueueCreatesNone fails (make mutate:
+	// event-queue-exists).
 	if err := add(updateItem(s.tables.State, key(j.Queue, skQueue), qu, name(attrPK).AttributeExists())); err != nil {
 		return false, err
 	}

@@ -123,6 +123,9 @@ type counter struct {
 	failAt    int  // 0: never
 	failAfter bool // the failing call reaches DynamoDB first
 	failOnce  bool // only the failAt-th call fails (a lost answer, not a crash)
+	// before, when set, runs before each call reaches DynamoDB (outside
+	// the lock): a test's other writer acting between a read and a write.
+	before func(op string, in any)
 }
 
 var errCrash = errors.New("injected crash")
@@ -179,6 +182,12 @@ func (c *counter) read(n int) {
 }
 
 func do[In, Out any](c *counter, op string, ctx context.Context, in In, f func(context.Context, In, ...func(*dynamodb.Options)) (Out, error), opts []func(*dynamodb.Options)) (Out, error) {
+	c.mu.Lock()
+	hook := c.before
+	c.mu.Unlock()
+	if hook != nil {
+		hook(op, in)
+	}
 	before, after := c.call(op)
 	if before {
 		var zero Out

@@ -137,6 +137,8 @@ func (s *Store) submit(ctx context.Context, b memstore.BatchSpec, now time.Time)
 		conflicts memstore.Conflicts
 		first     = map[string]memstore.JobSpec{}
 	)
+	// Without this check TestSubmitRefusesConflicts fails (make mutate:
+	// submit-terms).
 	if terms, sum, ok := storedTerms(locked, b.Part); ok {
 		conflicts.Terms(terms, sum, b)
 	}
@@ -275,6 +277,11 @@ func (s *Store) submit(ctx context.Context, b memstore.BatchSpec, now time.Time)
 			Set(name("next"), expression.IfNotExists(name("next"), value(0))).
 			Set(name(attrActive), value(activeKey(mdl))).
 			Add(name("size"), value(n)).Add(name("waiting"), value(n)).Add(name("backs"), value(0))
+		// Guard: the positions written are still the queue's next ones: a Submit
+		// whose lock expired registers nothing over another's jobs. With the
+		// release's lock condition (which covers it when the registration is one
+		// transaction) also gone, TestSubmitThatLostItsLockRegistersNothing fails
+		// (make mutate: submit-register-lock-lost).
 		cond := name(attrPK).AttributeNotExists().Or(name("size").Equal(value(q.Size)))
 		it, err := updateItem(s.tables.State, key(q.PK, skQueue), u, cond)
 		if err != nil {
@@ -314,6 +321,8 @@ func (s *Store) submit(ctx context.Context, b memstore.BatchSpec, now time.Time)
 	if b.Parts > 0 {
 		rel = rel.Add(name(attrPartSums), value(partSumValue(b)))
 	}
+	// Guard (lock_owner below): the lock is still ours; see the queue's size
+	// condition above (make mutate: submit-register-lock-lost).
 	release, err := updateItem(s.tables.State, key(bpk, skBatch), rel,
 		name("lock_owner").Equal(value(owner)))
 	if err != nil {
@@ -366,6 +375,9 @@ func (s *Store) lock(ctx context.Context, bpk string, b memstore.BatchSpec, owne
 	u := expression.Set(name("account"), value(b.Account)).Set(name("project"), value(b.Project)).
 		Set(name("batch"), value(b.Batch)).Set(name("lock_owner"), value(owner)).
 		Set(name("lock_until"), value(now.Add(s.LockTTL).UnixMilli()))
+	// Guard: one Submit of a batch at a time, until a crashed one's lock
+	// expires. Without it TestSubmitWaitsForTheLockOfACrashedSubmit fails (make
+	// mutate: submit-lock).
 	cond := name("lock_until").AttributeNotExists().Or(name("lock_until").LessThan(value(now.UnixMilli())))
 	e, err := expression.NewBuilder().WithUpdate(u).WithCondition(cond).Build()
 	if err != nil {
@@ -397,6 +409,9 @@ func (s *Store) lock(ctx context.Context, bpk string, b memstore.BatchSpec, owne
 func (s *Store) unlock(ctx context.Context, bpk, owner string) {
 	e, err := expression.NewBuilder().
 		WithUpdate(expression.Remove(name("lock_owner")).Remove(name("lock_until"))).
+		// Guard: only our own lock is given up, never the one another Submit took
+		// after ours expired. Without it TestSubmitGivesUpOnlyItsOwnLock fails (make
+		// mutate: submit-unlock).
 		WithCondition(name("lock_owner").Equal(value(owner))).Build()
 	if err == nil {
 		_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{

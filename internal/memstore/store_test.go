@@ -214,6 +214,51 @@ func TestTaskEventsAreIdempotentAndIgnoreStaleAttempts(t *testing.T) {
 	}
 }
 
+// TestStopEventsCountOnce: a repeated STOPPED event of an ended job, and a
+// late STOPPED of an attempt since retried while the next attempt runs,
+// change nothing: no second outcome for the breaker, no end of the running
+// attempt.
+func TestStopEventsCountOnce(t *testing.T) {
+	ctx := context.Background()
+	s := New(scheduler.ModelConfig{})
+	if _, err := s.Submit(ctx, spec("b", "gpt", 2), t0); err != nil {
+		t.Fatal(err)
+	}
+	jobs := claim(t, s, "gpt", "b", 2)
+	done, retried := jobs[0], jobs[1]
+	for _, ex := range []Exit{{Code: 0}, {Code: 0}, {Code: 1, ProviderError: true}} { // the first, then repeats
+		if err := s.TaskStopped(ctx, done.ID, 1, ex, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.TaskStopped(ctx, retried.ID, 1, Exit{Infrastructure: true, Reason: "SpotInterruption"}, t0); err != nil {
+		t.Fatal(err)
+	}
+	again := claim(t, s, "gpt", "b", 1)
+	if len(again) != 1 || again[0].Attempt != 2 {
+		t.Fatalf("re-claim: %+v, want attempt 2", again)
+	}
+	if err := s.TaskStarted(ctx, retried.ID, 2, t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TaskStopped(ctx, retried.ID, 1, Exit{Code: 1, ProviderError: true}, t0); err != nil { // attempt 1's, late
+		t.Fatal(err)
+	}
+	if j, _ := s.Job(done.ID); j.State != Succeeded || j.Exit.Code != 0 {
+		t.Errorf("ended job: %s exit %d, want SUCCEEDED exit 0 as first stopped", j.State, j.Exit.Code)
+	}
+	if j, _ := s.Job(retried.ID); j.State != Running || j.Attempt != 2 {
+		t.Errorf("retried job: %s attempt %d, want attempt 2 RUNNING", j.State, j.Attempt)
+	}
+	snap, _ := s.Snapshot(ctx, t0)
+	if m := snap.Models[0]; m.Outcomes.OK != 1 || m.Outcomes.ProviderFailed != 0 || m.Running != 1 {
+		t.Errorf("outcomes %+v, running %d; want one OK and one running", m.Outcomes, m.Running)
+	}
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestCommitAcknowledgesOutcomesOnce(t *testing.T) {
 	s := New(scheduler.ModelConfig{})
 	if _, err := s.Submit(context.Background(), spec("b", "gpt", 2), t0); err != nil {

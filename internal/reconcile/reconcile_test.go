@@ -182,6 +182,39 @@ func TestReconcileFindsTheTaskOfARunningJobWithoutARecordedLaunch(t *testing.T) 
 	}
 }
 
+// TestReconcileRequeuesARunningJobWhoseTaskIsGone: a job RUNNING without a
+// recorded launch (its RUNNING event came, its launch was never recorded)
+// and no task of its attempt in ECS is left alone within the missing
+// grace — ECS may not list it yet — and past it goes back to waiting as
+// its next attempt, its slot freed.
+func TestReconcileRequeuesARunningJobWhoseTaskIsGone(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	if err := w.store.TaskStarted(ctx, w.jobs[0].ID, 1, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := w.r.Run(ctx, t0.Add(3*time.Minute)) // past the claim grace, within the missing grace
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j := w.state(t, 0); j.State != memstore.Running || rep.Unchanged != 1 {
+		t.Fatalf("within the grace: job 0 %s, %+v; want it RUNNING and unchanged (the other five, claimed, requeued)", j.State, rep)
+	}
+	rep, err = w.r.Run(ctx, t0.Add(6*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j := w.state(t, 0); j.State != memstore.Waiting || j.Attempt != 2 || rep.Requeued != 1 {
+		t.Errorf("past the grace: job 0 %s attempt %d, %+v; want WAITING attempt 2, one requeued", j.State, j.Attempt, rep)
+	}
+	if c := w.store.Counts(); c.Running != 0 {
+		t.Errorf("%d running, want the slot freed", c.Running)
+	}
+	if err := w.store.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // ECS started job 0's task but its answer was lost (a server fault): the
 // launcher reports the outcome unknown, nothing is recorded — no retry under
 // a new attempt, no second task — and the reconciler finds the task by the

@@ -137,13 +137,20 @@
 //     the pass fails, the next one retries), RecordLaunches (30 %, also the
 //     reconciler's: tasks started, launch unrecorded, as after a crash), a
 //     task event's write (20 %: the handler fails, EventBridge delivers the
-//     event again 10-90 s later). A race: an overlapping pass (an
+//     event again 10-90 s later); and, after a Commit wrote the model
+//     states, each grant's claim transaction (the DynamoDB store's batched
+//     claim, or its claim one queue at a time): throttled (30 %: the grant
+//     claims nothing this pass), or applied with its answer lost and
+//     unconfirmed (10 %: its jobs stay CLAIMED, unknown to the pass, until
+//     the reconciler requeues them). A race: an overlapping pass (an
 //     invocation that lost its lease mid-pass) commits between a pass's read
 //     and its commit. The in-memory store has no conditions, so the
 //     adapter keeps the DynamoDB store's optimistic lock: a version per
 //     model, read by Snapshot, bumped by Commit; a commit from an older
-//     read is refused as stale before any effect. Must hold: a job is
-//     claimed once; no model is over-admitted.
+//     read is refused as stale before any effect (a model's state changes
+//     every pass it has work, so a stale plan never reaches the claims).
+//     Must hold: a job is claimed once; no model is over-admitted; a
+//     stranded claim is requeued, never lost or launched twice.
 //   - metrics (episodes of 20-90 s every ~6 min, on one model or all): the
 //     gateway-depth datapoint is missing, ten minutes stale, ×10, 0, or the
 //     GetMetricData call fails. Must hold: the invariants (the limit may

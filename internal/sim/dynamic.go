@@ -246,8 +246,15 @@ func (h *handle) Commit(ctx context.Context, plan scheduler.Plan) ([]scheduler.J
 		}
 	}
 	d.sh.inCommit = true
-	jobs, err := d.store.Commit(ctx, plan)
-	for _, j := range jobs {
+	var all, jobs []scheduler.Job
+	var err error
+	if d.fx != nil {
+		all, jobs, err = d.fx.commit(ctx, plan) // the store faults on the claims
+	} else {
+		all, err = d.store.Commit(ctx, plan)
+		jobs = all
+	}
+	for _, j := range all {
 		d.observeID(j.ID)
 	}
 	d.sh.inCommit = false

@@ -218,6 +218,20 @@ func TestStoreThrottling(t *testing.T) {
 	}
 }
 
+// A throttling episode over the whole run meets the claims too (after the
+// states are written): throttled claims leave their grants to a later
+// pass, claims applied with their answer lost strand their jobs CLAIMED
+// until the reconciler requeues them; nothing is lost or launched twice.
+func TestStoreFaultsReachTheClaims(t *testing.T) {
+	_, r := chaosRun(t, tinyChaos(), map[int][]episode{srcThrottle: {{to: at(1200)}}})
+	invariants(t, r)
+	allSucceed(t, r)
+	if c := r.Chaos; c.ClaimsThrottled == 0 || c.ClaimsUnconfirmed == 0 || c.Repairs.Requeued == 0 {
+		t.Errorf("%d claims throttled, %d unconfirmed, %d requeued by the reconciler; want some of each",
+			c.ClaimsThrottled, c.ClaimsUnconfirmed, c.Repairs.Requeued)
+	}
+}
+
 func TestMetricsFaults(t *testing.T) {
 	for mode := range numMetricsModes {
 		_, r := chaosRun(t, tinyChaos(), map[int][]episode{srcMetrics: {{from: at(60), to: at(600), mode: mode, model: -1}}})

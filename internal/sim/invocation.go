@@ -53,6 +53,10 @@ type ChaosStats struct {
 	EventsLost     int
 	EventRetries   int // events the handler failed (throttled) and EventBridge delivered again
 	RunTaskRetried int // RunTasks that timed out after starting their task, answered again by clientToken
+
+	// ClaimsThrottled and ClaimsUnconfirmed count a Commit's claim
+	// transactions throttled, and applied with their answer lost (faults.go).
+	ClaimsThrottled, ClaimsUnconfirmed int
 }
 
 // window is the number of pass intervals an invocation covers: EventBridge

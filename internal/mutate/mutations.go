@@ -1,0 +1,192 @@
+package main
+
+// Edit replaces Old, found exactly once in the file, by New.
+type Edit struct{ Old, New string }
+
+// Mutation is one small change that a named test must notice.
+type Mutation struct {
+	Name  string // short, for -run and the report
+	Why   string // the invariant the changed code protects
+	File  string // relative to the repository root
+	Edits []Edit
+	Pkg   string   // the package whose tests run, "./internal/…"
+	Tests []string // the tests that must fail (run with -run '^(A|B)$')
+}
+
+// Conditions are replaced by attribute_exists(pk), always true of the
+// items they guard, so the write goes through unconditioned.
+const always = `name(attrPK).AttributeExists()`
+
+// Mutations is the guard list. Each condition expression the store writes
+// names its mutation here in a comment beside it.
+var Mutations = []Mutation{
+	{
+		Name: "batched-claim-job", Why: "a batched claim takes only a job still WAITING at the attempt read",
+		File:  "internal/dynamostore/claims.go",
+		Edits: []Edit{{`name("state").Equal(value(memstore.Waiting)).And(name("attempt").Equal(value(j.Attempt))))`, always + `)`}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestClaimSkipsAJobThatLeftWaitingAfterItWasRead"},
+	},
+	{
+		Name: "batched-claim-cursor", Why: "a batched claim moves a queue's cursor only from where its Snapshot saw it",
+		File:  "internal/dynamostore/claims.go",
+		Edits: []Edit{{`cond := name("next").Equal(value(q.Next)).And(name("backs").Equal(value(0)))`, `cond := name("backs").Equal(value(0))`}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestBatchedClaimFromAStaleSnapshotKeepsTheCursor"},
+	},
+	{
+		Name: "batched-claim-job-and-cursor", Why: "two passes from one Snapshot never claim a job twice",
+		File: "internal/dynamostore/claims.go",
+		Edits: []Edit{
+			{`name("state").Equal(value(memstore.Waiting)).And(name("attempt").Equal(value(j.Attempt))))`, always + `)`},
+			{`cond := name("next").Equal(value(q.Next)).And(name("backs").Equal(value(0)))`, `cond := name("backs").Equal(value(0))`},
+		},
+		Pkg: "./internal/dynamostore", Tests: []string{"TestBatchedClaimsFromOneSnapshot"},
+	},
+	{
+		Name: "slow-claim-job", Why: "a claim (or cancel) one queue at a time takes only a job still WAITING at the attempt read",
+		File:  "internal/dynamostore/commit.go",
+		Edits: []Edit{{`cond := name("state").Equal(value(memstore.Waiting)).And(name("attempt").Equal(value(j.Attempt)))`, `cond := ` + always}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestClaimSkipsAJobThatLeftWaitingAfterItWasRead"},
+	},
+	{
+		Name: "slow-claim-cursor", Why: "a claim one queue at a time moves the cursor only from where it read it",
+		File:  "internal/dynamostore/commit.go",
+		Edits: []Edit{{`cond := name("next").Equal(value(q.Next))`, `cond := ` + always}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestSlowClaimDoesNotWriteAStaleCursor"},
+	},
+	{
+		Name: "event-job", Why: "a task event's transition applies to the job in the state and attempt read, once",
+		File:  "internal/dynamostore/events.go",
+		Edits: []Edit{{`cond := name("state").Equal(value(j.State)).And(name("attempt").Equal(value(j.Attempt)))`, `cond := ` + always}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestRacingStopEventsEndAJobOnce"},
+	},
+	{
+		Name: "launch-record-batched", Why: "a launch result marks LAUNCHED only a job still CLAIMED at that attempt",
+		File:  "internal/dynamostore/events.go",
+		Edits: []Edit{{`name("state").Equal(value(memstore.Claimed)).And(name("attempt").Equal(value(r.Attempt))))`, always + `)`}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestLateLaunchResultsChangeNothing"},
+	},
+	{
+		Name: "launch-record-single", Why: "a launch result read CLAIMED is not written over a job that started meanwhile",
+		File:  "internal/dynamostore/events.go",
+		Edits: []Edit{{`cond := name("state").Equal(value(memstore.Claimed)).And(name("attempt").Equal(value(j.Attempt)))`, `cond := ` + always}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestLateLaunchResultsChangeNothing"},
+	},
+	{
+		Name: "memstore-stopped-stale-attempt", Why: "a STOPPED event of an earlier attempt does not end the running one",
+		File:  "internal/memstore/store.go",
+		Edits: []Edit{{`if j.Attempt != attempt || (j.State != Claimed && j.State != Launched && j.State != Running) {`, `if j.State != Claimed && j.State != Launched && j.State != Running {`}},
+		Pkg:   "./internal/memstore", Tests: []string{"TestStopEventsCountOnce"},
+	},
+	{
+		Name: "memstore-stopped-duplicate", Why: "a repeated STOPPED event of an ended job changes nothing",
+		File:  "internal/memstore/store.go",
+		Edits: []Edit{{`if j.Attempt != attempt || (j.State != Claimed && j.State != Launched && j.State != Running) {`, `if j.Attempt != attempt {`}},
+		Pkg:   "./internal/memstore", Tests: []string{"TestStopEventsCountOnce"},
+	},
+	{
+		Name: "taskevent-attempt-1", Why: "the handler passes on the attempt the task's overrides carry",
+		File: "internal/taskevent/handler.go",
+		Edits: []Edit{
+			{`err = h.Store.TaskStarted(ctx, ev.JobID, ev.Attempt, ev.At)`, `err = h.Store.TaskStarted(ctx, ev.JobID, 1, ev.At)`},
+			{`err = h.Store.TaskStopped(ctx, ev.JobID, ev.Attempt,`, `err = h.Store.TaskStopped(ctx, ev.JobID, 1,`},
+		},
+		Pkg: "./internal/taskevent", Tests: []string{"TestAttemptsEndToEnd"},
+	},
+	{
+		Name: "reconcile-running-no-task", Why: "a RUNNING job with no task past the missing grace goes back to waiting",
+		File:  "internal/reconcile/reconcile.go",
+		Edits: []Edit{{`case now.Sub(j.ClaimedAt) > missingGrace:`, `case false:`}},
+		Pkg:   "./internal/reconcile", Tests: []string{"TestReconcileRequeuesARunningJobWhoseTaskIsGone"},
+	},
+	{
+		Name: "batched-claim-backs", Why: "a queue's retried jobs are claimed before the jobs at its cursor",
+		File:  "internal/dynamostore/claims.go",
+		Edits: []Edit{{`cond := name("next").Equal(value(q.Next)).And(name("backs").Equal(value(0)))`, `cond := name("next").Equal(value(q.Next))`}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestBatchedClaimTakesARetriedJobFirst"},
+	},
+	{
+		Name: "batched-claim-emptying", Why: "a queue leaves the active index only when no job was registered or retried since the read",
+		File:  "internal/dynamostore/claims.go",
+		Edits: []Edit{{`cond = cond.And(name("waiting").Equal(value(q.Waiting)))`, ``}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestClaimKeepsAQueueThatGrewActive"},
+	},
+	{
+		Name: "slow-claim-emptying", Why: "a queue leaves the active index only when no job was registered or retried since the read",
+		File:  "internal/dynamostore/commit.go",
+		Edits: []Edit{{`cond = cond.And(name("waiting").Equal(value(q.Waiting)))`, ``}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestClaimKeepsAQueueThatGrewActive"},
+	},
+	{
+		Name: "commit-state-version", Why: "a pass's plan from a stale Snapshot writes nothing (ErrStale)",
+		File:  "internal/dynamostore/commit.go",
+		Edits: []Edit{{`it, err := updateItem(s.tables.State, key(modelsPK(mp.Model), mp.Model), u, cond)`, `_ = cond; it, err := updateItem(s.tables.State, key(modelsPK(mp.Model), mp.Model), u, expression.ConditionBuilder{})`}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestStaleSnapshotCommitsNothing"},
+	},
+	{
+		Name: "submit-lock", Why: "one Submit of a batch at a time, until a crashed one's lock expires",
+		File:  "internal/dynamostore/submit.go",
+		Edits: []Edit{{`cond := name("lock_until").AttributeNotExists().Or(name("lock_until").LessThan(value(now.UnixMilli())))`, `cond := name("lock_until").AttributeNotExists().Or(name("lock_until").AttributeExists())`}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestSubmitWaitsForTheLockOfACrashedSubmit"},
+	},
+	{
+		// Each of the two covers the other when the registration is one
+		// transaction (the release rides with the last): removed together.
+		Name: "submit-register-lock-lost", Why: "a Submit whose lock expired registers nothing over what another registered",
+		File: "internal/dynamostore/submit.go",
+		Edits: []Edit{
+			{`cond := name(attrPK).AttributeNotExists().Or(name("size").Equal(value(q.Size)))`, `cond := expression.ConditionBuilder{}`},
+			{`name("lock_owner").Equal(value(owner)))
+	if err != nil {`, `expression.ConditionBuilder{})
+	if err != nil {`},
+		},
+		Pkg: "./internal/dynamostore", Tests: []string{"TestSubmitThatLostItsLockRegistersNothing"},
+	},
+	{
+		Name: "legacy-pause-delete", Why: "dropping an old release's pause deletes a pin item only when the pause was all it held",
+		File:  "internal/dynamostore/console.go",
+		Edits: []Edit{{`aws.String("attribute_exists(#p) AND attribute_not_exists(#t)")`, `aws.String("attribute_exists(#p) OR attribute_not_exists(#p)")`}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestLegacyPauseOnAPinItem", "TestPauseIsApartFromPins"},
+	},
+	{
+		Name: "legacy-pause-remove", Why: "dropping an old release's pause never creates a pin item",
+		File:  "internal/dynamostore/console.go",
+		Edits: []Edit{{`ConditionExpression:      aws.String("attribute_exists(#p)"),`, `ConditionExpression:      aws.String("attribute_exists(#p) OR attribute_not_exists(#p)"),`}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestLegacyPauseOnAPinItem", "TestPauseIsApartFromPins"},
+	},
+	{
+		Name: "submit-unlock", Why: "a Submit gives up only its own lock",
+		File:  "internal/dynamostore/submit.go",
+		Edits: []Edit{{`WithCondition(name("lock_owner").Equal(value(owner))).Build()`, `WithCondition(name(attrPK).AttributeExists()).Build()`}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestSubmitGivesUpOnlyItsOwnLock"},
+	},
+	{
+		Name: "event-queue-exists", Why: "a task event's counts go to its queue's existing item, never a new partial one",
+		File:  "internal/dynamostore/events.go",
+		Edits: []Edit{{`add(updateItem(s.tables.State, key(j.Queue, skQueue), qu, name(attrPK).AttributeExists()))`, `add(updateItem(s.tables.State, key(j.Queue, skQueue), qu, expression.ConditionBuilder{}))`}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestEventOfAJobWithoutAQueueCreatesNone"},
+	},
+	{
+		Name: "slow-claim-back-delete", Why: "a back item is taken by one claim only",
+		File:  "internal/dynamostore/commit.go",
+		Edits: []Edit{{`it, err := deleteItem(s.tables.State, key(pk, b.SK), name(attrPK).AttributeExists())`, `it, err := deleteItem(s.tables.State, key(pk, b.SK), name(attrPK).AttributeExists().Or(name(attrPK).AttributeNotExists()))`}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestStaleBackItemIsTakenOnce"},
+	},
+	{
+		Name: "submit-terms", Why: "a message that changes its batch's terms or parts is refused, not stored",
+		File:  "internal/dynamostore/submit.go",
+		Edits: []Edit{{`conflicts.Terms(terms, sum, b)`, `_, _ = terms, sum`}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestSubmitRefusesConflicts"},
+	},
+	{
+		Name: "memstore-submit-terms", Why: "a message that changes its batch's terms or parts is refused, not stored",
+		File:  "internal/memstore/store.go",
+		Edits: []Edit{{`c.Terms(rec.terms, rec.sums[b.Part], b)`, `_ = rec`}},
+		Pkg:   "./internal/memstore", Tests: []string{"TestSubmitRefusesConflicts"},
+	},
+	{
+		Name: "intake-conflict-dead-letter", Why: "a conflicting resubmission reaches the dead-letter queue with its reason",
+		File:  "internal/intake/handler.go",
+		Edits: []Edit{{`case errors.As(err, &conflict):`, `case errors.As(err, &conflict) && false:`}},
+		Pkg:   "./internal/intake", Tests: []string{"TestResubmissionConflicts", "TestMixedDelivery"},
+	},
+}
