@@ -76,7 +76,7 @@ func TestHandleEventFile(t *testing.T) {
 	}
 	want := map[string]int{
 		`attempt: 1.0 must be an integer in 1..10; outcome: "ok" must be "pass" or "fail"`: 2,
-		"job_id: 00000000000000000000000000000000 is no job of this deployment":           2,
+		"job_id: 00000000000000000000000000000000 is no job of this deployment":            2,
 	}
 	if len(reasons) != len(want) {
 		t.Fatalf("dead-lettered %v, want %v", reasons, want)
