@@ -99,6 +99,25 @@ var functions = []function{
 		},
 	},
 	{
+		id: "ResultsFunction", dir: "results",
+		apis: []api{
+			apiOf[dynamostore.DynamoDBAPI]("dynamodb"), // the store's RecordResult (results.Recorder)
+			apiOf[intake.Sender]("sqs"),                // invalid results to the dead-letter queue
+		},
+		unused: map[string]string{
+			"dynamodb:PutItem":        "RecordResult is one conditional UpdateItem on the job (GetItem when it did not apply)",
+			"dynamodb:DeleteItem":     "RecordResult deletes nothing",
+			"dynamodb:Query":          "RecordResult reads the job by its key",
+			"dynamodb:Scan":           "only a pass scans",
+			"dynamodb:BatchGetItem":   "RecordResult reads one job",
+			"dynamodb:BatchWriteItem": "RecordResult writes one job",
+			"dynamodb:CreateTable":    notInAWS,
+			"dynamodb:DescribeTable":  notInAWS,
+		},
+		tables: []string{"state"},
+		env:    []string{"EVALSCHED_TABLE_PREFIX", "EVALSCHED_DLQ_URL"},
+	},
+	{
 		id: "TaskEventsFunction", dir: "taskevents",
 		apis: []api{
 			apiOf[dynamostore.DynamoDBAPI]("dynamodb"), // the store's TaskStarted, TaskStopped (taskevent.Store)
