@@ -106,7 +106,8 @@ type Job struct {
 func (m Message) ID() string { return m.Account + "/" + m.Project + "/" + m.Batch }
 
 // Spec returns the batch as the store takes it: Tier -1 when the message
-// names none, MaxAttempts 3 when a hand-built Message has none.
+// names none, MaxAttempts 3 when a hand-built Message has none, a sampled
+// batch's jobs in sampling.Rank order.
 func (m Message) Spec() memstore.BatchSpec {
 	tier := -1
 	if m.Tier != nil {
@@ -115,6 +116,15 @@ func (m Message) Spec() memstore.BatchSpec {
 	jobs := make([]memstore.JobSpec, len(m.Jobs))
 	for i, j := range m.Jobs {
 		jobs[i] = memstore.JobSpec{Key: j.Key, Model: j.Model, Env: j.Env, Stratum: j.Stratum}
+	}
+	if m.Sampling != nil {
+		// A store that claims oldest first then takes a sampled batch's
+		// jobs in keyed random order, not the submitter's (often sorted
+		// by subject or difficulty).
+		id := m.ID()
+		slices.SortStableFunc(jobs, func(a, b memstore.JobSpec) int {
+			return cmp.Compare(sampling.Rank(id, a.Key), sampling.Rank(id, b.Key))
+		})
 	}
 	return memstore.BatchSpec{
 		Account: m.Account, Project: m.Project, Batch: m.Batch, Model: m.Model,

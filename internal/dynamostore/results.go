@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/evalsched/evalsched/internal/memstore"
 )
@@ -22,13 +23,22 @@ type resultAttrs struct {
 }
 
 // RecordResult records a job's verdict on its item with one conditional
-// UpdateItem, the semantics of memstore's: only for the job's current
-// attempt, once a job has run (CLAIMED … FAILED; not WAITING, CANCELLED or
-// SKIPPED), and not over a verdict of the same or a later attempt, so a
-// stale attempt's result and SQS's redelivery change nothing. It reports
-// whether the result was recorded; an unknown job is memstore.ErrUnknownJob
-// (the sender named a job that does not exist: the dead-letter queue's).
+// write, the semantics of memstore's: only for the job's current attempt,
+// once a job has run (CLAIMED … FAILED; not WAITING, CANCELLED or SKIPPED),
+// and not over a verdict of the same or a later attempt, so a stale
+// attempt's result and SQS's redelivery change nothing. A job of a sampled
+// batch counts toward its stratum in the same transaction (sampled.go),
+// once per job. It reports whether the result was recorded; an unknown job
+// is memstore.ErrUnknownJob (the sender named a job that does not exist:
+// the dead-letter queue's).
 func (s *Store) RecordResult(ctx context.Context, jobID string, r memstore.Result) (bool, error) {
+	j, ok, err := s.readJob(ctx, jobID)
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("result for %s: %w", jobID, err)
+	case !ok:
+		return false, fmt.Errorf("result for %s: %w", jobID, memstore.ErrUnknownJob)
+	}
 	up := expression.Set(name("result_attempt"), value(r.Attempt)).
 		Set(name("result_pass"), value(r.Pass)).
 		Set(name("result_at"), value(stamp(r.At)))
@@ -39,31 +49,42 @@ func (s *Store) RecordResult(ctx context.Context, jobID string, r memstore.Resul
 	}
 	cond := name("attempt").Equal(value(r.Attempt)).
 		And(name("state").In(value(memstore.Claimed), value(memstore.Launched), value(memstore.Running),
-			value(memstore.Succeeded), value(memstore.Failed))).
-		And(expression.Or(name("result_attempt").AttributeNotExists(), name("result_attempt").LessThan(value(r.Attempt))))
-	e, err := expression.NewBuilder().WithUpdate(up).WithCondition(cond).Build()
+			value(memstore.Succeeded), value(memstore.Failed)))
+	counted := j.Stratum != "" && j.ResultAttempt == 0 // a sampled job counts once
+	if counted {
+		cond = cond.And(name("result_attempt").AttributeNotExists())
+	} else {
+		cond = cond.And(expression.Or(name("result_attempt").AttributeNotExists(), name("result_attempt").LessThan(value(r.Attempt))))
+	}
+	it, err := updateItem(s.tables.State, key(jobPK(jobID), skJob), up, cond)
 	if err != nil {
 		return false, fmt.Errorf("result for %s: %w", jobID, err)
 	}
+	if counted {
+		count, err := s.countResult(j, r.Pass)
+		if err == nil {
+			err = s.transact(ctx, []types.TransactWriteItem{it, count}, token())
+		}
+		if reasons := cancelReasons(err); reasons != nil && reasons[0] == "ConditionalCheckFailed" {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("result for %s: %w", jobID, err)
+		}
+		return true, nil
+	}
+	u := it.Update
 	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(s.tables.State), Key: key(jobPK(jobID), skJob),
-		UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
-		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression, ConditionExpression: u.ConditionExpression,
+		ExpressionAttributeNames: u.ExpressionAttributeNames, ExpressionAttributeValues: u.ExpressionAttributeValues,
 	})
 	switch {
-	case err == nil:
-		return true, nil
-	case !isConditionFailed(err):
+	case isConditionFailed(err):
+		return false, nil // a stale or repeated result
+	case err != nil:
 		return false, fmt.Errorf("result for %s: %w", jobID, err)
 	}
-	// Not applied: a stale or repeated result, or no such job (the
-	// condition fails on a missing item too).
-	if _, ok, err := s.readJob(ctx, jobID); err != nil {
-		return false, fmt.Errorf("result for %s: %w", jobID, err)
-	} else if !ok {
-		return false, fmt.Errorf("result for %s: %w", jobID, memstore.ErrUnknownJob)
-	}
-	return false, nil
+	return true, nil
 }
 
 // JobResult reads the verdict recorded for a job (ok false: none yet).

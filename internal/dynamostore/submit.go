@@ -47,6 +47,11 @@ var (
 // registered and writes nothing but the lock.
 func (s *Store) Submit(ctx context.Context, b memstore.BatchSpec, now time.Time) (created int, err error) {
 	created, err = s.submit(ctx, b, now)
+	if b.Sampling != nil && (err == nil || errors.Is(err, ErrConflict)) {
+		if serr := s.registerSampling(ctx, b); serr != nil { // sampled.go
+			return created, errors.Join(err, serr)
+		}
+	}
 	if b.Parts > 0 && (err == nil || errors.Is(err, ErrConflict)) {
 		// The part arrived (a conflicting job does not undo the rest). Marked
 		// after the jobs are registered: a crash in between leaves it
@@ -228,7 +233,7 @@ func (s *Store) submit(ctx context.Context, b memstore.BatchSpec, now time.Time)
 				PK: jobPK(j.id), SK: skJob, ID: j.id, Account: b.Account, Project: b.Project, Batch: b.Batch,
 				Key: j.spec.Key, Model: mdl, Env: j.spec.Env, TaskDefinition: b.TaskDefinition,
 				TimeoutSeconds: b.TimeoutSeconds, MaxAttempts: cmp.Or(b.MaxAttempts, 3), Attempt: 1,
-				State: memstore.Waiting, Queue: q.PK, Pos: pos, SubmitAt: submitAt,
+				State: memstore.Waiting, Queue: q.PK, Pos: pos, SubmitAt: submitAt, Stratum: j.spec.Stratum,
 			})
 			if err != nil {
 				return 0, fmt.Errorf("%s: %w", where, err)

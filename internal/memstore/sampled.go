@@ -218,7 +218,7 @@ func (s *Store) stop(sb *sampledBatch, e sampling.Estimate, q *queue, now time.T
 // SampledStratum is one stratum's counts and its own estimate.
 type SampledStratum struct {
 	sampling.Stratum
-	sampling.Estimate
+	Estimate sampling.Estimate
 }
 
 // SampledBatch is what status and why show of a sampled batch.
