@@ -139,6 +139,7 @@ const summaryModels = 5
 // Summary describes the message in one line:
 //
 //	acme/search-evals/2026-11-29-sweep-17: 2 jobs, models gpt-5.5 (1), claude-opus-4.8 (1), tier 2, part 1 of 4
+//	acme/evals/mmlu-1201: 2 jobs, model gpt-5.5 (2), default tier, sampled to ±0.015 at 99%
 //
 // Models are listed by job count, most first, ties in order of first
 // appearance; a message without a tier says "default tier".
@@ -182,6 +183,9 @@ func (m Message) Summary() string {
 	}
 	if m.Parts > 0 {
 		fmt.Fprintf(&b, ", part %d of %d", m.Part, m.Parts)
+	}
+	if m.Sampling != nil {
+		fmt.Fprintf(&b, ", sampled to ±%g at %g%%", m.Sampling.MOE, m.Sampling.Confidence*100)
 	}
 	return b.String()
 }

@@ -2,6 +2,7 @@ package batchmsg
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -68,6 +69,9 @@ func TestParseSampling(t *testing.T) {
 			back, _ := json.Marshal(m)
 			if m2, err := Parse(back, cfg3); err != nil || !reflect.DeepEqual(m2, m) {
 				t.Errorf("round trip of %s: %+v, %v", back, m2, err)
+			}
+			if got := m.Summary(); tc.want != nil && !strings.HasSuffix(got, fmt.Sprintf(", sampled to ±%g at %g%%", tc.want.MOE, tc.want.Confidence*100)) {
+				t.Errorf("Summary = %q, says nothing of the sampling", got)
 			}
 			spec := m.Spec()
 			if !reflect.DeepEqual(spec.Sampling, tc.want) {
