@@ -546,7 +546,7 @@ func jobsText(r batchRow) string {
 	for _, c := range []struct {
 		n    int
 		what string
-	}{{r.Waiting, "waiting"}, {r.Starting, "starting"}, {r.Running, "running"}, {r.Succeeded, "succeeded"}, {r.Failed, "failed"}, {r.Cancelled, "cancelled"}} {
+	}{{r.Waiting, "waiting"}, {r.Starting, "starting"}, {r.Running, "running"}, {r.Succeeded, "succeeded"}, {r.Failed, "failed"}, {r.Cancelled, "cancelled"}, {r.Skipped, "skipped"}} {
 		if c.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.what))
 		}

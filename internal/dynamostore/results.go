@@ -71,6 +71,9 @@ func (s *Store) RecordResult(ctx context.Context, jobID string, r memstore.Resul
 		if err != nil {
 			return false, fmt.Errorf("result for %s: %w", jobID, err)
 		}
+		if err := s.stopIfDone(ctx, j, r.At); err != nil {
+			return true, fmt.Errorf("result for %s: recorded; stop rule: %w", jobID, err)
+		}
 		return true, nil
 	}
 	u := it.Update

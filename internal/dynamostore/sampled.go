@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -29,12 +30,12 @@ import (
 // counts again; the strata's sizes are the sums over the parts. The result
 // counters move in the transaction that records the verdict on the job.
 //
-// What the DynamoDB store does not do yet (memstore does): release a
-// sampled batch's jobs by stratum in keyed order in Neyman proportions
-// (its jobs are claimed oldest first, in the order batchmsg.Message.Spec
-// gives them: keyed random order within each message) and skip the rest
-// once the stop rule holds (Sampled reports Estimate.Stop; nothing is
-// skipped).
+// Once the stop rule holds, the result that made it hold ends the batch's
+// waiting jobs SKIPPED (stopIfDone). What the DynamoDB store does not do
+// yet (memstore does): release a sampled batch's jobs by stratum in Neyman
+// proportions; its jobs are claimed oldest first, in the order
+// batchmsg.Message.Spec gives them (keyed random order within each
+// message).
 
 const (
 	sampledPrefix  = "SAMPLED#"
@@ -181,4 +182,114 @@ func splitBatch(id string) (string, string, string) {
 	a, rest, _ := strings.Cut(id, "/")
 	p, b, _ := strings.Cut(rest, "/")
 	return a, p, b
+}
+
+// skipStep is how many queue positions skipRest reads at a time.
+const skipStep = 1000
+
+// stopIfDone ends the waiting jobs of j's sampled batch SKIPPED when its
+// stop rule holds (every part in): after a counted result, the one event
+// that moves the estimate. A sampled batch runs one model, so its waiting
+// jobs are in one queue. Idempotent: run again (a redelivered result, a
+// crash half way), it skips what is still waiting.
+func (s *Store) stopIfDone(ctx context.Context, j jobItem, now time.Time) error {
+	q, ok, err := s.readQueue(ctx, j.Queue)
+	if err != nil || !ok || q.Waiting == 0 {
+		return err
+	}
+	batch := j.Account + "/" + j.Project + "/" + j.Batch
+	sb, _, err := s.Sampled(ctx, batch)
+	if err != nil || !sb.Estimate.Stop {
+		return err
+	}
+	e := sb.Estimate
+	reason := fmt.Sprintf("sampling stopped: pass rate %.4f ± %.4f at %g%% confidence after %d of %d results",
+		e.Mean, e.HalfWidth, sb.Params.Confidence*100, e.Results, e.Jobs)
+	return s.skipRest(ctx, q, reason, now)
+}
+
+// skipRest moves every waiting job of the queue, at or past its cursor and
+// among its retried jobs, to SKIPPED with the reason: transactions of up to
+// 99 jobs (each conditioned on WAITING and its attempt) with the queue's
+// waiting counter and its skipped count. A claim that takes a job first
+// wins: the transaction is cancelled and the step read again. The queue
+// leaves the active index once nothing waits; the cursor passes the
+// skipped jobs as it passes cancelled ones.
+func (s *Store) skipRest(ctx context.Context, q queueItem, reason string, now time.Time) error {
+	var ids []string
+	backs, err := s.readBacks(ctx, q.PK, int(q.Backs))
+	if err != nil {
+		return err
+	}
+	for _, b := range backs {
+		ids = append(ids, b.ID)
+	}
+	for pos := q.Next; pos < q.Size || len(ids) > 0; pos += skipStep {
+		if pos < q.Size {
+			more, err := s.idsAt(ctx, q.PK, pos, min(skipStep, q.Size-pos))
+			if err != nil {
+				return err
+			}
+			ids = append(ids, more...)
+		}
+		for tries := 0; len(ids) > 0; tries++ {
+			jobs, err := s.readJobs(ctx, ids)
+			if err != nil {
+				return err
+			}
+			var waiting []jobItem
+			for _, id := range ids {
+				if j, ok := jobs[id]; ok && j.State == memstore.Waiting {
+					waiting = append(waiting, j)
+				}
+			}
+			err = s.skipJobs(ctx, q.PK, waiting, reason, now)
+			if cancelReasons(err) != nil && tries < maxConflicts {
+				continue // a claim took one of them: read the step again
+			}
+			if err != nil {
+				return fmt.Errorf("skip the rest of %s: %w", q.PK, err)
+			}
+			ids = nil
+		}
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.tables.State), Key: key(q.PK, skQueue),
+		UpdateExpression: aws.String("REMOVE #a"), ConditionExpression: aws.String("waiting = :z"),
+		ExpressionAttributeNames: map[string]string{"#a": attrActive}, ExpressionAttributeValues: map[string]types.AttributeValue{":z": &types.AttributeValueMemberN{Value: "0"}},
+	})
+	if err != nil && !isConditionFailed(err) { // a retried job came back meanwhile: it stays active
+		return fmt.Errorf("skip the rest of %s: %w", q.PK, err)
+	}
+	return nil
+}
+
+// skipJobs writes the SKIPPED of jobs, transactMax−1 at a time with the
+// queue's counters.
+func (s *Store) skipJobs(ctx context.Context, pk string, jobs []jobItem, reason string, now time.Time) error {
+	for len(jobs) > 0 {
+		n := min(len(jobs), transactMax-1)
+		var items []types.TransactWriteItem
+		for _, j := range jobs[:n] {
+			u := s.expiry(expression.Set(name("state"), value(memstore.Skipped)).
+				Set(name("ended_at"), value(stamp(now))).
+				Set(name("reason"), value(reason)), now)
+			it, err := updateItem(s.tables.State, key(j.PK, skJob), u,
+				name("state").Equal(value(memstore.Waiting)).And(name("attempt").Equal(value(j.Attempt))))
+			if err != nil {
+				return err
+			}
+			items = append(items, it)
+		}
+		it, err := updateItem(s.tables.State, key(pk, skQueue),
+			expression.Add(name("waiting"), value(-n)).Add(name("skipped"), value(n)), expression.ConditionBuilder{})
+		if err != nil {
+			return err
+		}
+		if err := s.transact(ctx, append(items, it), token()); err != nil {
+			return err
+		}
+		jobs = jobs[n:]
+	}
+	return nil
 }

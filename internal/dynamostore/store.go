@@ -261,6 +261,7 @@ type queueItem struct {
 	Succeeded int64 `dynamodbav:"succeeded,omitempty"`
 	Failed    int64 `dynamodbav:"failed,omitempty"`
 	Cancelled int64 `dynamodbav:"cancelled,omitempty"`
+	Skipped   int64 `dynamodbav:"skipped,omitempty"` // a sampled batch's rest (sampled.go)
 }
 
 func (q *queueItem) key() scheduler.QueueKey {

@@ -105,12 +105,10 @@ var functions = []function{
 			apiOf[intake.Sender]("sqs"),                // invalid results to the dead-letter queue
 		},
 		unused: map[string]string{
-			"dynamodb:PutItem":        "RecordResult is one conditional UpdateItem on the job (GetItem when it did not apply)",
+			"dynamodb:PutItem":        "RecordResult and the skip of a stopped sampled batch only update",
 			"dynamodb:DeleteItem":     "RecordResult deletes nothing",
-			"dynamodb:Query":          "RecordResult reads the job by its key",
 			"dynamodb:Scan":           "only a pass scans",
-			"dynamodb:BatchGetItem":   "RecordResult reads one job",
-			"dynamodb:BatchWriteItem": "RecordResult writes one job",
+			"dynamodb:BatchWriteItem": "RecordResult writes in transactions",
 			"dynamodb:CreateTable":    notInAWS,
 			"dynamodb:DescribeTable":  notInAWS,
 		},
