@@ -51,7 +51,7 @@ clean:
 # lambda.norpc leaves out the RPC mode that runtime never uses.
 # internal/template's test reads these targets: keep one go build line each.
 
-.PHONY: build-SchedulerFunction build-IntakeFunction build-TaskEventsFunction
+.PHONY: build-SchedulerFunction build-IntakeFunction build-TaskEventsFunction build-ResultsFunction
 
 build-SchedulerFunction:
 	@test -n "$(ARTIFACTS_DIR)" || { echo "ARTIFACTS_DIR is not set (sam build sets it)"; exit 1; }
@@ -64,6 +64,10 @@ build-IntakeFunction:
 build-TaskEventsFunction:
 	@test -n "$(ARTIFACTS_DIR)" || { echo "ARTIFACTS_DIR is not set (sam build sets it)"; exit 1; }
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -buildvcs=false -ldflags='-s -w' -o $(ARTIFACTS_DIR)/bootstrap ./functions/taskevents
+
+build-ResultsFunction:
+	@test -n "$(ARTIFACTS_DIR)" || { echo "ARTIFACTS_DIR is not set (sam build sets it)"; exit 1; }
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -buildvcs=false -ldflags='-s -w' -o $(ARTIFACTS_DIR)/bootstrap ./functions/results
 
 # --- chaos: the simulator with every fault (internal/sim/doc.go, "Faults") ---
 # Each shipped scenario under policy dynamic with --faults all, for 20 seeds:

@@ -29,6 +29,7 @@ type batchRow struct {
 	Succeeded  int    `json:"succeeded"`
 	Failed     int    `json:"failed"`
 	Cancelled  int    `json:"cancelled"`
+	Skipped    int    `json:"skipped,omitempty"` // a sampled batch's rest, once its estimate was good enough
 	// PartsArrived of PartsExpected for a batch sent in several messages;
 	// both 0 for a batch of one message.
 	PartsArrived  int `json:"parts_arrived"`
@@ -39,7 +40,7 @@ func rowOf(c dynamostore.BatchCounts) batchRow {
 	r := batchRow{
 		Batch: c.Account + "/" + c.Project + "/" + c.Batch, Model: c.Model,
 		Registered: c.Registered, Waiting: c.Waiting, Starting: c.Starting, Running: c.Running,
-		Succeeded: c.Succeeded, Failed: c.Failed, Cancelled: c.Cancelled,
+		Succeeded: c.Succeeded, Failed: c.Failed, Cancelled: c.Cancelled, Skipped: c.Skipped,
 		PartsArrived: c.PartsSeen, PartsExpected: c.Parts,
 	}
 	switch {

@@ -107,6 +107,8 @@ type batchView struct {
 	// Jobs counts the batch's jobs by state (status --all and why), finished
 	// batches included.
 	Jobs *batchRow `json:"jobs,omitempty"`
+	// Sampling is a sampled batch's estimate (sampled.go).
+	Sampling *sampledView `json:"sampling,omitempty"`
 }
 
 // look reads the store and dry-runs the next pass at now; counts (when not
@@ -211,6 +213,9 @@ func look(ctx context.Context, sf storeFlags, now time.Time, counts *scheduler.S
 		if err := v.addCounts(ctx, st, *counts, sc.DefaultTier); err != nil {
 			return nil, err
 		}
+	}
+	if err := v.addSampling(ctx, st); err != nil {
+		return nil, err
 	}
 	return v, nil
 }
@@ -371,6 +376,12 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(tw, "%s\t%s\t%d (%s)\t%s\t%d\t%s\t%s\t\n", b.Batch, b.Model, b.Tier, b.TierSource, admittedOf(b.Registered-b.Waiting, b.Registered), b.Waiting, etaText(eta{b.ETAS, b.DoneS}, v.pass), next)
 		}
 		tw.Flush()
+		for _, b := range v.Batches {
+			if b.Sampling != nil {
+				fmt.Fprintf(stdout, "\nsampled %s on %s:\n", b.Batch, b.Model)
+				printSampling(stdout, "  ", b.Sampling)
+			}
+		}
 	}
 	for _, w := range v.Warns {
 		fmt.Fprintf(stdout, "warning: %s\n", w)
@@ -474,12 +485,14 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 		b, m := a.Batch, a.Model
 		if b.Jobs != nil && b.Waiting == 0 {
 			fmt.Fprintf(stdout, "%s on %s: %s, none waiting: %s\n", b.Batch, b.Model, b.Jobs.State, jobsText(*b.Jobs))
+			printSampling(stdout, "  ", b.Sampling)
 			continue
 		}
 		fmt.Fprintf(stdout, "%s on %s: %d waiting, tier %d (%s)\n", b.Batch, b.Model, b.Waiting, b.Tier, b.TierSource)
 		if b.Jobs != nil {
 			fmt.Fprintf(stdout, "  its jobs: %s\n", jobsText(*b.Jobs))
 		}
+		printSampling(stdout, "  ", b.Sampling)
 		switch {
 		case m.Malformed != "":
 			fmt.Fprintf(stdout, "  model %s: its model item is malformed, so its jobs wait: %s\n", m.Model, m.Malformed)
@@ -533,7 +546,7 @@ func jobsText(r batchRow) string {
 	for _, c := range []struct {
 		n    int
 		what string
-	}{{r.Waiting, "waiting"}, {r.Starting, "starting"}, {r.Running, "running"}, {r.Succeeded, "succeeded"}, {r.Failed, "failed"}, {r.Cancelled, "cancelled"}} {
+	}{{r.Waiting, "waiting"}, {r.Starting, "starting"}, {r.Running, "running"}, {r.Succeeded, "succeeded"}, {r.Failed, "failed"}, {r.Cancelled, "cancelled"}, {r.Skipped, "skipped"}} {
 		if c.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.what))
 		}

@@ -106,7 +106,8 @@ type Job struct {
 func (m Message) ID() string { return m.Account + "/" + m.Project + "/" + m.Batch }
 
 // Spec returns the batch as the store takes it: Tier -1 when the message
-// names none, MaxAttempts 3 when a hand-built Message has none.
+// names none, MaxAttempts 3 when a hand-built Message has none, a sampled
+// batch's jobs in sampling.Rank order.
 func (m Message) Spec() memstore.BatchSpec {
 	tier := -1
 	if m.Tier != nil {
@@ -115,6 +116,15 @@ func (m Message) Spec() memstore.BatchSpec {
 	jobs := make([]memstore.JobSpec, len(m.Jobs))
 	for i, j := range m.Jobs {
 		jobs[i] = memstore.JobSpec{Key: j.Key, Model: j.Model, Env: j.Env, Stratum: j.Stratum}
+	}
+	if m.Sampling != nil {
+		// A store that claims oldest first then takes a sampled batch's
+		// jobs in keyed random order, not the submitter's (often sorted
+		// by subject or difficulty).
+		id := m.ID()
+		slices.SortStableFunc(jobs, func(a, b memstore.JobSpec) int {
+			return cmp.Compare(sampling.Rank(id, a.Key), sampling.Rank(id, b.Key))
+		})
 	}
 	return memstore.BatchSpec{
 		Account: m.Account, Project: m.Project, Batch: m.Batch, Model: m.Model,
@@ -129,6 +139,7 @@ const summaryModels = 5
 // Summary describes the message in one line:
 //
 //	acme/search-evals/2026-11-29-sweep-17: 2 jobs, models gpt-5.5 (1), claude-opus-4.8 (1), tier 2, part 1 of 4
+//	acme/evals/mmlu-1201: 2 jobs, model gpt-5.5 (2), default tier, sampled to ±0.015 at 99%
 //
 // Models are listed by job count, most first, ties in order of first
 // appearance; a message without a tier says "default tier".
@@ -172,6 +183,9 @@ func (m Message) Summary() string {
 	}
 	if m.Parts > 0 {
 		fmt.Fprintf(&b, ", part %d of %d", m.Part, m.Parts)
+	}
+	if m.Sampling != nil {
+		fmt.Fprintf(&b, ", sampled to ±%g at %g%%", m.Sampling.MOE, m.Sampling.Confidence*100)
 	}
 	return b.String()
 }

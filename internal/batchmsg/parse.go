@@ -540,22 +540,30 @@ func (p *parser) job(at loc, i int, keys map[string]int) (Job, error) {
 
 const envNameRule = "must match [A-Z_][A-Z0-9_]* and not start with AWS_ or ECS_"
 
-// env reads a job's environment; an empty one is nil.
-func (p *parser) env(at loc) (map[string]string, error) {
+// openObject reads the '{' of an optional object: absent for null, bad
+// (reported) for another type.
+func (p *parser) openObject(at loc) (state, error) {
 	t, err := p.next(at)
 	if err != nil {
-		return nil, err
+		return bad, err
 	}
 	switch t.kind {
 	case tNull:
-		return nil, nil
+		return absent, nil
 	case tBeginObject:
-	default:
-		return nil, p.wrongType(at, t, "an object")
+		return good, nil
+	}
+	return bad, p.wrongType(at, t, "an object")
+}
+
+// env reads a job's environment; an empty one is nil.
+func (p *parser) env(at loc) (map[string]string, error) {
+	if st, err := p.openObject(at); st != good {
+		return nil, err
 	}
 	var env map[string]string
 	prefix := at.String()
-	err = p.object(at, func(name string) error {
+	err := p.object(at, func(name string) error {
 		_, dup := env[name]
 		switch {
 		case !validEnvName(name):

@@ -12,19 +12,13 @@ var samplingFields = []string{"moe", "confidence", "min_per_stratum"}
 // required numbers, min_per_stratum an optional integer (default
 // sampling.DefaultMinPerStratum), each in the range sampling.Params allows.
 func (p *parser) sampling(at loc) (*sampling.Params, error) {
-	t, err := p.next(at)
-	if err != nil {
+	st, err := p.openObject(at)
+	if st != absent {
+		p.sampled = true // valid or not, its jobs' strata are not out of place
+	}
+	if st != good {
 		return nil, err
 	}
-	switch t.kind {
-	case tNull:
-		return nil, nil
-	case tBeginObject:
-	default:
-		p.sampled = true
-		return nil, p.wrongType(at, t, "an object")
-	}
-	p.sampled = true
 	s := sampling.Params{MinPerStratum: sampling.DefaultMinPerStratum}
 	var seen uint32
 	var moe, conf state

@@ -2,6 +2,7 @@ package batchmsg
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -69,9 +70,24 @@ func TestParseSampling(t *testing.T) {
 			if m2, err := Parse(back, cfg3); err != nil || !reflect.DeepEqual(m2, m) {
 				t.Errorf("round trip of %s: %+v, %v", back, m2, err)
 			}
+			if got := m.Summary(); tc.want != nil && !strings.HasSuffix(got, fmt.Sprintf(", sampled to ±%g at %g%%", tc.want.MOE, tc.want.Confidence*100)) {
+				t.Errorf("Summary = %q, says nothing of the sampling", got)
+			}
 			spec := m.Spec()
-			if !reflect.DeepEqual(spec.Sampling, tc.want) || tc.want != nil && spec.Jobs[0].Stratum != "math/hard" {
-				t.Errorf("Spec: sampling %+v, stratum %q", spec.Sampling, spec.Jobs[0].Stratum)
+			if !reflect.DeepEqual(spec.Sampling, tc.want) {
+				t.Errorf("Spec: sampling %+v", spec.Sampling)
+			}
+			if tc.want == nil {
+				return
+			}
+			// Jobs in keyed order, each with its stratum.
+			for i, j := range spec.Jobs {
+				if i > 0 && sampling.Rank(m.ID(), spec.Jobs[i-1].Key) > sampling.Rank(m.ID(), j.Key) {
+					t.Errorf("Spec: jobs not in Rank order: %v", spec.Jobs)
+				}
+				if want := map[string]string{"q1": "math/hard", "q2": "math/easy"}[j.Key]; j.Stratum != want {
+					t.Errorf("Spec: job %s stratum %q, want %q", j.Key, j.Stratum, want)
+				}
 			}
 		})
 	}

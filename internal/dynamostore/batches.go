@@ -39,6 +39,7 @@ type BatchCounts struct {
 	Registered                     int   // jobs registered so far
 	Waiting, Starting, Running     int   // Starting: claimed or launched, not yet running
 	Succeeded, Failed, Cancelled   int
+	Skipped                        int // a sampled batch's jobs its stop rule left out
 	PartsSeen, Parts               int // Parts 0: a batch of one message
 }
 
@@ -102,9 +103,9 @@ func (s *Store) Batches(ctx context.Context, scope scheduler.Scope) ([]BatchCoun
 		bc := BatchCounts{
 			Account: c.Account, Project: c.Project, Batch: c.Batch, Model: c.Model, Seq: c.Seq,
 			Registered: int(q.Size), Waiting: int(q.Waiting), Running: int(q.Running),
-			Succeeded: int(q.Succeeded), Failed: int(q.Failed), Cancelled: int(q.Cancelled),
+			Succeeded: int(q.Succeeded), Failed: int(q.Failed), Cancelled: int(q.Cancelled), Skipped: int(q.Skipped),
 		}
-		bc.Starting = max(0, bc.Registered-bc.Waiting-bc.Running-bc.Succeeded-bc.Failed-bc.Cancelled)
+		bc.Starting = max(0, bc.Registered-bc.Waiting-bc.Running-bc.Succeeded-bc.Failed-bc.Cancelled-bc.Skipped)
 		if b, ok := byPK[batchPK(c.Account, c.Project, c.Batch)]; ok {
 			if ns, ok := b["parts_seen"].(*types.AttributeValueMemberNS); ok {
 				bc.PartsSeen = len(ns.Value)

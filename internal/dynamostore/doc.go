@@ -27,6 +27,7 @@
 //	BATCHES                     <a>#<p>#<b>#<model>  the queue catalog Batches lists
 //	PAUSES                      <scope>      a pause (apart from the pin of the scope)
 //	SEQ                         SEQ          the queues' submission order
+//	SAMPLED#<a>#<p>#<b>         PARAMS, PART#<n>, STRATUM#<name>  a sampled batch (sampled.go)
 //
 // # Access patterns and cost
 //

@@ -214,6 +214,8 @@ type jobItem struct {
 	ProviderError  bool              `dynamodbav:"provider_error,omitempty"`
 	Infrastructure bool              `dynamodbav:"infrastructure,omitempty"`
 	ExitReason     string            `dynamodbav:"exit_reason,omitempty"`
+	Stratum        string            `dynamodbav:"stratum,omitempty"`        // in a sampled batch (sampled.go)
+	ResultAttempt  int               `dynamodbav:"result_attempt,omitempty"` // the attempt of the verdict recorded (results.go)
 }
 
 func (j *jobItem) queueKey() scheduler.QueueKey {
@@ -259,6 +261,7 @@ type queueItem struct {
 	Succeeded int64 `dynamodbav:"succeeded,omitempty"`
 	Failed    int64 `dynamodbav:"failed,omitempty"`
 	Cancelled int64 `dynamodbav:"cancelled,omitempty"`
+	Skipped   int64 `dynamodbav:"skipped,omitempty"` // a sampled batch's rest (sampled.go)
 }
 
 func (q *queueItem) key() scheduler.QueueKey {

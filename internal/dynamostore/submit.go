@@ -52,6 +52,11 @@ var (
 // registered and writes nothing but the lock.
 func (s *Store) Submit(ctx context.Context, b memstore.BatchSpec, now time.Time) (created int, err error) {
 	created, err = s.submit(ctx, b, now)
+	if b.Sampling != nil && err == nil {
+		if serr := s.registerSampling(ctx, b); serr != nil { // sampled.go
+			return created, serr
+		}
+	}
 	if b.Parts > 0 && err == nil {
 		// The part arrived. Marked after the jobs are registered: a crash
 		// in between leaves it unmarked until the redelivery, never marked
@@ -240,7 +245,7 @@ func (s *Store) submit(ctx context.Context, b memstore.BatchSpec, now time.Time)
 				PK: jobPK(j.id), SK: skJob, ID: j.id, Account: b.Account, Project: b.Project, Batch: b.Batch,
 				Key: j.spec.Key, Model: mdl, Env: j.spec.Env, TaskDefinition: b.TaskDefinition,
 				TimeoutSeconds: b.TimeoutSeconds, MaxAttempts: cmp.Or(b.MaxAttempts, 3), Attempt: 1,
-				State: memstore.Waiting, Queue: q.PK, Pos: pos, SubmitAt: submitAt,
+				State: memstore.Waiting, Queue: q.PK, Pos: pos, SubmitAt: submitAt, Stratum: j.spec.Stratum,
 			})
 			if err != nil {
 				return 0, fmt.Errorf("%s: %w", where, err)

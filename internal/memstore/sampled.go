@@ -148,7 +148,9 @@ func (sb *sampledBatch) putBack(j *Job) bool {
 // RecordResult records a job's verdict for an attempt. A result of
 // another attempt than the job's current one is stale and ignored, as is a
 // second result of the same attempt (SQS delivers at least once) and one
-// for a job that ended without running (cancelled, skipped). In a sampled
+// for a job that ended without running (cancelled, skipped). A later
+// attempt's verdict replaces an earlier one's (a task that reported and was
+// then lost), but a sampled batch counts the job once. In a sampled
 // batch the result counts toward its stratum, and when the stop rule holds
 // (and every part of the batch has arrived) the batch's waiting jobs end
 // SKIPPED with the estimate as the reason. It reports whether the result
@@ -160,7 +162,7 @@ func (s *Store) RecordResult(_ context.Context, jobID string, r Result) (bool, e
 	if !ok {
 		return false, fmt.Errorf("result for %s: %w", jobID, ErrUnknownJob)
 	}
-	if _, dup := s.results[jobID]; dup || j.Attempt != r.Attempt {
+	if old, dup := s.results[jobID]; dup && old.Attempt >= r.Attempt || j.Attempt != r.Attempt {
 		return false, nil
 	}
 	switch j.State {
@@ -170,9 +172,10 @@ func (s *Store) RecordResult(_ context.Context, jobID string, r Result) (bool, e
 	if s.results == nil {
 		s.results = map[string]Result{}
 	}
+	_, counted := s.results[jobID] // an earlier attempt's verdict: the job counts once
 	s.results[jobID] = r
 	sb := s.sampled[j.Batch3()]
-	if sb == nil {
+	if sb == nil || counted {
 		return true, nil
 	}
 	st := sb.strata[j.stratum]
@@ -215,7 +218,7 @@ func (s *Store) stop(sb *sampledBatch, e sampling.Estimate, q *queue, now time.T
 // SampledStratum is one stratum's counts and its own estimate.
 type SampledStratum struct {
 	sampling.Stratum
-	sampling.Estimate
+	Estimate sampling.Estimate
 }
 
 // SampledBatch is what status and why show of a sampled batch.

@@ -267,23 +267,23 @@ func (h *endHeap) Pop() any {
 
 // SampledReport sums the runs of several seeds.
 type SampledReport struct {
-	Scenario         string       `json:"scenario"`
-	Seeds            int          `json:"seeds"`
-	FirstSeed        int64        `json:"first_seed"`
-	Jobs             int          `json:"jobs"`
-	MeanRan          float64      `json:"mean_ran"`
-	JobsSaved        float64      `json:"jobs_saved"`            // 1 − Σ ran / Σ jobs
-	ContainerHSaved  float64      `json:"container_hours_saved"` // 1 − Σ container_h / Σ full_container_h
-	WallSaved        float64      `json:"wall_saved"`            // 1 − Σ wall_h / Σ full_wall_h
-	MeanContainerH   float64      `json:"mean_container_h"`
-	MeanFullContH    float64      `json:"mean_full_container_h"`
-	MeanHalfWidth    float64      `json:"mean_half_width"`
-	MeanAbsError     float64      `json:"mean_abs_error"`
-	Covered          int          `json:"covered"`
-	Coverage         float64      `json:"coverage"` // Covered / Seeds
-	Confidence       float64      `json:"confidence"`
-	CoverageHolds    bool         `json:"coverage_holds"` // Coverage ≥ Confidence
-	Runs             []SampledRun `json:"runs"`
+	Scenario        string       `json:"scenario"`
+	Seeds           int          `json:"seeds"`
+	FirstSeed       int64        `json:"first_seed"`
+	Jobs            int          `json:"jobs"`
+	MeanRan         float64      `json:"mean_ran"`
+	JobsSaved       float64      `json:"jobs_saved"`            // 1 − Σ ran / Σ jobs
+	ContainerHSaved float64      `json:"container_hours_saved"` // 1 − Σ container_h / Σ full_container_h
+	WallSaved       float64      `json:"wall_saved"`            // 1 − Σ wall_h / Σ full_wall_h
+	MeanContainerH  float64      `json:"mean_container_h"`
+	MeanFullContH   float64      `json:"mean_full_container_h"`
+	MeanHalfWidth   float64      `json:"mean_half_width"`
+	MeanAbsError    float64      `json:"mean_abs_error"`
+	Covered         int          `json:"covered"`
+	Coverage        float64      `json:"coverage"` // Covered / Seeds
+	Confidence      float64      `json:"confidence"`
+	CoverageHolds   bool         `json:"coverage_holds"` // Coverage ≥ Confidence
+	Runs            []SampledRun `json:"runs"`
 }
 
 // RunSampledSeeds runs seeds first, first+1, … and sums them.

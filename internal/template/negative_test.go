@@ -50,6 +50,12 @@ func TestChecksCatchBrokenTemplates(t *testing.T) {
 				}}},
 			}}
 		}, "the sandbox task role gets dynamodb:GetItem"},
+		{"sandbox task role sends to the intake queue", "iam/sandbox-roles", func(t *testing.T, f *fixture) {
+			statementWithSid(t, f, "SandboxTaskRole", "SendResult")["Resource"] = map[string]any{"Fn::GetAtt": []any{"IntakeQueue", "Arn"}}
+		}, "the sandbox task role gets sqs:SendMessage"},
+		{"sandbox task role reads the results queue", "iam/sandbox-roles", func(t *testing.T, f *fixture) {
+			statementWithSid(t, f, "SandboxTaskRole", "SendResult")["Action"] = []any{"sqs:SendMessage", "sqs:ReceiveMessage"}
+		}, "the sandbox task role gets sqs:ReceiveMessage"},
 		{"function without a role of its own", "iam/IntakeFunction", func(t *testing.T, f *fixture) {
 			delete(f.props("IntakeFunction"), "Role")
 		}, "no Role"},

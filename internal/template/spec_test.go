@@ -100,6 +100,23 @@ var functions = []function{
 		},
 	},
 	{
+		id: "ResultsFunction", dir: "results",
+		apis: []api{
+			apiOf[dynamostore.DynamoDBAPI]("dynamodb"), // the store's RecordResult (results.Recorder)
+			apiOf[intake.Sender]("sqs"),                // invalid results to the dead-letter queue
+		},
+		unused: map[string]string{
+			"dynamodb:PutItem":        "RecordResult and the skip of a stopped sampled batch only update",
+			"dynamodb:DeleteItem":     "RecordResult deletes nothing",
+			"dynamodb:Scan":           "only a pass scans",
+			"dynamodb:BatchWriteItem": "RecordResult writes in transactions",
+			"dynamodb:CreateTable":    notInAWS,
+			"dynamodb:DescribeTable":  notInAWS,
+		},
+		tables: []string{"state"},
+		env:    []string{"EVALSCHED_TABLE_PREFIX", "EVALSCHED_DLQ_URL"},
+	},
+	{
 		id: "TaskEventsFunction", dir: "taskevents",
 		apis: []api{
 			apiOf[dynamostore.DynamoDBAPI]("dynamodb"), // the store's TaskStarted, TaskStopped (taskevent.Store)

@@ -766,8 +766,28 @@ func checkPassRole(f *fixture) []string {
 	return problems
 }
 
+// sendsResultOnly reports whether a statement of the sandbox task role
+// allows exactly sqs:SendMessage on exactly the queues the results
+// function reads (sandboxkit.SQSReporter): the sandbox may state its
+// verdict, and the results function checks it against the job's attempt.
+func (f *fixture) sendsResultOnly(s statement) bool {
+	if s.notAction || s.notResource || !slices.Equal(s.actions, []string{"sqs:SendMessage"}) || len(s.resources) == 0 {
+		return false
+	}
+	for _, r := range s.resources {
+		ok := false
+		for _, q := range f.eventQueues("ResultsFunction") {
+			ok = ok || r == "${"+q+".Arn}"
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // forbidden are the services the sandbox's own code must not reach: it
-// runs untrusted model output.
+// runs untrusted model output (save sendsResultOnly).
 var forbidden = []string{"dynamodb", "sqs", "ecs", "iam", "lambda"}
 
 func checkSandboxRoles(f *fixture) []string {
@@ -790,6 +810,9 @@ func checkSandboxRoles(f *fixture) []string {
 		for _, s := range statements {
 			if s.effect != "Allow" {
 				continue
+			}
+			if f.sendsResultOnly(s) {
+				continue // the one exception: its verdict to the results queue
 			}
 			for _, a := range s.actions {
 				service, _, _ := strings.Cut(a, ":")

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/evalsched/evalsched/internal/dynamostore"
+	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+// TestUnderTheEmulator builds the function as it ships, runs it under the
+// runtime interface emulator against DynamoDB Local and fauxqs, invokes it
+// with events/sqs-results.json and finds the verdict on the job's item.
+func TestUnderTheEmulator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the function and the emulator")
+	}
+	ctx := context.Background()
+	ddbEndpoint, sqsEndpoint := localaws.DynamoDB(t), localaws.SQS(t)
+
+	// The world: tables with the job of events/sqs-batch.json, claimed
+	// (attempt 1), and a dead-letter queue.
+	client, err := dynamostore.LocalClient(ctx, ddbEndpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const prefix = "rie-results-"
+	store := dynamostore.New(client, dynamostore.DefaultTables(prefix), scheduler.ModelConfig{Enabled: true, MaxLimit: 10})
+	if err := store.CreateTables(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b := memstore.BatchSpec{Account: "acme", Project: "search-evals", Batch: "2026-11-29-sweep-17", Model: "gpt-5.5", Tier: 1,
+		Jobs: []memstore.JobSpec{{Key: "task-000123"}}}
+	if _, err := store.Submit(ctx, b, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	q := scheduler.QueueKey{Account: b.Account, Project: b.Project, Batch: b.Batch, Model: b.Model}
+	claimed, err := store.Commit(ctx, scheduler.Plan{At: time.Now(), Models: []scheduler.ModelPlan{{Model: b.Model, Grants: []scheduler.Grant{{Queue: q, Count: 1}}}}})
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim: %v, %d jobs", err, len(claimed))
+	}
+	sqsClient := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(sqsEndpoint),
+		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
+	dlq, err := sqsClient.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("results-dlq")})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	fn := localaws.Lambda(t, "results",
+		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
+		"AWS_ENDPOINT_URL_DYNAMODB="+ddbEndpoint, "AWS_ENDPOINT_URL_SQS="+sqsEndpoint,
+		"EVALSCHED_TABLE_PREFIX="+prefix, "EVALSCHED_DLQ_URL="+aws.ToString(dlq.QueueUrl),
+	)
+	event, err := os.ReadFile("../../events/sqs-results.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answer events.SQSEventResponse
+	if err := json.Unmarshal(fn.Invoke(event), &answer); err != nil {
+		t.Fatal(err)
+	}
+	if len(answer.BatchItemFailures) != 0 {
+		t.Errorf("batch item failures %v, want none\n%s", answer.BatchItemFailures, fn.Output())
+	}
+	r, ok, err := store.JobResult(ctx, claimed[0].ID)
+	if err != nil || !ok || !r.Pass || r.Attempt != 1 {
+		t.Errorf("job result %+v, %v, %v; want attempt 1's pass\n%s", r, ok, err, fn.Output())
+	}
+	if !strings.Contains(fn.Output(), `"recorded":1`) || !strings.Contains(fn.Output(), `"rejected":2`) {
+		t.Errorf("no log line with 1 recorded and 2 rejected:\n%s", fn.Output())
+	}
+}

@@ -1,0 +1,111 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/evalsched/evalsched/internal/memstore"
+)
+
+// The result attributes of a job item: its sandbox's verdict, written by
+// RecordResult alone (no other write touches them).
+type resultAttrs struct {
+	Attempt int      `dynamodbav:"result_attempt"`
+	Pass    bool     `dynamodbav:"result_pass"`
+	Score   *float64 `dynamodbav:"result_score,omitempty"`
+	At      string   `dynamodbav:"result_at"`
+}
+
+// RecordResult records a job's verdict on its item with one conditional
+// write, the semantics of memstore's: only for the job's current attempt,
+// once a job has run (CLAIMED … FAILED; not WAITING, CANCELLED or SKIPPED),
+// and not over a verdict of the same or a later attempt, so a stale
+// attempt's result and SQS's redelivery change nothing. A job of a sampled
+// batch counts toward its stratum in the same transaction (sampled.go),
+// once per job. It reports whether the result was recorded; an unknown job
+// is memstore.ErrUnknownJob (the sender named a job that does not exist:
+// the dead-letter queue's).
+func (s *Store) RecordResult(ctx context.Context, jobID string, r memstore.Result) (bool, error) {
+	j, ok, err := s.readJob(ctx, jobID)
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("result for %s: %w", jobID, err)
+	case !ok:
+		return false, fmt.Errorf("result for %s: %w", jobID, memstore.ErrUnknownJob)
+	}
+	up := expression.Set(name("result_attempt"), value(r.Attempt)).
+		Set(name("result_pass"), value(r.Pass)).
+		Set(name("result_at"), value(stamp(r.At)))
+	if r.Score != nil {
+		up = up.Set(name("result_score"), value(*r.Score))
+	} else {
+		up = up.Remove(name("result_score"))
+	}
+	cond := name("attempt").Equal(value(r.Attempt)).
+		And(name("state").In(value(memstore.Claimed), value(memstore.Launched), value(memstore.Running),
+			value(memstore.Succeeded), value(memstore.Failed)))
+	counted := j.Stratum != "" && j.ResultAttempt == 0 // a sampled job counts once
+	if counted {
+		cond = cond.And(name("result_attempt").AttributeNotExists())
+	} else {
+		cond = cond.And(expression.Or(name("result_attempt").AttributeNotExists(), name("result_attempt").LessThan(value(r.Attempt))))
+	}
+	it, err := updateItem(s.tables.State, key(jobPK(jobID), skJob), up, cond)
+	if err != nil {
+		return false, fmt.Errorf("result for %s: %w", jobID, err)
+	}
+	if counted {
+		count, err := s.countResult(j, r.Pass)
+		if err == nil {
+			err = s.transact(ctx, []types.TransactWriteItem{it, count}, token())
+		}
+		if reasons := cancelReasons(err); reasons != nil && reasons[0] == "ConditionalCheckFailed" {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("result for %s: %w", jobID, err)
+		}
+		if err := s.stopIfDone(ctx, j, r.At); err != nil {
+			return true, fmt.Errorf("result for %s: recorded; stop rule: %w", jobID, err)
+		}
+		return true, nil
+	}
+	u := it.Update
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression, ConditionExpression: u.ConditionExpression,
+		ExpressionAttributeNames: u.ExpressionAttributeNames, ExpressionAttributeValues: u.ExpressionAttributeValues,
+	})
+	switch {
+	case isConditionFailed(err):
+		return false, nil // a stale or repeated result
+	case err != nil:
+		return false, fmt.Errorf("result for %s: %w", jobID, err)
+	}
+	return true, nil
+}
+
+// JobResult reads the verdict recorded for a job (ok false: none yet).
+func (s *Store) JobResult(ctx context.Context, jobID string) (memstore.Result, bool, error) {
+	res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.tables.State), Key: key(jobPK(jobID), skJob), ConsistentRead: aws.Bool(true),
+		ProjectionExpression: aws.String("result_attempt, result_pass, result_score, result_at"),
+	})
+	if err != nil {
+		return memstore.Result{}, false, fmt.Errorf("read result of %s: %w", jobID, err)
+	}
+	if _, has := res.Item["result_attempt"]; !has {
+		return memstore.Result{}, false, nil
+	}
+	var a resultAttrs
+	if err := attributevalue.UnmarshalMap(res.Item, &a); err != nil {
+		return memstore.Result{}, false, fmt.Errorf("read result of %s: %w", jobID, err)
+	}
+	at, _ := parseStamp(a.At)
+	return memstore.Result{Attempt: a.Attempt, Pass: a.Pass, Score: a.Score, At: at}, true, nil
+}

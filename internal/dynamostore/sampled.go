@@ -1,0 +1,295 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/sampling"
+)
+
+// A sampled batch's items, beside its jobs (each job item carries its
+// stratum):
+//
+//	SAMPLED#<a>#<p>#<b>  PARAMS            moe, confidence, min_per_stratum
+//	  same pk            PART#<n>          the part's jobs per stratum (n 0: a batch of one message)
+//	  same pk            STRATUM#<name>    results, passes: RecordResult adds to them
+//
+// A part's item is written whole, so a redelivered message writes the same
+// counts again; the strata's sizes are the sums over the parts. The result
+// counters move in the transaction that records the verdict on the job.
+//
+// Once the stop rule holds, the result that made it hold ends the batch's
+// waiting jobs SKIPPED (stopIfDone). What the DynamoDB store does not do
+// yet (memstore does): release a sampled batch's jobs by stratum in Neyman
+// proportions; its jobs are claimed oldest first, in the order
+// batchmsg.Message.Spec gives them (keyed random order within each
+// message).
+
+const (
+	sampledPrefix  = "SAMPLED#"
+	skParams       = "PARAMS"
+	partPrefix     = "PART#"
+	stratumPrefix  = "STRATUM#"
+	attrStrataJobs = "strata"
+)
+
+func sampledPK(batch string) string { return sampledPrefix + strings.ReplaceAll(batch, "/", "#") }
+
+// registerSampling writes a sampled message's parameters and its part's
+// jobs per stratum.
+func (s *Store) registerSampling(ctx context.Context, b memstore.BatchSpec) error {
+	pk := sampledPK(b.Account + "/" + b.Project + "/" + b.Batch)
+	strata := map[string]int{}
+	for _, j := range b.Jobs {
+		strata[j.Stratum]++
+	}
+	// Updates that set every attribute, not puts: the intake's role
+	// updates items and never puts one.
+	params, err := updateItem(s.tables.State, key(pk, skParams),
+		expression.Set(name("moe"), value(b.Sampling.MOE)).
+			Set(name("confidence"), value(b.Sampling.Confidence)).
+			Set(name("min_per_stratum"), value(b.Sampling.MinPerStratum)), expression.ConditionBuilder{})
+	if err != nil {
+		return fmt.Errorf("register sampling: %w", err)
+	}
+	part, err := updateItem(s.tables.State, key(pk, partPrefix+strconv.Itoa(b.Part)),
+		expression.Set(name(attrStrataJobs), value(strata)), expression.ConditionBuilder{})
+	if err != nil {
+		return fmt.Errorf("register sampling: %w", err)
+	}
+	if err := s.transact(ctx, []types.TransactWriteItem{params, part}, token()); err != nil {
+		return fmt.Errorf("register sampling of %s/%s/%s part %d: %w", b.Account, b.Project, b.Batch, b.Part, err)
+	}
+	return nil
+}
+
+// countResult is the update that counts one verdict toward the job's
+// stratum.
+func (s *Store) countResult(j jobItem, pass bool) (types.TransactWriteItem, error) {
+	passes := 0
+	if pass {
+		passes = 1
+	}
+	pk := sampledPK(j.Account + "/" + j.Project + "/" + j.Batch)
+	return updateItem(s.tables.State, key(pk, stratumPrefix+j.Stratum),
+		expression.Add(name("results"), value(1)).Add(name("passes"), value(passes)), expression.ConditionBuilder{})
+}
+
+// Sampled reads a sampled batch's state (account/project/batch): its
+// parameters, the strata's sizes and results, the estimate ± half-width of
+// the batch and of each stratum, and whether the stop rule holds (every
+// part arrived). ok is false for a batch that is not sampled. One Query.
+func (s *Store) Sampled(ctx context.Context, batch string) (memstore.SampledBatch, bool, error) {
+	items, err := s.query(ctx, &dynamodb.QueryInput{
+		TableName:                 aws.String(s.tables.State),
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: sampledPK(batch)}},
+		ConsistentRead:            aws.Bool(true),
+	}, 0)
+	if err != nil {
+		return memstore.SampledBatch{}, false, fmt.Errorf("read sampling of %s: %w", batch, err)
+	}
+	var (
+		p      sampling.Params
+		found  bool
+		strata = map[string]*sampling.Stratum{}
+	)
+	stratum := func(n string) *sampling.Stratum {
+		if strata[n] == nil {
+			strata[n] = &sampling.Stratum{Name: n}
+		}
+		return strata[n]
+	}
+	for _, it := range items {
+		sk, _ := it["sk"].(*types.AttributeValueMemberS)
+		if sk == nil {
+			continue
+		}
+		switch {
+		case sk.Value == skParams:
+			var v struct {
+				MOE  float64 `dynamodbav:"moe"`
+				Conf float64 `dynamodbav:"confidence"`
+				Min  int     `dynamodbav:"min_per_stratum"`
+			}
+			if err := attributevalue.UnmarshalMap(it, &v); err != nil {
+				return memstore.SampledBatch{}, false, fmt.Errorf("read sampling of %s: %w", batch, err)
+			}
+			p, found = sampling.Params{MOE: v.MOE, Confidence: v.Conf, MinPerStratum: v.Min}, true
+		case strings.HasPrefix(sk.Value, partPrefix):
+			var v struct {
+				Strata map[string]int `dynamodbav:"strata"`
+			}
+			if err := attributevalue.UnmarshalMap(it, &v); err != nil {
+				return memstore.SampledBatch{}, false, fmt.Errorf("read sampling of %s: %w", batch, err)
+			}
+			for name, jobs := range v.Strata {
+				stratum(name).Jobs += jobs
+			}
+		case strings.HasPrefix(sk.Value, stratumPrefix):
+			var v struct {
+				Results int `dynamodbav:"results"`
+				Passes  int `dynamodbav:"passes"`
+			}
+			if err := attributevalue.UnmarshalMap(it, &v); err != nil {
+				return memstore.SampledBatch{}, false, fmt.Errorf("read sampling of %s: %w", batch, err)
+			}
+			st := stratum(strings.TrimPrefix(sk.Value, stratumPrefix))
+			st.Results, st.Passes = v.Results, v.Passes
+			st.Released = st.Results // at least; the claims are not counted per stratum here
+		}
+	}
+	if !found {
+		return memstore.SampledBatch{}, false, nil
+	}
+	rule, err := sampling.NewRule(p)
+	if err != nil {
+		return memstore.SampledBatch{}, false, fmt.Errorf("read sampling of %s: %w", batch, err)
+	}
+	out := memstore.SampledBatch{Batch: batch, Params: p}
+	var counts []sampling.Stratum
+	for _, n := range slices.Sorted(maps.Keys(strata)) {
+		c := *strata[n]
+		counts = append(counts, c)
+		out.Strata = append(out.Strata, memstore.SampledStratum{Stratum: c, Estimate: rule.Estimate([]sampling.Stratum{c})})
+	}
+	out.Estimate = rule.Estimate(counts)
+	a, pr, b := splitBatch(batch)
+	seen, total, err := s.BatchParts(ctx, a, pr, b)
+	if err != nil {
+		return memstore.SampledBatch{}, false, err
+	}
+	if total > 0 && len(seen) < total {
+		out.Estimate.Stop = false // the strata's sizes are not all known yet
+	}
+	return out, true, nil
+}
+
+// splitBatch splits account/project/batch.
+func splitBatch(id string) (string, string, string) {
+	a, rest, _ := strings.Cut(id, "/")
+	p, b, _ := strings.Cut(rest, "/")
+	return a, p, b
+}
+
+// skipStep is how many queue positions skipRest reads at a time.
+const skipStep = 1000
+
+// stopIfDone ends the waiting jobs of j's sampled batch SKIPPED when its
+// stop rule holds (every part in): after a counted result, the one event
+// that moves the estimate. A sampled batch runs one model, so its waiting
+// jobs are in one queue. Idempotent: run again (a redelivered result, a
+// crash half way), it skips what is still waiting.
+func (s *Store) stopIfDone(ctx context.Context, j jobItem, now time.Time) error {
+	q, ok, err := s.readQueue(ctx, j.Queue)
+	if err != nil || !ok || q.Waiting == 0 {
+		return err
+	}
+	batch := j.Account + "/" + j.Project + "/" + j.Batch
+	sb, _, err := s.Sampled(ctx, batch)
+	if err != nil || !sb.Estimate.Stop {
+		return err
+	}
+	e := sb.Estimate
+	reason := fmt.Sprintf("sampling stopped: pass rate %.4f ± %.4f at %g%% confidence after %d of %d results",
+		e.Mean, e.HalfWidth, sb.Params.Confidence*100, e.Results, e.Jobs)
+	return s.skipRest(ctx, q, reason, now)
+}
+
+// skipRest moves every waiting job of the queue, at or past its cursor and
+// among its retried jobs, to SKIPPED with the reason: transactions of up to
+// 99 jobs (each conditioned on WAITING and its attempt) with the queue's
+// waiting counter and its skipped count. A claim that takes a job first
+// wins: the transaction is cancelled and the step read again. The queue
+// leaves the active index once nothing waits; the cursor passes the
+// skipped jobs as it passes cancelled ones.
+func (s *Store) skipRest(ctx context.Context, q queueItem, reason string, now time.Time) error {
+	var ids []string
+	backs, err := s.readBacks(ctx, q.PK, int(q.Backs))
+	if err != nil {
+		return err
+	}
+	for _, b := range backs {
+		ids = append(ids, b.ID)
+	}
+	for pos := q.Next; pos < q.Size || len(ids) > 0; pos += skipStep {
+		if pos < q.Size {
+			more, err := s.idsAt(ctx, q.PK, pos, min(skipStep, q.Size-pos))
+			if err != nil {
+				return err
+			}
+			ids = append(ids, more...)
+		}
+		for tries := 0; len(ids) > 0; tries++ {
+			jobs, err := s.readJobs(ctx, ids)
+			if err != nil {
+				return err
+			}
+			var waiting []jobItem
+			for _, id := range ids {
+				if j, ok := jobs[id]; ok && j.State == memstore.Waiting {
+					waiting = append(waiting, j)
+				}
+			}
+			err = s.skipJobs(ctx, q.PK, waiting, reason, now)
+			if cancelReasons(err) != nil && tries < maxConflicts {
+				continue // a claim took one of them: read the step again
+			}
+			if err != nil {
+				return fmt.Errorf("skip the rest of %s: %w", q.PK, err)
+			}
+			ids = nil
+		}
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.tables.State), Key: key(q.PK, skQueue),
+		UpdateExpression: aws.String("REMOVE #a"), ConditionExpression: aws.String("waiting = :z"),
+		ExpressionAttributeNames: map[string]string{"#a": attrActive}, ExpressionAttributeValues: map[string]types.AttributeValue{":z": &types.AttributeValueMemberN{Value: "0"}},
+	})
+	if err != nil && !isConditionFailed(err) { // a retried job came back meanwhile: it stays active
+		return fmt.Errorf("skip the rest of %s: %w", q.PK, err)
+	}
+	return nil
+}
+
+// skipJobs writes the SKIPPED of jobs, transactMax−1 at a time with the
+// queue's counters.
+func (s *Store) skipJobs(ctx context.Context, pk string, jobs []jobItem, reason string, now time.Time) error {
+	for len(jobs) > 0 {
+		n := min(len(jobs), transactMax-1)
+		var items []types.TransactWriteItem
+		for _, j := range jobs[:n] {
+			u := s.expiry(expression.Set(name("state"), value(memstore.Skipped)).
+				Set(name("ended_at"), value(stamp(now))).
+				Set(name("reason"), value(reason)), now)
+			it, err := updateItem(s.tables.State, key(j.PK, skJob), u,
+				name("state").Equal(value(memstore.Waiting)).And(name("attempt").Equal(value(j.Attempt))))
+			if err != nil {
+				return err
+			}
+			items = append(items, it)
+		}
+		it, err := updateItem(s.tables.State, key(pk, skQueue),
+			expression.Add(name("waiting"), value(-n)).Add(name("skipped"), value(n)), expression.ConditionBuilder{})
+		if err != nil {
+			return err
+		}
+		if err := s.transact(ctx, append(items, it), token()); err != nil {
+			return err
+		}
+		jobs = jobs[n:]
+	}
+	return nil
+}

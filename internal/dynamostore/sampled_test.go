@@ -1,0 +1,145 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/sampling"
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+// TestSampledCountsResults: a sampled batch in two parts registers its
+// strata's sizes (a redelivered part counts once); each job's verdict
+// counts toward its stratum once, whatever is delivered again; Sampled
+// gives the estimate of the batch and of each stratum, and holds the stop
+// until every part has arrived.
+func TestSampledCountsResults(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	params := &sampling.Params{MOE: 0.5, Confidence: 0.9, MinPerStratum: 1}
+	part := func(n int, strata ...string) memstore.BatchSpec {
+		b := memstore.BatchSpec{Account: "acme", Project: "p", Batch: "b", Model: "gpt", Tier: 1, Sampling: params, Part: n, Parts: 2}
+		for i, st := range strata {
+			b.Jobs = append(b.Jobs, memstore.JobSpec{Key: fmt.Sprintf("p%d-%02d", n, i), Stratum: st})
+		}
+		return b
+	}
+	p1 := part(1, "hard", "hard", "easy", "easy")
+	submit(t, s, p1)
+	if _, err := s.Submit(ctx, p1, t0); err != nil { // redelivered
+		t.Fatal(err)
+	}
+
+	jobs := commit(t, s, grant(t0, p1, 4))
+	if len(jobs) != 4 {
+		t.Fatalf("claimed %d jobs, want 4", len(jobs))
+	}
+	for _, j := range jobs {
+		pass := j.Key != "p1-01" // hard (p1-00, p1-01): one of two passes; easy (p1-02, p1-03): both
+		for range 2 {            // delivered twice
+			if _, err := s.RecordResult(ctx, j.ID, memstore.Result{Attempt: 1, Pass: pass, At: t0}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	sb, ok, err := s.Sampled(ctx, "acme/p/b")
+	if err != nil || !ok {
+		t.Fatalf("Sampled: %v, %v", ok, err)
+	}
+	got := map[string]string{}
+	for _, st := range sb.Strata {
+		got[st.Name] = fmt.Sprintf("%d jobs %d results %d passes", st.Jobs, st.Results, st.Passes)
+	}
+	want := map[string]string{"easy": "2 jobs 2 results 2 passes", "hard": "2 jobs 2 results 1 passes"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("strata %v, want %v", got, want)
+	}
+	if sb.Params != *params || sb.Estimate.Mean != 0.75 || sb.Estimate.Results != 4 || sb.Estimate.HalfWidth != 0 {
+		t.Errorf("batch %+v %+v, want mean 0.75 from 4 results, exact (every job of the strata known so far ran)", sb.Params, sb.Estimate)
+	}
+	if sb.Estimate.Stop {
+		t.Error("the stop rule holds before part 2 arrived")
+	}
+
+	submit(t, s, part(2, "hard", "easy", "new"))
+	sb, _, _ = s.Sampled(ctx, "acme/p/b")
+	if sb.Estimate.Jobs != 7 || sb.Estimate.HalfWidth != 1 || sb.Estimate.Stop {
+		t.Errorf("after part 2: %+v, want 7 jobs and no bound (stratum \"new\" has no result)", sb.Estimate)
+	}
+
+	if _, ok, err := s.Sampled(ctx, "acme/p/other"); ok || err != nil {
+		t.Errorf("a batch that is not sampled: %v, %v", ok, err)
+	}
+}
+
+// TestSampledStopSkipsTheRest: once the results make the stop rule hold,
+// the batch's waiting jobs end SKIPPED with the estimate as the reason,
+// its queue leaves the pass's snapshot, its counts say skipped, and a
+// later claim finds nothing.
+func TestSampledStopSkipsTheRest(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	b := memstore.BatchSpec{Account: "acme", Project: "p", Batch: "s", Model: "gpt", Tier: 1,
+		Sampling: &sampling.Params{MOE: 0.2, Confidence: 0.9, MinPerStratum: 5}}
+	for i := range 150 {
+		b.Jobs = append(b.Jobs, memstore.JobSpec{Key: fmt.Sprintf("a%03d", i), Stratum: "a"}, memstore.JobSpec{Key: fmt.Sprintf("b%03d", i), Stratum: "b"})
+	}
+	submit(t, s, b)
+	// A retried job waits among the rest: the skip takes it too.
+	first := commit(t, s, grant(t0, b, 1))[0]
+	if err := s.TaskStopped(ctx, first.ID, 1, memstore.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	for stopped := false; !stopped; {
+		jobs := commit(t, s, grant(t0, b, 10))
+		if len(jobs) == 0 {
+			t.Fatal("ran out of jobs before the stop rule held")
+		}
+		for _, j := range jobs {
+			if _, err := s.RecordResult(ctx, j.ID, memstore.Result{Attempt: j.Attempt, Pass: j.Key[0] == 'a', At: t0}); err != nil {
+				t.Fatal(err)
+			}
+			ran++
+		}
+		sb, _, _ := s.Sampled(ctx, "acme/p/s")
+		stopped = sb.Estimate.Stop
+	}
+	if ran >= 300 {
+		t.Fatalf("ran all %d jobs", ran)
+	}
+	rows, err := s.Batches(ctx, scheduler.Scope{Account: "acme", Project: "p", Batch: "s"})
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("Batches: %v %v", rows, err)
+	}
+	if r := rows[0]; r.Waiting != 0 || r.Skipped != 300-ran {
+		t.Errorf("counts %+v after %d ran, want 0 waiting, %d skipped", r, ran, 300-ran)
+	}
+	for _, q := range snapshot(t, s).Queues {
+		if q.Batch == "s" {
+			t.Errorf("the stopped batch's queue is still in the snapshot: %+v", q)
+		}
+	}
+	skipped := 0
+	for _, js := range b.Jobs {
+		j, _, _ := s.Job(ctx, scheduler.JobID(b.Account, b.Project, b.Batch, js.Key))
+		switch j.State {
+		case memstore.Skipped:
+			skipped++
+			if !strings.HasPrefix(j.Reason, "sampling stopped: pass rate 0.5") {
+				t.Errorf("job %s skipped with reason %q", js.Key, j.Reason)
+			}
+		case memstore.Waiting:
+			t.Errorf("job %s still waits", js.Key)
+		}
+	}
+	if skipped != 300-ran {
+		t.Errorf("%d jobs SKIPPED, want %d", skipped, 300-ran)
+	}
+	if got := commit(t, s, grant(t0, b, 10)); len(got) != 0 {
+		t.Errorf("claimed %d jobs of a stopped batch", len(got))
+	}
+}
