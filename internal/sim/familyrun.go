@@ -72,7 +72,7 @@ type FamilySummary struct {
 }
 
 // JudgeLane measures dynamic's run of a lane against the oracle's.
-func JudgeLane(sc *Scenario, dyn *Result, o *Oracle) LaneResult {
+func JudgeLane(sc *Scenario, dyn *Result, o *OracleFit) LaneResult {
 	lr := LaneResult{
 		Scenario: sc.Name, Models: len(sc.Models), DurationS: sc.DurationS,
 		Succeeded: dyn.Totals.Succeeded, OracleJobs: o.Best.Totals.Succeeded,
@@ -174,7 +174,7 @@ func RunLane(sc *Scenario, k int) (LaneResult, error) {
 	if err != nil {
 		return LaneResult{}, fmt.Errorf("lane %d: %w", k, err)
 	}
-	o, err := FindOracle(sc)
+	o, err := FindOracle(sc, false)
 	if err != nil {
 		return LaneResult{}, fmt.Errorf("lane %d: %w", k, err)
 	}

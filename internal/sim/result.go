@@ -20,6 +20,9 @@ type Result struct {
 	Batches   map[string]*BatchResult `json:"batches"`
 	Tiers     map[string]TierResult   `json:"tiers"`
 	WaitShare WaitShare               `json:"wait_share"`
+	// OracleCaps are policy oracle's caps, one per model in scenario order.
+	OracleCaps []int `json:"oracle_caps,omitempty"`
+	OracleRuns int   `json:"-"` // static runs the sweep took
 
 	ModelNames []string `json:"-"` // scenario order
 	BatchKeys  []string `json:"-"` // scenario order

@@ -25,7 +25,16 @@ func WriteTable(w io.Writer, results []*Result) error {
 	for _, r := range results {
 		head = append(head, string(r.Policy))
 	}
-	fmt.Fprintf(w, "scenario %s, seed %d, %d s simulated\n\n", r0.Scenario, r0.Seed, r0.DurationS)
+	fmt.Fprintf(w, "scenario %s, seed %d, %d s simulated\n", r0.Scenario, r0.Seed, r0.DurationS)
+	for _, r := range results {
+		switch r.Policy {
+		case Static:
+			fmt.Fprintf(w, "static: the scenario's old caps (static_cap)\n")
+		case Oracle:
+			fmt.Fprintf(w, "oracle: static with the best fixed caps in hindsight, %v, the best of %d static runs\n", r.OracleCaps, r.OracleRuns)
+		}
+	}
+	fmt.Fprintln(w)
 	// Labels are padded here to one width, so the right alignment the
 	// numbers need leaves them left-aligned.
 	w1 := len("BATCH (s after at_s)")
