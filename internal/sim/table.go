@@ -102,9 +102,17 @@ func WriteTable(w io.Writer, results []*Result) error {
 		})...)
 	}
 	blank()
-	row("WAIT SHARE", "p50 / p90", each(func(r *Result) string {
+	// Lower is better; a policy's own finished jobs differ from another's,
+	// so the second row compares the jobs every policy finished.
+	row("WAIT SHARE", "p50/p90, own done", each(func(r *Result) string {
 		return share(r.WaitShare.P50) + " / " + share(r.WaitShare.P90)
 	})...)
+	n, p50, p90 := CommonWaitShare(results)
+	cells := make([]string, len(results))
+	for i := range results {
+		cells[i] = share(p50[i]) + " / " + share(p90[i])
+	}
+	row("(lower is better)", fmt.Sprintf("%d done by all", n), cells...)
 	blank()
 	row("TOTALS", "", head...)
 	t := func(f func(Totals) int) []string {
