@@ -23,6 +23,13 @@ var (
 // oracleRefine are the steps tried around the best point.
 var oracleRefine = []float64{0.84, 1.19}
 
+// oracleCoord are the steps of the coordinate sweep of a lane with several
+// models: one model's cap moved, the others held at the best so far. Under
+// a binding global cap the best fixed caps are far from proportional (a
+// model of long jobs held low leaves slots to one of short jobs), which
+// neither the joint grid nor each model's own best finds.
+var oracleCoord = []float64{0.25, 0.5, 0.71, 1.41, 2}
+
 // OracleTie is the throughput within which two caps tie; the tie goes to
 // the lower blocked share.
 const OracleTie = 0.01
@@ -81,7 +88,8 @@ func LaneBlocked(r *Result) float64 {
 // at once; then the caps that were best for each model on its own (lanes
 // of policy static interact only through the global cap and the launch
 // bucket, so one run checks the combination); then steps around the best
-// point, and again each model's best. The best run by the lane's rule is
+// point, and again each model's best; with several models, one round of
+// coordinate steps, model by model. The best run by the lane's rule is
 // the oracle. Runs are sequential: the caller parallelises across
 // scenarios. coarse takes the smaller grid.
 func FindOracle(sc *Scenario, coarse bool) (*OracleFit, error) {
@@ -152,15 +160,31 @@ func FindOracle(sc *Scenario, coarse bool) (*OracleFit, error) {
 	if err := try(eachBest()); err != nil {
 		return nil, err
 	}
+	// Two rounds: a model held low in the first round frees slots that
+	// another can take in the second.
+	for round := 0; round < 2 && len(sc.Models) > 1; round++ {
+		for i := range sc.Models {
+			base := best.Caps
+			for _, f := range oracleCoord {
+				caps := slices.Clone(base)
+				caps[i] = max(1, int(math.Round(float64(base[i])*f)))
+				if err := try(caps); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
 	o.Caps = best.Caps
 	return o, nil
 }
 
 // BusyCaps estimates, per model, the jobs that keep its provider just busy
-// at its peak concurrency: concurrency × (call + think) / call, with the
-// means of call_s and of its batches' think_s (weighted by jobs). It is
-// what an operator who knows the workload would set, and where the
-// oracle's sweep starts.
+// at its peak concurrency: concurrency × (call + think) / call jobs
+// calling or thinking, and on top the slots of jobs whose containers are
+// starting: × (job + container start) / job, a job lasting calls × (call +
+// think). Means of call_s, container_start_s and the model's batches' calls
+// and think_s (weighted by jobs). It is what an operator who knows the
+// workload would set, and where the oracle's sweep starts.
 func BusyCaps(sc *Scenario) []int {
 	caps := make([]int, len(sc.Models))
 	for i, m := range sc.Models {
@@ -170,18 +194,22 @@ func BusyCaps(sc *Scenario) []int {
 				peak = max(peak, *c.ProviderConcurrency)
 			}
 		}
-		var think, jobs float64
+		var think, calls, jobs float64
 		for _, b := range sc.Batches {
 			if b.Model == m.Name {
 				think += float64(b.Jobs) * mean(b.ThinkS)
+				calls += float64(b.Jobs) * math.Max(1, mean(b.Calls))
 				jobs += float64(b.Jobs)
 			}
 		}
 		if jobs > 0 {
 			think /= jobs
+			calls /= jobs
 		}
 		call := math.Max(mean(m.CallS), 1e-3)
-		caps[i] = max(1, int(math.Round(float64(peak)*(call+think)/call)))
+		job := math.Max(calls*(call+think), 1e-3)
+		busy := float64(peak) * (call + think) / call * (job + mean(sc.ContainerStartS)) / job
+		caps[i] = max(1, int(math.Round(busy)))
 	}
 	return caps
 }
