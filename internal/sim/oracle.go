@@ -162,7 +162,8 @@ func FindOracle(sc *Scenario, coarse bool) (*OracleFit, error) {
 	}
 	// Two rounds: a model held low in the first round frees slots that
 	// another can take in the second.
-	for round := 0; round < 2 && len(sc.Models) > 1; round++ {
+	// The coarse sweep (make run) stops before them.
+	for round := 0; round < 2 && len(sc.Models) > 1 && !coarse; round++ {
 		for i := range sc.Models {
 			base := best.Caps
 			for _, f := range oracleCoord {
