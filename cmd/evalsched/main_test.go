@@ -63,10 +63,13 @@ func TestJSON(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	var all []sim.Result
-	if err := json.Unmarshal([]byte(out), &all); err != nil || len(all) != 3 {
-		t.Fatalf("--policy all: want an array of 3 results, got %v (%.200s)", err, out)
+	if err := json.Unmarshal([]byte(out), &all); err != nil || len(all) != len(sim.AllPolicies) {
+		t.Fatalf("--policy all: want an array of %d results, got %v (%.200s)", len(sim.AllPolicies), err, out)
 	}
-	for i, p := range sim.Policies {
+	if len(all[2].OracleCaps) != len(all[2].Models) {
+		t.Errorf("oracle: caps %v for %d models", all[2].OracleCaps, len(all[2].Models))
+	}
+	for i, p := range sim.AllPolicies {
 		if all[i].Policy != p || all[i].DurationS != 600 || all[i].Totals.Lost != 0 || all[i].Totals.DoubleLaunched != 0 {
 			t.Errorf("result %d: policy %s duration %d totals %+v", i, all[i].Policy, all[i].DurationS, all[i].Totals)
 		}

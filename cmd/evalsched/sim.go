@@ -56,7 +56,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	scenario := fs.String("scenario", "", "scenario file (JSON, format v1) `FILE`; required")
-	policy := fs.String("policy", "all", "dynamic, static, unbounded or all")
+	policy := fs.String("policy", "all", "dynamic, static (the scenario's old caps), oracle (the best fixed caps in hindsight: a sweep of static), unbounded or all")
 	seed := fs.Int64("seed", -1, "override the scenario's seed `N` (≥ 0)")
 	duration := fs.Int("duration", 0, "override the scenario's duration_s, in seconds `S`")
 	asJSON := fs.Bool("json", false, "print the README's output object (an array for --policy all)")
@@ -66,6 +66,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	faultsFlag := fs.String("faults", "", "inject faults into policy dynamic: all, or a comma-separated list of `KINDS` ("+faultKinds()+")")
 	summary := fs.Bool("summary", false, "print one summary line per policy (faults, lost, double launched, invariant violations) instead of the table")
 	quiet := fs.Bool("quiet", false, "no progress line on stderr")
+	oracleGrid := fs.String("oracle-grid", "coarse", "policy oracle's sweep: coarse (caps × 0.5-2, make run) or fine (× 0.25-4, as the family)")
 	family := fs.Int("family", 0, "draw `N` random lanes from --seed and measure dynamic against each lane's oracle")
 	lane := fs.Int("lane", -1, "with --family: run lane `K` only")
 	familyOut := fs.String("family-out", "", "with --family: write each lane's scenario file to `DIR`")
@@ -112,6 +113,9 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	case *duration < 0 || *duration > sim.MaxDurationS:
 		return usageErr("--duration must be within 1..%d seconds", sim.MaxDurationS)
 	}
+	if *oracleGrid != "coarse" && *oracleGrid != "fine" {
+		return usageErr("--oracle-grid must be coarse or fine, got %q", *oracleGrid)
+	}
 	policies, err := sim.ParsePolicy(*policy)
 	if err != nil {
 		return usageErr("--policy: %v", err)
@@ -133,7 +137,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		sc.DurationS = *duration
 	}
 
-	opt := sim.Options{Trace: *trace, Faults: faults}
+	opt := sim.Options{Trace: *trace, Faults: faults, OracleCoarse: *oracleGrid == "coarse"}
 	if *passLog != "" {
 		f, err := os.Create(*passLog)
 		if err != nil {

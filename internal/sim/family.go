@@ -70,7 +70,6 @@ func FamilyLane(seed int64, k int) *Scenario {
 	type draft struct {
 		calls, think Dist
 		callMean     float64
-		need         float64 // jobs in flight that keep the provider just busy, at its peak concurrency
 		jobLen       float64 // mean seconds of one job's calls and thinks
 		peak         int
 		small        bool
@@ -119,9 +118,6 @@ func FamilyLane(seed int64, k int) *Scenario {
 				Change{AtS: uni(0.25, 0.5), ErrorRate: &rate, ErrorCallS: &call},
 				Change{AtS: -math.Round(uni(famBurstSMin, famBurstSMax)), ErrorRate: &heal})
 		}
-		d.need = float64(d.peak) * (d.callMean + mean(d.think)) / d.callMean
-		m.MaxLimit = max(DefaultMaxLimit, int(math.Ceil(4*d.need)))
-		m.StaticCap = max(1, int(math.Round(d.need*float64(conc)/float64(d.peak))))
 		d.small = r.Float64() < 0.5
 		longest = math.Max(longest, d.jobLen)
 		sc.Models = append(sc.Models, m)
@@ -131,7 +127,6 @@ func FamilyLane(seed int64, k int) *Scenario {
 	// Long enough for five of the longest jobs, within 1-3 hours.
 	sc.DurationS = int(math.Min(famMaxDurationS, math.Max(famMinDurationS, math.Ceil(5*longest/600)*600)))
 	dur := float64(sc.DurationS)
-	need := 0.0
 	for i := range sc.Models {
 		m := &sc.Models[i]
 		// Relative times become absolute: a positive at_s is a fraction of
@@ -144,7 +139,6 @@ func FamilyLane(seed int64, k int) *Scenario {
 			}
 		}
 		d := drafts[i]
-		need += d.need
 		// The big batch keeps the lane in backlog: half again the jobs
 		// the provider could finish at its peak, at most what the launch
 		// bucket can start.
@@ -160,8 +154,18 @@ func FamilyLane(seed int64, k int) *Scenario {
 				Tier: -1, Calls: d.calls, ThinkS: d.think})
 		}
 	}
-	// One model alone has the account to itself; several share a cap
-	// between 0.6 and 1.5 times what they need together.
+	// The busy jobs (BusyCaps: calling, thinking and starting) set the
+	// limits' ceiling and the old caps. One model alone has the account to
+	// itself; several share a cap between 0.6 and 1.5 times what they need
+	// together.
+	busy := BusyCaps(sc)
+	need := 0.0
+	for i := range sc.Models {
+		m := &sc.Models[i]
+		need += float64(busy[i])
+		m.MaxLimit = max(DefaultMaxLimit, 4*busy[i])
+		m.StaticCap = max(1, int(math.Round(float64(busy[i])*float64(m.ProviderConcurrency)/float64(drafts[i].peak))))
+	}
 	share := 3.0
 	if nModels > 1 {
 		share = uni(0.6, 1.5)

@@ -116,7 +116,7 @@ func smallLane(t *testing.T) *Scenario {
 // same result.
 func TestFamilyOracle(t *testing.T) {
 	sc := smallLane(t)
-	o, err := FindOracle(sc)
+	o, err := FindOracle(sc, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,6 +63,10 @@ type FamilySummary struct {
 	MaxBlock    float64 `json:"max_blocked"`
 	MaxLane     int     `json:"max_blocked_lane"`
 	MedianThr   float64 `json:"median_throughput_vs_oracle"`
+	MedianDepth float64 `json:"median_p90_depth_over_target"`
+	SmallLanes  int     `json:"small_batch_lanes"`
+	SmallNever  int     `json:"small_never_admitted"`    // lanes with a small batch never admitted
+	SmallAdmit  float64 `json:"small_first_admit_p90_s"` // over the lanes whose small batches were all admitted
 	BurstLanes  int     `json:"burst_lanes"`
 	BurstMeet   int     `json:"burst_lanes_meeting"`
 	Pass        bool    `json:"pass"`
@@ -72,7 +76,7 @@ type FamilySummary struct {
 }
 
 // JudgeLane measures dynamic's run of a lane against the oracle's.
-func JudgeLane(sc *Scenario, dyn *Result, o *Oracle) LaneResult {
+func JudgeLane(sc *Scenario, dyn *Result, o *OracleFit) LaneResult {
 	lr := LaneResult{
 		Scenario: sc.Name, Models: len(sc.Models), DurationS: sc.DurationS,
 		Succeeded: dyn.Totals.Succeeded, OracleJobs: o.Best.Totals.Succeeded,
@@ -174,7 +178,7 @@ func RunLane(sc *Scenario, k int) (LaneResult, error) {
 	if err != nil {
 		return LaneResult{}, fmt.Errorf("lane %d: %w", k, err)
 	}
-	o, err := FindOracle(sc)
+	o, err := FindOracle(sc, false)
 	if err != nil {
 		return LaneResult{}, fmt.Errorf("lane %d: %w", k, err)
 	}
@@ -228,8 +232,18 @@ func Summarize(seed int64, lanes []LaneResult) FamilySummary {
 	}
 	blocked := make([]float64, len(lanes))
 	thr := make([]float64, len(lanes))
+	depth := make([]float64, len(lanes))
+	var admits []float64
 	for i, lr := range lanes {
-		blocked[i], thr[i] = lr.Blocked, lr.Throughput
+		blocked[i], thr[i], depth[i] = lr.Blocked, lr.Throughput, lr.DepthRatio
+		if lr.SmallBatches > 0 {
+			s.SmallLanes++
+			if lr.SmallNever {
+				s.SmallNever++
+			} else if lr.SmallAdmitS != nil {
+				admits = append(admits, *lr.SmallAdmitS)
+			}
+		}
 		if lr.Meets {
 			s.Meeting++
 		}
@@ -246,6 +260,12 @@ func Summarize(seed int64, lanes []LaneResult) FamilySummary {
 	}
 	slices.Sort(blocked)
 	slices.Sort(thr)
+	slices.Sort(depth)
+	s.MedianDepth = median(depth)
+	if len(admits) > 0 {
+		slices.Sort(admits)
+		s.SmallAdmit = percentile(admits, 0.9)
+	}
 	s.MeetShare = round(float64(s.Meeting)/float64(len(lanes)), 4)
 	s.MedianBlock = median(blocked)
 	s.MedianThr = median(thr)
@@ -304,6 +324,6 @@ func WriteFamilySummary(w io.Writer, s FamilySummary) {
 		s.Seed, s.Lanes, s.Meeting, 100*s.MeetShare, 100*FamilyMinMeeting, mark(s.MeetShare >= FamilyMinMeeting),
 		s.MedianBlock, FamilyMaxMedian, mark(s.MedianBlock <= FamilyMaxMedian),
 		s.MaxBlock, s.MaxLane, FamilyMaxBlocked, mark(s.MaxBlock <= FamilyMaxBlocked))
-	fmt.Fprintf(w, "family seed %d: median throughput %.3f × oracle; error-burst lanes %d, %d meet; lanes took %.0f s summed\n",
-		s.Seed, s.MedianThr, s.BurstLanes, s.BurstMeet, s.LaneS)
+	fmt.Fprintf(w, "family seed %d: median throughput %.3f × oracle; median p90 depth/target %.1f; small batches in %d lanes, never admitted in %d, first admit p90 %.0f s; error-burst lanes %d, %d meet; lanes took %.0f s summed\n",
+		s.Seed, s.MedianThr, s.MedianDepth, s.SmallLanes, s.SmallNever, s.SmallAdmit, s.BurstLanes, s.BurstMeet, s.LaneS)
 }

@@ -13,12 +13,22 @@ import (
 
 // oracleGrid multiplies each model's starting cap (BusyCaps: the jobs that
 // keep its provider just busy) in the first sweep: a geometric grid of
-// ratio √2.
-var oracleGrid = []float64{0.25, 0.35, 0.5, 0.71, 1, 1.41, 2, 2.83, 4}
+// ratio √2; oracleCoarse is the grid of `sim --scenario` (make run), ratio
+// √2 over 0.5-2.
+var (
+	oracleGrid   = []float64{0.25, 0.35, 0.5, 0.71, 1, 1.41, 2, 2.83, 4}
+	oracleCoarse = []float64{0.5, 0.71, 1, 1.41, 2}
+)
 
-// oracleRefine are the steps tried around the best point, on every model's
-// cap at once and then on each model's alone.
+// oracleRefine are the steps tried around the best point.
 var oracleRefine = []float64{0.84, 1.19}
+
+// oracleCoord are the steps of the coordinate sweep of a lane with several
+// models: one model's cap moved, the others held at the best so far. Under
+// a binding global cap the best fixed caps are far from proportional (a
+// model of long jobs held low leaves slots to one of short jobs), which
+// neither the joint grid nor each model's own best finds.
+var oracleCoord = []float64{0.25, 0.5, 0.71, 1.41, 2}
 
 // OracleTie is the throughput within which two caps tie; the tie goes to
 // the lower blocked share.
@@ -29,10 +39,11 @@ type Sweep struct {
 	Caps         []int   `json:"caps"`
 	Succeeded    int     `json:"succeeded"`
 	BlockedShare float64 `json:"blocked_share"`
+	models       []Sweep // each model's own numbers in this run
 }
 
-// Oracle is the best of the sweep, and every point tried.
-type Oracle struct {
+// OracleFit is the best of the sweep, and every point tried.
+type OracleFit struct {
 	Best   *Result `json:"-"`
 	Caps   []int   `json:"caps"`
 	Points []Sweep `json:"points"`
@@ -73,12 +84,16 @@ func LaneBlocked(r *Result) float64 {
 	return b / run
 }
 
-// FindOracle sweeps the static caps of sc: the grid on every model's cap at
-// once, then refinement steps around the best, on all caps and then on each
-// model's (coordinate descent, one round). Runs are sequential: the caller
-// parallelises across scenarios.
-func FindOracle(sc *Scenario) (*Oracle, error) {
-	o := &Oracle{}
+// FindOracle sweeps the static caps of sc: the grid on every model's cap
+// at once; then the caps that were best for each model on its own (lanes
+// of policy static interact only through the global cap and the launch
+// bucket, so one run checks the combination); then steps around the best
+// point, and again each model's best; with several models, one round of
+// coordinate steps, model by model. The best run by the lane's rule is
+// the oracle. Runs are sequential: the caller parallelises across
+// scenarios. coarse takes the smaller grid.
+func FindOracle(sc *Scenario, coarse bool) (*OracleFit, error) {
+	o := &OracleFit{}
 	var best Sweep
 	tried := map[string]bool{}
 	try := func(caps []int) error {
@@ -92,35 +107,71 @@ func FindOracle(sc *Scenario) (*Oracle, error) {
 			return err
 		}
 		s := Sweep{Caps: slices.Clone(caps), Succeeded: r.Totals.Succeeded, BlockedShare: round(LaneBlocked(r), 4)}
+		for i, m := range sc.Models {
+			mr := r.Models[m.Name]
+			s.models = append(s.models, Sweep{Caps: caps[i : i+1], Succeeded: mr.Succeeded, BlockedShare: mr.BlockedShare})
+		}
 		o.Points = append(o.Points, s)
 		if o.Best == nil || better(s, best) {
 			best, o.Best = s, r
 		}
 		return nil
 	}
-	scaled := func(base []int, f float64, only int) []int {
+	// eachBest combines, per model, its cap of the run that was best for it.
+	eachBest := func() []int {
+		caps := make([]int, len(sc.Models))
+		for i := range caps {
+			var b Sweep
+			for k, p := range o.Points {
+				if k == 0 || better(p.models[i], b) {
+					b = p.models[i]
+				}
+			}
+			caps[i] = b.Caps[0]
+		}
+		return caps
+	}
+	scaled := func(base []int, f float64) []int {
 		out := slices.Clone(base)
 		for i := range out {
-			if only < 0 || i == only {
-				out[i] = max(1, int(math.Round(float64(base[i])*f)))
-			}
+			out[i] = max(1, int(math.Round(float64(base[i])*f)))
 		}
 		return out
 	}
+	grid := oracleGrid
+	if coarse {
+		grid = oracleCoarse
+	}
 	start := BusyCaps(sc)
-	for _, f := range oracleGrid {
-		if err := try(scaled(start, f, -1)); err != nil {
+	for _, f := range grid {
+		if err := try(scaled(start, f)); err != nil {
 			return nil, err
 		}
 	}
-	for only := -1; only < len(sc.Models); only++ {
-		if only == 0 && len(sc.Models) == 1 {
-			break // one model: the joint step was that model's
+	if err := try(eachBest()); err != nil {
+		return nil, err
+	}
+	base := best.Caps
+	for _, f := range oracleRefine {
+		if err := try(scaled(base, f)); err != nil {
+			return nil, err
 		}
-		base := best.Caps
-		for _, f := range oracleRefine {
-			if err := try(scaled(base, f, only)); err != nil {
-				return nil, err
+	}
+	if err := try(eachBest()); err != nil {
+		return nil, err
+	}
+	// Two rounds: a model held low in the first round frees slots that
+	// another can take in the second.
+	// The coarse sweep (make run) stops before them.
+	for round := 0; round < 2 && len(sc.Models) > 1 && !coarse; round++ {
+		for i := range sc.Models {
+			base := best.Caps
+			for _, f := range oracleCoord {
+				caps := slices.Clone(base)
+				caps[i] = max(1, int(math.Round(float64(base[i])*f)))
+				if err := try(caps); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
@@ -129,10 +180,12 @@ func FindOracle(sc *Scenario) (*Oracle, error) {
 }
 
 // BusyCaps estimates, per model, the jobs that keep its provider just busy
-// at its peak concurrency: concurrency × (call + think) / call, with the
-// means of call_s and of its batches' think_s (weighted by jobs). It is
-// what an operator who knows the workload would set, and where the
-// oracle's sweep starts.
+// at its peak concurrency: concurrency × (call + think) / call jobs
+// calling or thinking, and on top the slots of jobs whose containers are
+// starting: × (job + container start) / job, a job lasting calls × (call +
+// think). Means of call_s, container_start_s and the model's batches' calls
+// and think_s (weighted by jobs). It is what an operator who knows the
+// workload would set, and where the oracle's sweep starts.
 func BusyCaps(sc *Scenario) []int {
 	caps := make([]int, len(sc.Models))
 	for i, m := range sc.Models {
@@ -142,18 +195,22 @@ func BusyCaps(sc *Scenario) []int {
 				peak = max(peak, *c.ProviderConcurrency)
 			}
 		}
-		var think, jobs float64
+		var think, calls, jobs float64
 		for _, b := range sc.Batches {
 			if b.Model == m.Name {
 				think += float64(b.Jobs) * mean(b.ThinkS)
+				calls += float64(b.Jobs) * math.Max(1, mean(b.Calls))
 				jobs += float64(b.Jobs)
 			}
 		}
 		if jobs > 0 {
 			think /= jobs
+			calls /= jobs
 		}
 		call := math.Max(mean(m.CallS), 1e-3)
-		caps[i] = max(1, int(math.Round(float64(peak)*(call+think)/call)))
+		job := math.Max(calls*(call+think), 1e-3)
+		busy := float64(peak) * (call + think) / call * (job + mean(sc.ContainerStartS)) / job
+		caps[i] = max(1, int(math.Round(busy)))
 	}
 	return caps
 }

@@ -13,8 +13,10 @@ import (
 // WriteReport writes one self-contained HTML page: inline SVG drawn here by
 // hand, no script, no network. It shows, for dynamic, each model's limit,
 // running jobs, provider capacity and the depth the pass saw over time;
-// container starts by tier and by project over time for every policy; and
-// the policies side by side.
+// container starts by tier and by project over time for every policy, on
+// one y-scale per chart kind; and the policies side by side: per batch its
+// first start and its finish on log axes, the wait share over the jobs every
+// policy finished, the old caps (static) beside the oracle.
 func WriteReport(w io.Writer, results []*Result) error {
 	if len(results) == 0 {
 		return fmt.Errorf("no results to report")
@@ -28,7 +30,7 @@ func WriteReport(w io.Writer, results []*Result) error {
 // maxPoints caps a plotted series; longer ones are thinned evenly.
 const maxPoints = 1000
 
-var policyColor = map[Policy]string{Dynamic: "#1f77b4", Static: "#ff7f0e", Unbounded: "#7f7f7f"}
+var policyColor = map[Policy]string{Dynamic: "#1f77b4", Static: "#ff7f0e", Oracle: "#2ca02c", Unbounded: "#7f7f7f"}
 
 // palette colours tiers and projects.
 var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"}
@@ -128,25 +130,49 @@ func (rp *reporter) sideBySide() {
 				vals[g] = append(vals[g], &v)
 			}
 		}
-		rp.bars(title, r0.ModelNames, names, vals, format, "")
+		rp.bars(title, r0.ModelNames, names, vals, format, "", false)
 	}
-	perModel("Throughput (succeeded jobs per hour)", func(m *ModelResult) float64 { return m.ThroughputPerH }, "%.0f")
-	perModel("Backlog utilization (provider busy while work waits)", func(m *ModelResult) float64 { return m.BacklogUtilization }, "%.3f")
-	perModel("Blocked share (container time queued at the gateway)", func(m *ModelResult) float64 { return m.BlockedShare }, "%.3f")
-	vals := make([][]*float64, len(r0.BatchKeys))
-	for g, k := range r0.BatchKeys {
-		for _, r := range rp.results {
-			vals[g] = append(vals[g], r.Batches[k].FirstStartS)
+	perModel("Throughput (succeeded jobs per hour; higher is better)", func(m *ModelResult) float64 { return m.ThroughputPerH }, "%.0f")
+	perModel("Backlog utilization (provider busy while work waits; higher is better)", func(m *ModelResult) float64 { return m.BacklogUtilization }, "%.3f")
+	perModel("Blocked share (container time queued at the gateway; lower is better)", func(m *ModelResult) float64 { return m.BlockedShare }, "%.3f")
+	perBatch := func(title string, f func(*BatchResult) *float64) {
+		vals := make([][]*float64, len(r0.BatchKeys))
+		for g, k := range r0.BatchKeys {
+			for _, r := range rp.results {
+				vals[g] = append(vals[g], f(r.Batches[k]))
+			}
+		}
+		// A log axis: one batch that waited hours must not flatten the
+		// seconds of the others.
+		rp.bars(title, r0.BatchKeys, names, vals, "%.0f", "never", true)
+	}
+	perBatch("First start of each batch (s after submit, log scale; shorter is better)", func(b *BatchResult) *float64 { return b.FirstStartS })
+	perBatch("Each batch finished (its last job's end, s after submit, log scale; shorter is better)", func(b *BatchResult) *float64 { return b.LastEndS })
+	n, p50, p90 := CommonWaitShare(rp.results)
+	rp.bars(fmt.Sprintf("Wait share (submit→running / submit→end; lower is better) over the %d jobs every policy finished", n),
+		[]string{"p50", "p90"}, names, [][]*float64{p50, p90}, "%.2f", "–", false)
+	rp.printf("</div>\n")
+	if n == 0 {
+		rp.printf(`<p class="note">No job finished under every policy: the wait shares are not comparable.</p>` + "\n")
+	}
+	rp.printf(`<p class="note">%s</p>`+"\n", esc(baselineNote(rp.results)))
+}
+
+// baselineNote says what each baseline is and what dynamic is measured
+// against it.
+func baselineNote(results []*Result) string {
+	var parts []string
+	for _, r := range results {
+		switch r.Policy {
+		case Static:
+			parts = append(parts, "static: the scenario's old hand-set caps (static_cap); against it dynamic wins throughput")
+		case Oracle:
+			parts = append(parts, fmt.Sprintf("oracle: static with the best fixed caps in hindsight (%v, the best of %d static runs), which no operator can set in advance; against it dynamic is measured on fairness (small batches behind big ones, tiers) and adaptation (capacity changes, error bursts)", r.OracleCaps, r.OracleRuns))
+		case Unbounded:
+			parts = append(parts, "unbounded: no per-model cap")
 		}
 	}
-	rp.bars("First start of each batch (s after submit; shorter is better)", r0.BatchKeys, names, vals, "%.0f", "never")
-	ws := [][]*float64{{}, {}}
-	for _, r := range rp.results {
-		ws[0] = append(ws[0], r.WaitShare.P50)
-		ws[1] = append(ws[1], r.WaitShare.P90)
-	}
-	rp.bars("Wait share per finished job (submit→running / submit→end)", []string{"p50", "p90"}, names, ws, "%.2f", "–")
-	rp.printf("</div>\n")
+	return strings.Join(parts, ". ") + "."
 }
 
 func (rp *reporter) models(r *Result) {
@@ -165,7 +191,7 @@ func (rp *reporter) models(r *Result) {
 			{"limit", "#1f77b4", false, ints(s.Limit[i])},
 			{"running", "#2ca02c", false, ints(s.Running[i])},
 			{"provider concurrency", "#d62728", true, ints(s.Capacity[i])},
-		})
+		}, 0)
 		target := make([]float64, len(x))
 		for k := range target {
 			target[k] = s.Targets[i]
@@ -173,13 +199,29 @@ func (rp *reporter) models(r *Result) {
 		rp.lines("gateway depth", x, []line{
 			{"depth seen", "#9467bd", false, s.Depth[i]},
 			{"target", "#555", true, target},
-		})
+		}, 0)
 		rp.printf("</div>\n")
 	}
 }
 
 func (rp *reporter) starts() {
-	rp.printf("<h2>Container starts over time (cumulative)</h2>\n")
+	rp.printf("<h2>Container starts over time (cumulative)</h2>\n<p class=\"note\">One y-scale for every policy, per chart kind.</p>\n")
+	// One scale per chart kind across the policies, so the charts compare.
+	var tierMax, projMax float64
+	for _, r := range rp.results {
+		if s := r.Series; s != nil {
+			for _, v := range s.TierStarts {
+				if len(v) > 0 {
+					tierMax = max(tierMax, float64(v[len(v)-1]))
+				}
+			}
+			for _, v := range s.ProjectStarts {
+				if len(v) > 0 {
+					projMax = max(projMax, float64(v[len(v)-1]))
+				}
+			}
+		}
+	}
 	for _, r := range rp.results {
 		s := r.Series
 		if s == nil || len(s.T) == 0 {
@@ -194,12 +236,12 @@ func (rp *reporter) starts() {
 		for t := range s.Tiers {
 			tiers = append(tiers, line{"tier " + strconv.Itoa(t), palette[t%len(palette)], false, ints(s.TierStarts[t])})
 		}
-		rp.lines("starts by tier", x, tiers)
+		rp.lines("starts by tier", x, tiers, tierMax)
 		var projects []line
 		for p, name := range s.Projects {
 			projects = append(projects, line{name, palette[p%len(palette)], p >= len(palette), ints(s.ProjectStarts[p])})
 		}
-		rp.lines("starts by project", x, projects)
+		rp.lines("starts by project", x, projects, projMax)
 		rp.printf("</div>\n")
 	}
 }
@@ -226,8 +268,9 @@ const (
 	padT, padB     = 28, 34
 )
 
-// lines draws a line chart over time (seconds), thinned to maxPoints.
-func (rp *reporter) lines(title string, x []float64, ls []line) {
+// lines draws a line chart over time (seconds), thinned to maxPoints; its
+// y axis reaches at least ymin, so charts to compare can share a scale.
+func (rp *reporter) lines(title string, x []float64, ls []line, ymin float64) {
 	step := max(1, (len(x)+maxPoints-1)/maxPoints)
 	xmax := x[len(x)-1]
 	ymax := 0.0
@@ -238,14 +281,14 @@ func (rp *reporter) lines(title string, x []float64, ls []line) {
 			}
 		}
 	}
-	ymax = niceCeil(ymax)
+	ymax = niceCeil(max(ymax, ymin))
 	legendRows := (len(ls) + 3) / 4
 	h := chartH + 14*legendRows
 	top := padT + 14*legendRows
 	pw, ph := float64(chartW-padL-padR), float64(h-top-padB)
 	sx := func(v float64) float64 { return padL + pw*v/math.Max(xmax, 1) }
 	sy := func(v float64) float64 { return float64(top) + ph - ph*v/ymax }
-	rp.printf(`<svg width="%d" height="%d" viewBox="0 0 %d %d" role="img"><title>%s</title>`+"\n", chartW, h, chartW, h, esc(title))
+	rp.printf(`<svg width="%d" height="%d" viewBox="0 0 %d %d" role="img" data-ymax="%g"><title>%s</title>`+"\n", chartW, h, chartW, h, ymax, esc(title))
 	rp.printf(`<text x="%d" y="14" style="font-weight:bold">%s</text>`+"\n", padL, esc(title))
 	for i, l := range ls {
 		lx, ly := padL+150*(i%4), 28+14*(i/4)
@@ -303,8 +346,9 @@ func (rp *reporter) axes(top, h int, ymax, xmax float64, sx, sy func(float64) fl
 }
 
 // bars draws a horizontal grouped bar chart: per group one bar per series.
-// A nil value is drawn as a hatched stub labelled missing.
-func (rp *reporter) bars(title string, groups, series []string, vals [][]*float64, format, missing string) {
+// A nil value is drawn as a hatched stub labelled missing. On a log axis a
+// bar's length is log(1+v)/log(1+max), so 10 s and 7,000 s both show.
+func (rp *reporter) bars(title string, groups, series []string, vals [][]*float64, format, missing string, logScale bool) {
 	const rowH, labelW, barW = 14, 190, 330
 	vmax := 0.0
 	for _, g := range vals {
@@ -315,9 +359,15 @@ func (rp *reporter) bars(title string, groups, series []string, vals [][]*float6
 		}
 	}
 	vmax = niceCeil(vmax)
+	length := func(v float64) float64 { return float64(barW) * v / vmax }
+	scale := "linear"
+	if logScale {
+		scale = "log"
+		length = func(v float64) float64 { return float64(barW) * math.Log1p(max(v, 0)) / math.Log1p(vmax) }
+	}
 	w := labelW + barW + 80
 	h := 40 + len(groups)*(len(series)*rowH+8)
-	rp.printf(`<svg width="%d" height="%d" viewBox="0 0 %d %d" role="img"><title>%s</title>`+"\n", w, h, w, h, esc(title))
+	rp.printf(`<svg width="%d" height="%d" viewBox="0 0 %d %d" role="img" data-scale="%s"><title>%s</title>`+"\n", w, h, w, h, scale, esc(title))
 	rp.printf(`<text x="4" y="14" style="font-weight:bold">%s</text>`+"\n", esc(title))
 	for i, s := range series {
 		color := policyColor[Policy(s)]
@@ -336,12 +386,12 @@ func (rp *reporter) bars(title string, groups, series []string, vals [][]*float6
 			}
 			v := vals[g][i]
 			if v == nil {
-				rp.printf(`<rect x="%d" y="%d" width="6" height="%d" fill="none" stroke="%s"/><text x="%d" y="%d">%s</text>`+"\n",
-					labelW, y+1, rowH-3, color, labelW+10, y+rowH-3, esc(missing))
+				rp.printf(`<rect x="%d" y="%d" width="6" height="%d" fill="none" stroke="%s" data-series="%s"/><text x="%d" y="%d">%s</text>`+"\n",
+					labelW, y+1, rowH-3, color, esc(s), labelW+10, y+rowH-3, esc(missing))
 			} else {
-				bw := float64(barW) * *v / vmax
-				rp.printf(`<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/><text x="%.1f" y="%d">%s</text>`+"\n",
-					labelW, y+1, bw, rowH-3, color, float64(labelW)+bw+4, y+rowH-3, fmt.Sprintf(format, *v))
+				bw := length(*v)
+				rp.printf(`<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s" data-series="%s" data-value="%g"/><text x="%.1f" y="%d">%s</text>`+"\n",
+					labelW, y+1, bw, rowH-3, color, esc(s), *v, float64(labelW)+bw+4, y+rowH-3, fmt.Sprintf(format, *v))
 			}
 			y += rowH
 		}

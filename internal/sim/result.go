@@ -20,6 +20,13 @@ type Result struct {
 	Batches   map[string]*BatchResult `json:"batches"`
 	Tiers     map[string]TierResult   `json:"tiers"`
 	WaitShare WaitShare               `json:"wait_share"`
+	// OracleCaps are policy oracle's caps, one per model in scenario order.
+	OracleCaps []int `json:"oracle_caps,omitempty"`
+	OracleRuns int   `json:"-"` // static runs the sweep took
+	// JobWaits is each job's wait share (submit → running) / (submit → end),
+	// in job order; NaN for a job that did not finish. Policies run the same
+	// jobs, so CommonWaitShare can compare like with like.
+	JobWaits []float32 `json:"-"`
 
 	ModelNames []string `json:"-"` // scenario order
 	BatchKeys  []string `json:"-"` // scenario order
@@ -165,9 +172,11 @@ func (e *engine) result(trace bool) *Result {
 	// Jobs: recount every record, so the totals are measured, not carried.
 	running := make([]time.Duration, len(e.models)) // running time of jobs still running
 	var waits []float64
+	r.JobWaits = make([]float32, len(e.jobs))
 	for i := range e.jobs {
 		jb := &e.jobs[i]
 		b := &e.batches[jb.batch]
+		r.JobWaits[i] = float32(math.NaN())
 		if !b.arrived {
 			continue
 		}
@@ -188,7 +197,9 @@ func (e *engine) result(trace bool) *Result {
 			r.Totals.Lost++
 		}
 		if (jb.state == jobSucceeded || jb.state == jobFailed) && jb.endAt > b.at {
-			waits = append(waits, (jb.runAt-b.at).Seconds()/(jb.endAt-b.at).Seconds())
+			w := (jb.runAt - b.at).Seconds() / (jb.endAt - b.at).Seconds()
+			waits = append(waits, w)
+			r.JobWaits[i] = float32(w)
 		}
 	}
 	r.Totals.DoubleLaunched = e.doubles
@@ -278,4 +289,43 @@ func percentile(sorted []float64, p float64) float64 {
 func round(x float64, places int) float64 {
 	s := math.Pow(10, float64(places))
 	return math.Round(x*s) / s
+}
+
+// CommonWaitShare compares the policies' wait shares on like sets: over
+// the jobs that finished under every policy (n of them), each policy's p50
+// and p90; nil without such jobs. A policy's own wait_share covers the jobs
+// it finished, which differ between policies (unbounded finishes the jobs
+// that started at once, and only those).
+func CommonWaitShare(results []*Result) (n int, p50, p90 []*float64) {
+	if len(results) == 0 {
+		return 0, nil, nil
+	}
+	jobs := len(results[0].JobWaits)
+	var common []int
+	for j := range jobs {
+		all := true
+		for _, r := range results {
+			if len(r.JobWaits) != jobs || math.IsNaN(float64(r.JobWaits[j])) {
+				all = false
+				break
+			}
+		}
+		if all {
+			common = append(common, j)
+		}
+	}
+	p50, p90 = make([]*float64, len(results)), make([]*float64, len(results))
+	if len(common) == 0 {
+		return 0, p50, p90
+	}
+	for i, r := range results {
+		ws := make([]float64, len(common))
+		for k, j := range common {
+			ws[k] = float64(r.JobWaits[j])
+		}
+		slices.Sort(ws)
+		a, b := round(percentile(ws, 0.5), 4), round(percentile(ws, 0.9), 4)
+		p50[i], p90[i] = &a, &b
+	}
+	return len(common), p50, p90
 }

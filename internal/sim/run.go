@@ -17,22 +17,29 @@ const (
 	Dynamic   Policy = "dynamic"   // evalsched's own pass
 	Static    Policy = "static"    // a fixed cap per model, FCFS within a lane
 	Unbounded Policy = "unbounded" // one FCFS queue; the global cap and the bucket only
+	// Oracle is policy static with the best fixed caps in hindsight
+	// (oracle.go): the sweep's best run.
+	Oracle Policy = "oracle"
 )
 
-// Policies lists the policies in the order "all" runs and prints them.
+// Policies lists the simulated policies; tests run each.
 var Policies = []Policy{Dynamic, Static, Unbounded}
 
-// ParsePolicy reads dynamic, static, unbounded or all.
+// AllPolicies is what "all" runs and prints, in order: the old caps and
+// the oracle side by side.
+var AllPolicies = []Policy{Dynamic, Static, Oracle, Unbounded}
+
+// ParsePolicy reads dynamic, static, oracle, unbounded or all.
 func ParsePolicy(s string) ([]Policy, error) {
 	if s == "all" {
-		return Policies, nil
+		return AllPolicies, nil
 	}
-	for _, p := range Policies {
+	for _, p := range AllPolicies {
 		if string(p) == s {
 			return []Policy{p}, nil
 		}
 	}
-	return nil, fmt.Errorf("unknown policy %q: want dynamic, static, unbounded or all", s)
+	return nil, fmt.Errorf("unknown policy %q: want dynamic, static, oracle, unbounded or all", s)
 }
 
 // Options tune a run without changing its results.
@@ -48,6 +55,8 @@ type Options struct {
 	// PassLog, when set, receives one line per model and pass of policy
 	// dynamic: the limit decision and why the rest waits.
 	PassLog io.Writer
+	// OracleCoarse makes policy oracle sweep the coarse grid (oracle.go).
+	OracleCoarse bool
 	// StaticCaps, when set, replaces each model's static_cap under policy
 	// static (one per model, in scenario order): the oracle's sweep.
 	StaticCaps []int
@@ -64,8 +73,33 @@ type Options struct {
 // Run simulates the scenario under one policy. Same scenario and seed, same
 // result, whatever else runs alongside.
 func Run(sc *Scenario, p Policy, opt Options) (*Result, error) {
+	if p == Oracle {
+		return runOracle(sc, opt)
+	}
 	_, r, err := simulate(sc, p, opt)
 	return r, err
+}
+
+// runOracle sweeps static's caps and returns the best run as policy
+// oracle, with its caps and the wall time of the whole sweep.
+func runOracle(sc *Scenario, opt Options) (*Result, error) {
+	wall := time.Now()
+	o, err := FindOracle(sc, opt.OracleCoarse)
+	if err != nil {
+		return nil, err
+	}
+	r := o.Best
+	if opt.Trace { // the sweep ran without traces: run the best caps again
+		if r, err = Run(sc, Static, Options{StaticCaps: o.Caps, Trace: true}); err != nil {
+			return nil, err
+		}
+	}
+	r.Policy, r.OracleCaps, r.OracleRuns = Oracle, o.Caps, len(o.Points)
+	r.Wall = time.Since(wall)
+	if opt.Progress != nil {
+		opt.Progress(Oracle, float64(sc.DurationS), r.Events)
+	}
+	return r, nil
 }
 
 // simulate runs one policy and also returns the engine, for tests that

@@ -25,7 +25,16 @@ func WriteTable(w io.Writer, results []*Result) error {
 	for _, r := range results {
 		head = append(head, string(r.Policy))
 	}
-	fmt.Fprintf(w, "scenario %s, seed %d, %d s simulated\n\n", r0.Scenario, r0.Seed, r0.DurationS)
+	fmt.Fprintf(w, "scenario %s, seed %d, %d s simulated\n", r0.Scenario, r0.Seed, r0.DurationS)
+	for _, r := range results {
+		switch r.Policy {
+		case Static:
+			fmt.Fprintf(w, "static: the scenario's old caps (static_cap)\n")
+		case Oracle:
+			fmt.Fprintf(w, "oracle: static with the best fixed caps in hindsight, %v, the best of %d static runs\n", r.OracleCaps, r.OracleRuns)
+		}
+	}
+	fmt.Fprintln(w)
 	// Labels are padded here to one width, so the right alignment the
 	// numbers need leaves them left-aligned.
 	w1 := len("BATCH (s after at_s)")
@@ -93,9 +102,17 @@ func WriteTable(w io.Writer, results []*Result) error {
 		})...)
 	}
 	blank()
-	row("WAIT SHARE", "p50 / p90", each(func(r *Result) string {
+	// Lower is better; a policy's own finished jobs differ from another's,
+	// so the second row compares the jobs every policy finished.
+	row("WAIT SHARE", "p50/p90, own done", each(func(r *Result) string {
 		return share(r.WaitShare.P50) + " / " + share(r.WaitShare.P90)
 	})...)
+	n, p50, p90 := CommonWaitShare(results)
+	cells := make([]string, len(results))
+	for i := range results {
+		cells[i] = share(p50[i]) + " / " + share(p90[i])
+	}
+	row("(lower is better)", fmt.Sprintf("%d done by all", n), cells...)
 	blank()
 	row("TOTALS", "", head...)
 	t := func(f func(Totals) int) []string {
