@@ -12,36 +12,24 @@
 // the dead time is one to two minutes against a 10-s pass; lowering the limit
 // evicts nothing; below saturation the depth reads 0 and says nothing of how far
 // below we are; at a thousand running jobs the depth jitters by ±20 on its own.
-// The model the controller steers by is a closed loop: each running job
-// keeps some calls at the gateway; past the knee (the load at which the
-// provider is full) each job more adds one queued call, so depth = load −
-// knee (Little's law). An overshoot cannot be undone (running jobs are not
-// evicted, and an overloaded gateway slows their drain too), so every
-// raise is bounded by the load a datapoint measured, never by the limit.
-// The load is the slots in steady use when the datapoint was measured:
-// running jobs and those starting in place of ended ones, without the
-// launches of the last raise still starting (no datapoint saw them). The
-// regimes, checked in order:
+// The controller therefore has four regimes, checked in order:
 //
 //  1. pinned: an operator's limit_pin wins, clamped to [min, max].
 //  2. blind: no datapoint, or one older than MaxAge → hold.
-//  3. over: depth > target·(1+Band) → lower to measured − (depth − target),
-//     never above the current limit, by at most DrainShare of the slots
-//     ended jobs free (a trickle still admits by tier and project).
-//  4. under: depth < target·(1−Band), work waits, the limit binds (the
-//     slots held at the last pass, load + ended, ≥ BindingShare·limit), the
-//     last raise settled (RaiseSettled of its launches run) and a datapoint
-//     measured after that:
-//     - a queue under the target → measured + (target − depth);
-//     - far below (all readings since ≤ FarBelow·target), under a knee seen
-//     before → back to knee + target, at most ×Growth of measured;
-//     - far below at or past the knee (the provider grew) → the knee moves
-//     up to measured, and a probe of target, doubling with each confirmed
-//     probe;
-//     - far below with no knee yet → ×Growth of measured (slow start).
-//     The knee is running − depth of the last reading that saw a queue;
-//     no timer forgets it, only new readings move it.
+//  3. over: depth > target·(1+Band) → lower to load − LowerGain·(depth − target),
+//     never above the current limit. Each queued call is a job the provider
+//     cannot serve now, so the excess depth counts jobs too many; anchoring on the
+//     load (running + starting), not on the limit, keeps repeated passes over
+//     the same stale overshoot from compounding.
+//  4. under: depth < target·(1−Band) → raise ×f with
+//     f = 1 + (FastFactor−1)·gap², gap = (target − depth)/target, only when
+//     work waits, the limit binds (load ≥ BindingShare·limit: no windup while
+//     demand sits below the limit), the depth has stayed under the band for
+//     ConfirmBelow (one low reading in the jitter is not evidence), and at least
+//     RaiseSettled of the previous raise's launches are running (the dead time).
+//     At depth 0 the factor is FastFactor, so a cold model grows geometrically,
+//     one step per container start, and reaches ~1,000 from 10 within minutes.
 //
-// Otherwise it holds. The result is clamped to [min, max]. Every decision
-// carries a reason an operator can read in the pass log.
+// Otherwise it holds. The result is clamped to [min, max]. Every decision carries
+// a reason an operator can read in the pass log.
 package limits

@@ -54,22 +54,22 @@ func TestNext(t *testing.T) {
 		{"pin clamped to max", Model{Target: 40, Min: 1, Max: 100, Pin: 200}, steady(50), in(0, 50, 0, 900), 100, Pinned, "pinned at 100"},
 		{"missing datapoint holds", gpt, steady(300), Input{Now: t0, Running: 300, Waiting: 10}, 300, Held, "no depth datapoint"},
 		{"stale datapoint holds", gpt, steady(300), Input{Now: t0, DepthAt: t0.Add(-5 * time.Minute), Running: 300, Waiting: 10}, 300, Held, "old >"},
-		{"cold model at depth 0 doubles the measured load", gpt, steady(10), in(0, 10, 0, 20000), 20, Raised, "raise to 20: far below with 10 in use, no knee yet: ×2"},
-		{"far below a knee: back to it, at most doubling", gpt, steady(500).freshCeiling(1000), in(0, 500, 0, 20000), 1000, Raised, "knee 1000"},
-		{"near target raises a little", gpt, steady(1000), in(15, 990, 10, 500), 1025, Raised, "raise to 1025: depth 15 < target 40"},
+		{"cold model at depth 0 raises fast", gpt, steady(10), in(0, 10, 0, 20000), 40, Raised, "raise ×4: depth 0 < target 40, 20000 waiting"},
+		{"fast raises stop short of the ceiling", gpt, steady(500).freshCeiling(1000), in(0, 500, 0, 20000), 800, Raised, "raise ×1.6"},
+		{"near target raises a little", gpt, steady(1000), in(15, 990, 10, 500), 1032, Raised, "raise ×1.03"},
 		{"inside the band holds", gpt, steady(1000), in(35, 990, 10, 500), 1000, Held, "within 20..60"},
 		{"nothing waiting holds", gpt, steady(1000), in(0, 990, 10, 0), 1000, Held, "nothing waiting"},
 		{"no windup below a non-binding limit", gpt, steady(1000), in(0, 400, 10, 50), 1000, Held, "not binding"},
 		{"a raise still being launched does not bind", gpt, steady(400).raised(200, nil, nil), in(0, 300, 50, 900), 400, Held, "not binding"},
 		{"a raise still starting holds", gpt, steady(400).raised(200, d(-30), nil), Input{Now: t0, DepthAt: t0.Add(-20 * time.Second), Running: 250, Starting: 150, Waiting: 900, PendingRaise: 150}, 400, Held, "150 of the last raise's 200 launches still starting"},
 		{"a settled raise waits for a datapoint after it", gpt, steady(400).raised(200, d(-60), d(-10)), in(0, 390, 10, 900), 400, Held, "no datapoint yet"},
-		{"a settled, measured raise raises again", gpt, steady(400).raised(200, d(-60), d(-30)), in(0, 390, 10, 900), 800, Raised, "×2"},
-		{"overshoot lowers to the load, keeping no slot when nothing ended", gpt, steady(2000), in(440, 1800, 0, 900), 1800, Lowered, "lower to 1800: depth 440 > target 40"},
-		{"overshoot lowers by the excess from the load it measured", gpt, steady(2000).ranAt(20*time.Second, 1900), in(140, 1700, 0, 900), 1800, Lowered, "lower to 1800"},
+		{"a settled, measured raise raises again", gpt, steady(400).raised(200, d(-60), d(-30)), in(0, 390, 10, 900), 1600, Raised, "raise ×4"},
+		{"overshoot lowers to the load, keeping no slot when nothing ended", gpt, steady(2000), in(440, 1800, 0, 900), 1800, Lowered, "lower to 1800: depth 440 > target 40, 1800 running+starting"},
+		{"overshoot lowers by the excess from the load it measured", gpt, steady(2000).ranAt(20*time.Second, 1900), in(140, 1700, 0, 900), 1850, Lowered, "lower to 1850"},
 		{"lowering never raises", gpt, steady(1000), in(100, 1040, 30, 900), 1000, Held, "draining"},
 		{"lowering stops at min", Model{Target: 5, Min: 55, Max: 100}, steady(80), in(200, 50, 0, 10), 55, Lowered, "lower to 55"},
 		{"a queue none of ours made lowers nothing", gpt, steady(300), in(200, 0, 0, 900), 300, Held, "none of its jobs ran"},
-		{"an old knee is not forgotten by time", gpt, steady(100).ceiling(150), in(0, 100, 0, 900), 190, Raised, "knee 150"},
+		{"an old ceiling is forgotten", gpt, steady(100).ceiling(150), in(0, 100, 0, 900), 400, Raised, "raise ×4"},
 		{"raise stops at max", Model{Target: 40, Min: 1, Max: 1500}, steady(1000), in(0, 1000, 0, 900), 1500, Raised, "raise"},
 		{"at max holds", Model{Target: 40, Min: 1, Max: 1000}, steady(1000), in(0, 1000, 0, 900), 1000, Held, "at max 1000"},
 		{"a limit of 1 still grows", Model{Target: 5, Min: 1, Max: 100}, steady(1), in(2, 1, 0, 10), 2, Raised, "raise"},
@@ -106,17 +106,17 @@ func TestNextRecordsTheRaiseAndItsDeadTime(t *testing.T) {
 	cfg := DefaultConfig()
 	m := Model{Target: 40, Min: 1, Max: 10000}
 	dec := Next(cfg, m, State{Limit: 100}, in(0, 100, 0, 500))
-	if dec.State.RaisedAt != t0 || dec.State.RaisedBy != 100 || !dec.State.FilledAt.IsZero() {
-		t.Fatalf("got %+v, want a raise by 100 at t0, not yet filled", dec.State)
+	if dec.State.RaisedAt != t0 || dec.State.RaisedBy != 300 || !dec.State.FilledAt.IsZero() {
+		t.Fatalf("got %+v, want a raise by 300 at t0, not yet filled", dec.State)
 	}
 	// Next pass: the launches fill the limit.
-	next := Input{Now: t0.Add(10 * time.Second), Depth: 0, DepthAt: t0.Add(-10 * time.Second), Running: 100, Starting: 100, Waiting: 200, PendingRaise: 100}
+	next := Input{Now: t0.Add(10 * time.Second), Depth: 0, DepthAt: t0.Add(-10 * time.Second), Running: 100, Starting: 300, Waiting: 200, PendingRaise: 300}
 	dec = Next(cfg, m, dec.State, next)
 	if dec.State.FilledAt != next.Now || dec.Action != Held {
 		t.Fatalf("got %+v (%s), want filled at %v and a hold", dec.State, dec.Reason, next.Now)
 	}
 	// 30 s later, a third of them run: settled.
-	next = Input{Now: t0.Add(40 * time.Second), Depth: 0, DepthAt: t0.Add(20 * time.Second), Running: 140, Starting: 60, Waiting: 200, PendingRaise: 60}
+	next = Input{Now: t0.Add(40 * time.Second), Depth: 0, DepthAt: t0.Add(20 * time.Second), Running: 200, Starting: 200, Waiting: 200, PendingRaise: 200}
 	dec = Next(cfg, m, dec.State, next)
 	if dec.State.SettledAt != next.Now {
 		t.Fatalf("got SettledAt %v, want %v", dec.State.SettledAt, next.Now)

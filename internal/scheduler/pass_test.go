@@ -85,8 +85,8 @@ func TestPassFollowsJobsFromWaitingToLaunched(t *testing.T) {
 		}
 		launched += rep.Launched
 	}
-	if m := rep.Plan.Models[0]; m.State.Limit.Limit != 20 || launched != 10 {
-		t.Fatalf("got limit %d and %d launched (%s), want 20 (twice the 10 measured running) and 10", m.State.Limit.Limit, launched, m.Limit.Reason)
+	if m := rep.Plan.Models[0]; m.State.Limit.Limit != 40 || launched != 30 {
+		t.Fatalf("got limit %d and %d launched (%s), want 40 and 30", m.State.Limit.Limit, launched, m.Limit.Reason)
 	}
 	// Finish them all: exit 0 succeeds, the counters drop.
 	for _, j := range l.Launched()[:10] {
@@ -94,8 +94,8 @@ func TestPassFollowsJobsFromWaitingToLaunched(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := st.Counts(); got.Succeeded != 10 || got.Running != 0 || got.Launched != 10 {
-		t.Fatalf("got %+v, want 10 succeeded, 0 running, 10 launched", got)
+	if got := st.Counts(); got.Succeeded != 10 || got.Running != 0 || got.Launched != 30 {
+		t.Fatalf("got %+v, want 10 succeeded, 0 running, 30 launched", got)
 	}
 	if err := st.Check(); err != nil {
 		t.Fatal(err)
