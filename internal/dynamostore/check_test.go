@@ -198,7 +198,8 @@ func checkErr(d tableDump) error {
 					fail("queue %s: job %s waits at %d behind the cursor %d with no back item: lost", pk, j.Key, j.Pos, q.Next)
 				}
 			}
-			if j.Queue == pk && j.State != memstore.Waiting && j.Pos >= q.Next {
+			// A sampled batch's stop skips jobs past the cursor, leaving it.
+			if j.Queue == pk && j.State != memstore.Waiting && j.State != memstore.Skipped && j.Pos >= q.Next {
 				fail("queue %s: job %s is %s at %d, past the cursor %d: the cursor moved back", pk, j.Key, j.State, j.Pos, q.Next)
 			}
 		}

@@ -47,13 +47,25 @@ func (s *Store) RecordResult(ctx context.Context, jobID string, r memstore.Resul
 	} else {
 		up = up.Remove(name("result_score"))
 	}
+	// Guard: a verdict is kept only for the attempt the job is at (make
+	// mutate: result-attempt), and only once the job was claimed (make
+	// mutate: result-state): a result for an attempt not reached, or for
+	// a job still waiting, is refused. Without either
+	// TestRecordResultPerAttempt fails.
 	cond := name("attempt").Equal(value(r.Attempt)).
 		And(name("state").In(value(memstore.Claimed), value(memstore.Launched), value(memstore.Running),
 			value(memstore.Succeeded), value(memstore.Failed)))
 	counted := j.Stratum != "" && j.ResultAttempt == 0 // a sampled job counts once
 	if counted {
+		// Guard: a sampled job's verdict counts toward its stratum once:
+		// two deliveries that both read no result race, and the second is
+		// refused. Without it TestRacingResultDeliveriesCountOnce fails
+		// (make mutate: result-counted-once).
 		cond = cond.And(name("result_attempt").AttributeNotExists())
 	} else {
+		// Guard: a repeated or earlier attempt's verdict never replaces the
+		// one recorded. Without it TestRecordResultPerAttempt fails (make
+		// mutate: result-stale).
 		cond = cond.And(expression.Or(name("result_attempt").AttributeNotExists(), name("result_attempt").LessThan(value(r.Attempt))))
 	}
 	it, err := updateItem(s.tables.State, key(jobPK(jobID), skJob), up, cond)

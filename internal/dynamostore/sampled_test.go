@@ -142,4 +142,5 @@ func TestSampledStopSkipsTheRest(t *testing.T) {
 	if got := commit(t, s, grant(t0, b, 10)); len(got) != 0 {
 		t.Errorf("claimed %d jobs of a stopped batch", len(got))
 	}
+	check(t, s) // the retried job's back item went with its skip
 }

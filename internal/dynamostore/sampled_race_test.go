@@ -1,0 +1,187 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/sampling"
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+// The tests below guard the conditions of a sampled batch's writes (the
+// result record and the stop's skip), racing the store's own writers as
+// exactly_test.go does.
+
+// stopBatch is a sampled batch whose stop rule holds after a few dozen
+// results: stratum a always passes, b always fails.
+func stopBatch() memstore.BatchSpec {
+	b := memstore.BatchSpec{Account: "acme", Project: "p", Batch: "s", Model: "gpt", Tier: 1,
+		Sampling: &sampling.Params{MOE: 0.2, Confidence: 0.9, MinPerStratum: 5}}
+	for i := range 100 {
+		b.Jobs = append(b.Jobs, memstore.JobSpec{Key: fmt.Sprintf("a%03d", i), Stratum: "a"}, memstore.JobSpec{Key: fmt.Sprintf("b%03d", i), Stratum: "b"})
+	}
+	return b
+}
+
+// runUntilStopped claims one job at a time and records its verdict until
+// the batch's stop rule holds (the result that makes it hold skips the
+// rest); it returns the jobs that ran.
+func runUntilStopped(t *testing.T, s *Store, b memstore.BatchSpec) []scheduler.Job {
+	t.Helper()
+	ctx := context.Background()
+	var ran []scheduler.Job
+	for {
+		jobs := commit(t, s, grant(t0, b, 1))
+		if len(jobs) == 0 {
+			t.Fatal("ran out of jobs before the stop rule held")
+		}
+		j := jobs[0]
+		if _, err := s.RecordResult(ctx, j.ID, memstore.Result{Attempt: j.Attempt, Pass: j.Key[0] == 'a', At: t0}); err != nil {
+			t.Fatal(err)
+		}
+		ran = append(ran, j)
+		if sb, _, _ := s.Sampled(ctx, b.Account+"/"+b.Project+"/"+b.Batch); sb.Estimate.Stop {
+			return ran
+		}
+	}
+}
+
+// beforeSkip returns a hook that runs f once, before the first transaction
+// that writes a job SKIPPED: the stop's, after its read of the waiting jobs.
+func beforeSkip(f func()) func(string, any) {
+	var o sync.Once
+	return func(op string, in any) {
+		tx, ok := in.(*dynamodb.TransactWriteItemsInput)
+		if op != "TransactWriteItems" || !ok {
+			return
+		}
+		for _, it := range tx.TransactItems {
+			if it.Update == nil {
+				continue
+			}
+			for _, v := range it.Update.ExpressionAttributeValues {
+				if s, ok := v.(*types.AttributeValueMemberS); ok && s.Value == string(memstore.Skipped) {
+					o.Do(f)
+					return
+				}
+			}
+		}
+	}
+}
+
+// TestRacingResultDeliveriesCountOnce: two deliveries of one sampled job's
+// verdict both read the job with no result; the first records and counts
+// it, the second's transaction — conditioned on no result recorded — is
+// refused: the stratum counts one result.
+func TestRacingResultDeliveriesCountOnce(t *testing.T) {
+	ctx := context.Background()
+	s, c := newStore(t)
+	other := otherWriter(s)
+	b := stopBatch()
+	submit(t, s, b)
+	j := commit(t, s, grant(t0, b, 1))[0]
+	r := memstore.Result{Attempt: 1, Pass: true, At: t0}
+	c.before = once("TransactWriteItems", func() {
+		if ok, err := other.RecordResult(ctx, j.ID, r); !ok || err != nil {
+			t.Errorf("the first delivery: recorded %v, %v", ok, err)
+		}
+	})
+	ok, err := s.RecordResult(ctx, j.ID, r)
+	c.before = nil
+	if ok || err != nil {
+		t.Errorf("the second delivery: recorded %v, %v; want refused", ok, err)
+	}
+	sb, _, err := s.Sampled(ctx, "acme/p/s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb.Estimate.Results != 1 {
+		t.Errorf("%d results counted, want 1", sb.Estimate.Results)
+	}
+}
+
+// TestStopLeavesAJobClaimedMeanwhile: between the stop's read of the
+// waiting jobs and its skip, another pass claims one of them. The skip's
+// condition (WAITING, attempt) refuses the transaction; read again, the
+// claimed job stays CLAIMED and the rest end SKIPPED.
+func TestStopLeavesAJobClaimedMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	s, c := newStore(t)
+	other := otherWriter(s)
+	b := stopBatch()
+	submit(t, s, b)
+	var taken []scheduler.Job
+	c.before = beforeSkip(func() {
+		var err error
+		if taken, err = other.Commit(ctx, grant(t0, b, 1)); err != nil || len(taken) != 1 {
+			t.Errorf("the other pass claimed %d, %v; want 1", len(taken), err)
+		}
+	})
+	ran := runUntilStopped(t, s, b)
+	c.before = nil
+	if len(taken) != 1 {
+		t.Fatal("the stop skipped nothing")
+	}
+	if j, _, _ := s.Job(ctx, taken[0].ID); j.State != memstore.Claimed {
+		t.Errorf("the job claimed meanwhile is %s, want CLAIMED", j.State)
+	}
+	rows, err := s.Batches(ctx, scheduler.Scope{Account: "acme", Project: "p", Batch: "s"})
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("Batches: %v %v", rows, err)
+	}
+	if want := len(b.Jobs) - len(ran) - 1; rows[0].Waiting != 0 || rows[0].Skipped != want {
+		t.Errorf("counts %+v, want 0 waiting and %d skipped", rows[0], want)
+	}
+	check(t, s)
+}
+
+// TestStopKeepsAQueueARetryCameBackTo: after the stop skipped every
+// waiting job, and before it takes the queue out of the active index, a
+// running job's task is lost and the job waits again. The removal's
+// condition (nothing waiting) refuses it: the queue stays in the snapshot
+// with its one waiting job, which a pass can still see.
+func TestStopKeepsAQueueARetryCameBackTo(t *testing.T) {
+	ctx := context.Background()
+	s, c := newStore(t)
+	other := otherWriter(s)
+	b := stopBatch()
+	submit(t, s, b)
+	first := commit(t, s, grant(t0, b, 1))[0]
+	launchAll(t, s, []scheduler.Job{first})
+	var o sync.Once
+	c.before = func(op string, in any) {
+		u, ok := in.(*dynamodb.UpdateItemInput)
+		if op != "UpdateItem" || !ok || u.UpdateExpression == nil || *u.UpdateExpression != "REMOVE #a" {
+			return
+		}
+		o.Do(func() {
+			if err := other.TaskStopped(ctx, first.ID, 1, memstore.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	runUntilStopped(t, s, b)
+	c.before = nil
+	var found bool
+	for _, q := range snapshot(t, s).Queues {
+		if q.Batch == "s" {
+			found = true
+			if q.Waiting != 1 {
+				t.Errorf("the queue shows %d waiting, want the retried job", q.Waiting)
+			}
+		}
+	}
+	if !found {
+		t.Error("the queue left the snapshot with a retried job waiting in it")
+	}
+	if j, _, _ := s.Job(ctx, first.ID); j.State != memstore.Waiting || j.Attempt != 2 {
+		t.Errorf("the retried job is %s attempt %d, want WAITING attempt 2", j.State, j.Attempt)
+	}
+	check(t, s)
+}
