@@ -20,25 +20,31 @@ import (
 
 func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
-	cfg, err := config.Load(nil)
+	h, err := build(context.Background(), log)
 	if err != nil {
 		log.Error("task-events cannot start", "err", err)
 		os.Exit(1)
 	}
-	aws, err := awsconfig.LoadDefaultConfig(context.Background())
+	lambda.Start(h.Handle)
+}
+
+func build(ctx context.Context, log *slog.Logger) (*taskevent.Handler, error) {
+	cfg, err := config.Load(nil)
 	if err != nil {
-		log.Error("task-events cannot start", "err", err)
-		os.Exit(1)
+		return nil, err
+	}
+	aws, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, err
 	}
 	store := dynamostore.New(dynamodb.NewFromConfig(aws), dynamostore.DefaultTables(cfg.TablePrefix), cfg.DefaultModel())
 	store.Retention = cfg.JobRetention
-	h := &taskevent.Handler{
+	return &taskevent.Handler{
 		Store:     store,
 		Config:    taskevent.Config{ProviderErrorCodes: cfg.ProviderErrorCodes, Container: cfg.ContainerName},
 		Log:       log,
 		Metrics:   os.Stdout,
 		Namespace: cfg.EMFNamespace,
 		Detail:    emf.Detail(cfg.ModelMetrics),
-	}
-	lambda.Start(h.Handle)
+	}, nil
 }

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 )
 
@@ -33,7 +32,7 @@ type Server struct {
 // DynamoDB starts an in-memory DynamoDB Local for the test and stops it in
 // t.Cleanup. It fails the test when the server cannot start; a missing
 // node_modules says to run `make test`, which installs it.
-func DynamoDB(t testing.TB) (endpoint string) {
+func DynamoDB(t T) (endpoint string) {
 	t.Helper()
 	s, err := StartDynamoDB()
 	if err != nil {

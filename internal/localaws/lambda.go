@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 )
 
@@ -29,7 +28,7 @@ var rie struct {
 
 // Function is one Lambda function running under the emulator.
 type Function struct {
-	t      testing.TB
+	t      T
 	url    string
 	output *syncBuffer
 	mu     sync.Mutex // the emulator takes one invoke at a time
@@ -40,7 +39,7 @@ type Function struct {
 // emulator on 127.0.0.1 with env (plus the test's environment minus any AWS_
 // and EVALSCHED_ settings, so nothing points at a real account). Both stop
 // when the test ends.
-func Lambda(t testing.TB, name string, env ...string) *Function {
+func Lambda(t T, name string, env ...string) *Function {
 	t.Helper()
 	root, err := RepoRoot()
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"testing"
 	"time"
 )
 
@@ -28,7 +27,7 @@ const fauxqsScript = `import("fauxqs").then(async ({buildApp}) => {
 // Queue URLs are those CreateQueue returns (fauxqs names its host
 // "sqs.<region>.localhost"): requests go to endpoint, and the URL in them
 // must match the one fauxqs made, character for character.
-func SQS(t testing.TB) (endpoint string) {
+func SQS(t T) (endpoint string) {
 	t.Helper()
 	s, err := StartSQS()
 	if err != nil {

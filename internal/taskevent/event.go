@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/aws/aws-lambda-go/events"
 )
 
 // CancelReason is the reason evalsched gives ECS when an operator stops a
@@ -58,13 +60,6 @@ type Config struct {
 	Container          string // the sandbox container; "" = the first with an exit code
 }
 
-type envelope struct {
-	DetailType string          `json:"detail-type"`
-	Source     string          `json:"source"`
-	Time       time.Time       `json:"time"`
-	Detail     json.RawMessage `json:"detail"`
-}
-
 type detail struct {
 	TaskARN       string      `json:"taskArn"`
 	StartedBy     string      `json:"startedBy"`
@@ -98,7 +93,7 @@ type Container struct {
 // change, or malformed, is an error naming the field; a task of someone else
 // is ErrNotOurs.
 func Decode(raw []byte, cfg Config) (Event, error) {
-	var env envelope
+	var env events.EventBridgeEvent
 	if err := json.Unmarshal(raw, &env); err != nil {
 		return Event{}, fmt.Errorf("event: %w", err)
 	}

@@ -67,12 +67,13 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) error {
 		return fmt.Errorf("apply %s of job %s: %w", ev.Kind, ev.JobID, err)
 	}
 	log.Info("task event applied", attrs...)
-	h.timings(ev)
+	h.timings(ev, log)
 	return nil
 }
 
-// timings writes the job's timings that this event completes.
-func (h *Handler) timings(ev Event) {
+// timings writes the job's timings that this event completes; a failed write
+// is logged to log (Handle's logger: h.Log may be nil) and changes nothing.
+func (h *Handler) timings(ev Event, log *slog.Logger) {
 	if h.Metrics == nil || ev.Model == "" {
 		return
 	}
@@ -103,7 +104,7 @@ func (h *Handler) timings(ev Event) {
 		dims, props = nil, dims
 	}
 	if err := emf.WriteValues(h.Metrics, h.Namespace, ev.At, dims, props, vals); err != nil {
-		h.Log.Warn("write job metrics", "err", err)
+		log.Warn("write job metrics", "err", err)
 	}
 }
 

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -173,5 +175,30 @@ func testJobTimings(t *testing.T, detail emf.Detail) {
 	dims := docs[1]["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)["Dimensions"].([]any)[0].([]any)
 	if want := map[emf.Detail]int{emf.Full: 1, emf.Essential: 0}[detail]; len(dims) != want {
 		t.Errorf("%s: dimensions %v, want %d", detail, dims, want)
+	}
+}
+
+// failingWriter refuses every write, as a closed stdout would.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("closed") }
+
+// A handler without a Log logs a failed metrics write to slog's default
+// logger, as it does everything else, rather than dereferencing nil; the
+// event is still applied.
+func TestHandlerWithoutLogReportsAFailedMetricsWrite(t *testing.T) {
+	var logged bytes.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logged, nil)))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+
+	st, id := claimedJob(t)
+	h := &Handler{Store: st, Metrics: failingWriter{}, Namespace: "evalsched"}
+	invoke(t, h, "ecs-running.json", id)
+	if j, _ := st.Job(id); j.State != memstore.Running {
+		t.Errorf("job is %s, want RUNNING", j.State)
+	}
+	if !strings.Contains(logged.String(), "write job metrics") || !strings.Contains(logged.String(), "closed") {
+		t.Errorf("the default logger got %q, want the failed metrics write", logged.String())
 	}
 }

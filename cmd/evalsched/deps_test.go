@@ -1,0 +1,28 @@
+package main
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The operator CLI links no test framework: localaws, which `evalsched
+// local` uses to start DynamoDB Local and fauxqs, keeps package testing to
+// its _test.go files (its helpers take localaws.T, not testing.TB).
+func TestCLIDoesNotLinkTesting(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	// The check means something only if the CLI links localaws at all.
+	if !slices.Contains(deps, "github.com/evalsched/evalsched/internal/localaws") {
+		t.Fatalf("the CLI no longer links internal/localaws; deps:\n%s", out)
+	}
+	for _, p := range []string{"testing", "testing/internal/testdeps"} {
+		if slices.Contains(deps, p) {
+			t.Errorf("the CLI links package %s: a non-test file of one of its dependencies imports it", p)
+		}
+	}
+}

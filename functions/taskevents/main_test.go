@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/evalsched/evalsched/internal/dynamostore"
+	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+// eventJobID is the job id in events/ecs-*.json; the test puts the id of the
+// job it claimed in its place, as the launcher's startedBy would.
+const eventJobID = "5b0e8a9c1d2f3a4b5c6d7e8f9a0b1c2d"
+
+// TestUnderTheEmulator builds the function as it ships, runs it under the
+// runtime interface emulator against DynamoDB Local, invokes it with
+// events/ecs-running.json and events/ecs-stopped-exit0.json for a claimed
+// job and finds the job succeeded and its timings in the function's EMF.
+func TestUnderTheEmulator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the function and the emulator")
+	}
+	ctx := context.Background()
+	ddbEndpoint := localaws.DynamoDB(t)
+
+	// The world: tables with the job of events/sqs-batch.json, claimed
+	// (attempt 1).
+	client, err := dynamostore.LocalClient(ctx, ddbEndpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const prefix = "rie-taskevents-"
+	store := dynamostore.New(client, dynamostore.DefaultTables(prefix), scheduler.ModelConfig{Enabled: true, MaxLimit: 10})
+	if err := store.CreateTables(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b := memstore.BatchSpec{Account: "acme", Project: "search-evals", Batch: "2026-11-29-sweep-17", Model: "gpt-5.5", Tier: 1,
+		Jobs: []memstore.JobSpec{{Key: "task-000123"}}}
+	if _, err := store.Submit(ctx, b, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	q := scheduler.QueueKey{Account: b.Account, Project: b.Project, Batch: b.Batch, Model: b.Model}
+	claimed, err := store.Commit(ctx, scheduler.Plan{At: time.Now(), Models: []scheduler.ModelPlan{{Model: b.Model, Grants: []scheduler.Grant{{Queue: q, Count: 1}}}}})
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim: %v, %d jobs", err, len(claimed))
+	}
+	id := claimed[0].ID
+
+	fn := localaws.Lambda(t, "taskevents",
+		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
+		"AWS_ENDPOINT_URL_DYNAMODB="+ddbEndpoint, "EVALSCHED_TABLE_PREFIX="+prefix,
+	)
+	invoke := func(file string) {
+		t.Helper()
+		event, err := os.ReadFile("../../events/" + file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fn.Invoke([]byte(strings.ReplaceAll(string(event), eventJobID, id)))
+	}
+
+	invoke("ecs-running.json")
+	j, ok, err := store.Job(ctx, id)
+	if err != nil || !ok || j.State != memstore.Running {
+		t.Fatalf("after the RUNNING event the job is %q (%v, %v), want RUNNING\n%s", j.State, ok, err, fn.Output())
+	}
+	invoke("ecs-stopped-exit0.json")
+	j, ok, err = store.Job(ctx, id)
+	if err != nil || !ok || j.State != memstore.Succeeded || j.Exit.Code != 0 {
+		t.Fatalf("after the STOPPED event the job is %q exit %+v (%v, %v), want SUCCEEDED exit 0\n%s", j.State, j.Exit, ok, err, fn.Output())
+	}
+	if testing.Verbose() {
+		t.Logf("emulator and function output:\n%s", fn.Output())
+	}
+	// ecs-running.json: created 12:00:52.123, started 12:01:38.456;
+	// ecs-stopped-exit0.json: stopped 12:11:05.
+	for _, want := range []string{`"StartSeconds":46.333`, `"JobRunSeconds":566.544`, `"Model":"gpt-5.5"`} {
+		if !strings.Contains(fn.Output(), want) {
+			t.Errorf("no EMF document with %s in the function's output:\n%s", want, fn.Output())
+		}
+	}
+}
