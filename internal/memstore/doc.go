@@ -1,13 +1,16 @@
-// Package memstore is an in-memory scheduler.Store with the semantics the
-// DynamoDB store has: a waiting job is claimed by exactly one pass, claimed
-// jobs leave the waiting counts at once, and the running and starting counters
-// move in the same step as the job state they count.
+// Package memstore is the job store in memory, where the pass tests, the
+// simulator and the local mode keep their jobs.
 //
-// It backs the pass tests, the simulator and the local mode. It also takes the
-// writes the other functions make in production: Submit (the intake function),
-// TaskStarted and TaskStopped (the task-events function), PutModel and PutPin
-// (an operator's console edits). Check recounts every counter, so tests and
-// the simulator can assert the invariants after every step.
+// It is a scheduler.Store with the semantics the DynamoDB store has: a
+// waiting job is claimed by exactly one pass, claimed jobs leave the waiting
+// counts at once, and the running and starting counters move in the same step
+// as the job state they count.
+//
+// It also takes the writes the other functions make in production: Submit (the
+// intake function), TaskStarted and TaskStopped (the task-events function),
+// PutModel and PutPin (an operator's console edits). Check recounts every
+// counter, so tests and the simulator can assert the invariants after every
+// step.
 //
 // Shard(owns) is the store as one scheduler shard sees it (Snapshot and
 // InFlight of the models it owns, every write unscoped): several shards'
