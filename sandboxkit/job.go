@@ -5,17 +5,20 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/evalsched/evalsched/sandboxkit/sandboxenv"
 )
 
 // The variables the launcher (internal/ecslauncher) sets on the sandbox
-// container, beside the job's own env from its batch message.
+// container, beside the job's own env from its batch message; package
+// sandboxenv defines them.
 const (
-	EnvJobID          = "EVALSCHED_JOB_ID"
-	EnvBatch          = "EVALSCHED_BATCH" // account/project/batch
-	EnvModel          = "EVALSCHED_MODEL"
-	EnvAttempt        = "EVALSCHED_ATTEMPT" // 1, 2, …: a job runs again after an infrastructure stop
-	EnvSubmittedAt    = "EVALSCHED_SUBMITTED_AT"
-	EnvResultQueueURL = "EVALSCHED_RESULT_QUEUE_URL" // where SQSReporter sends; the task definition sets it
+	EnvJobID          = sandboxenv.JobID
+	EnvBatch          = sandboxenv.Batch // account/project/batch
+	EnvModel          = sandboxenv.Model
+	EnvAttempt        = sandboxenv.Attempt // 1, 2, …: a job runs again after an infrastructure stop
+	EnvSubmittedAt    = sandboxenv.SubmittedAt
+	EnvResultQueueURL = sandboxenv.ResultQueueURL // where SQSReporter sends; the task definition sets it
 )
 
 // Job is what the scheduler tells a sandbox about the job it runs.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/evalsched/evalsched/internal/breaker"
+	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/priority"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -448,7 +449,7 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 			return fail(fmt.Errorf("no batch or job %s (evalsched batches lists the batches)", target))
 		}
 		job = &jobView{ID: j.ID, Key: j.Key, Batch: j.Account + "/" + j.Project + "/" + j.Batch, Model: j.Model,
-			State: string(j.State), Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, Reason: j.Reason}
+			State: j.State, Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, Reason: j.Reason}
 		target = job.Batch
 	}
 	scope, _, _ := parseScope(target)
@@ -477,7 +478,7 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, ", %s", job.Reason)
 		}
 		fmt.Fprintln(stdout)
-		if job.State != "WAITING" {
+		if job.State != memstore.Waiting {
 			return exitOK
 		}
 	}
@@ -522,14 +523,14 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 
 // jobView is the job why was asked about.
 type jobView struct {
-	ID          string `json:"id"`
-	Key         string `json:"key"`
-	Batch       string `json:"batch"`
-	Model       string `json:"model"`
-	State       string `json:"state"`
-	Attempt     int    `json:"attempt"`
-	MaxAttempts int    `json:"max_attempts"`
-	Reason      string `json:"reason,omitempty"`
+	ID          string         `json:"id"`
+	Key         string         `json:"key"`
+	Batch       string         `json:"batch"`
+	Model       string         `json:"model"`
+	State       memstore.State `json:"state"`
+	Attempt     int            `json:"attempt"`
+	MaxAttempts int            `json:"max_attempts"`
+	Reason      string         `json:"reason,omitempty"`
 }
 
 // whyAnswer is why's answer for one batch and model.

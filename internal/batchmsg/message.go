@@ -10,6 +10,7 @@ import (
 
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/sampling"
+	"github.com/evalsched/evalsched/sandboxkit/sandboxenv"
 )
 
 // The contract's limits (docs/batch-format.md, version 1).
@@ -237,11 +238,11 @@ func OverrideSize(m Message, j Job) int {
 	for name, value := range j.Env {
 		size += escLen(name) + escLen(value)
 	}
-	size += len("EVALSCHED_JOB_ID") + jobIDLen
-	size += len("EVALSCHED_BATCH") + escLen(m.Account) + 1 + escLen(m.Project) + 1 + escLen(m.Batch)
-	size += len("EVALSCHED_MODEL") + escLen(cmp.Or(j.Model, m.Model))
-	size += len("EVALSCHED_ATTEMPT") + attemptLen
-	size += len("EVALSCHED_SUBMITTED_AT") + submittedLen
+	size += len(sandboxenv.JobID) + jobIDLen
+	size += len(sandboxenv.Batch) + escLen(m.Account) + 1 + escLen(m.Project) + 1 + escLen(m.Batch)
+	size += len(sandboxenv.Model) + escLen(cmp.Or(j.Model, m.Model))
+	size += len(sandboxenv.Attempt) + attemptLen
+	size += len(sandboxenv.SubmittedAt) + submittedLen
 	return size
 }
 

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/evalsched/evalsched/internal/scheduler"
+	"github.com/evalsched/evalsched/sandboxkit/sandboxenv"
 )
 
 // API is the part of the ECS client the launcher calls.
@@ -289,18 +290,18 @@ func Group(model string) string {
 }
 
 // Environment is the container's environment: the job's own variables
-// (validated at intake) plus the EVALSCHED_* ones, sorted by name.
+// (validated at intake) plus the sandbox protocol's (package sandboxenv), sorted by name.
 func Environment(j scheduler.Job) []types.KeyValuePair {
 	env := maps.Clone(j.Env)
 	if env == nil {
 		env = map[string]string{}
 	}
-	env["EVALSCHED_JOB_ID"] = j.ID
-	env["EVALSCHED_BATCH"] = j.Account + "/" + j.Project + "/" + j.Batch
-	env["EVALSCHED_MODEL"] = j.Model
-	env["EVALSCHED_ATTEMPT"] = strconv.Itoa(j.Attempt)
+	env[sandboxenv.JobID] = j.ID
+	env[sandboxenv.Batch] = j.Account + "/" + j.Project + "/" + j.Batch
+	env[sandboxenv.Model] = j.Model
+	env[sandboxenv.Attempt] = strconv.Itoa(j.Attempt)
 	if !j.SubmittedAt.IsZero() {
-		env["EVALSCHED_SUBMITTED_AT"] = j.SubmittedAt.UTC().Format(time.RFC3339)
+		env[sandboxenv.SubmittedAt] = j.SubmittedAt.UTC().Format(time.RFC3339)
 	}
 	out := make([]types.KeyValuePair, 0, len(env))
 	for _, k := range slices.Sorted(maps.Keys(env)) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/evalsched/evalsched/internal/scheduler"
+	"github.com/evalsched/evalsched/sandboxkit/sandboxenv"
 )
 
 // Model is one simulated model: a provider serving Concurrency calls at
@@ -198,12 +199,12 @@ func (w *world) emit(j scheduler.Job, arn, status string, created, started time.
 // detail and its container before handing it over.
 func (w *world) emitDetail(j scheduler.Job, arn, status string, created, started time.Time, edit func(detail, container map[string]any)) {
 	env := []map[string]string{
-		{"name": "EVALSCHED_JOB_ID", "value": j.ID},
-		{"name": "EVALSCHED_MODEL", "value": j.Model},
-		{"name": "EVALSCHED_ATTEMPT", "value": fmt.Sprint(j.Attempt)},
+		{"name": sandboxenv.JobID, "value": j.ID},
+		{"name": sandboxenv.Model, "value": j.Model},
+		{"name": sandboxenv.Attempt, "value": fmt.Sprint(j.Attempt)},
 	}
 	if !j.SubmittedAt.IsZero() {
-		env = append(env, map[string]string{"name": "EVALSCHED_SUBMITTED_AT", "value": j.SubmittedAt.UTC().Format(time.RFC3339)})
+		env = append(env, map[string]string{"name": sandboxenv.SubmittedAt, "value": j.SubmittedAt.UTC().Format(time.RFC3339)})
 	}
 	container := map[string]any{"name": "sandbox", "lastStatus": status}
 	detail := map[string]any{

@@ -16,6 +16,7 @@ import (
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/scheduler"
 	"github.com/evalsched/evalsched/internal/taskevent"
+	"github.com/evalsched/evalsched/sandboxkit/sandboxenv"
 )
 
 // Store is what the reconciler reads and repairs.
@@ -83,8 +84,9 @@ func (r *Reconciler) Run(ctx context.Context, now time.Time) (Report, error) {
 	// RUNNING event came before (or instead of) the record of its launch.
 	var launched []scheduler.InFlight
 	for _, j := range jobs {
+		state := memstore.State(j.State)
 		switch {
-		case j.TaskARN == "" && (j.State == "CLAIMED" || j.State == "RUNNING") && now.Sub(j.ClaimedAt) > claimGrace:
+		case j.TaskARN == "" && (state == memstore.Claimed || state == memstore.Running) && now.Sub(j.ClaimedAt) > claimGrace:
 			task, err := r.findTask(ctx, j)
 			if err != nil {
 				fail(err)
@@ -93,10 +95,10 @@ func (r *Reconciler) Run(ctx context.Context, now time.Time) (Report, error) {
 			arn := aws.ToString(task.TaskArn)
 			log.Warn("reconcile: launch never recorded", "job", j.ID, "state", j.State, "task", arn)
 			switch {
-			case j.State == "CLAIMED" && arn != "":
+			case state == memstore.Claimed && arn != "":
 				fail(r.Store.RecordLaunches(ctx, now, []scheduler.LaunchResult{{JobID: j.ID, Attempt: j.Attempt, Status: scheduler.Launched, TaskARN: arn}}))
 				rep.Recorded++
-			case j.State == "CLAIMED":
+			case state == memstore.Claimed:
 				fail(r.Store.RecordLaunches(ctx, now, []scheduler.LaunchResult{{JobID: j.ID, Attempt: j.Attempt, Status: scheduler.Retry, Reason: "claimed by a pass that never launched it"}}))
 				rep.Requeued++
 			case arn != "":
@@ -135,6 +137,7 @@ func (r *Reconciler) Run(ctx context.Context, now time.Time) (Report, error) {
 		}
 		for _, j := range batch {
 			t, ok := tasks[j.TaskARN]
+			state := memstore.State(j.State)
 			switch {
 			case !ok:
 				if now.Sub(j.ClaimedAt) > missingGrace {
@@ -153,7 +156,7 @@ func (r *Reconciler) Run(ctx context.Context, now time.Time) (Report, error) {
 				log.Warn("reconcile: lost STOPPED event", "job", j.ID, "task", j.TaskARN, "kind", string(kind))
 				fail(r.Store.TaskStopped(ctx, j.ID, j.Attempt, taskevent.ExitOf(kind, code, reason), at))
 				rep.Ended++
-			case j.State == "LAUNCHED" && aws.ToString(t.LastStatus) == "RUNNING":
+			case state == memstore.Launched && aws.ToString(t.LastStatus) == "RUNNING":
 				at := now
 				if t.StartedAt != nil {
 					at = *t.StartedAt
@@ -161,7 +164,7 @@ func (r *Reconciler) Run(ctx context.Context, now time.Time) (Report, error) {
 				log.Warn("reconcile: lost RUNNING event", "job", j.ID, "task", j.TaskARN)
 				fail(r.Store.TaskStarted(ctx, j.ID, j.Attempt, at))
 				rep.Started++
-			case j.State == "RUNNING" && j.TimeoutSeconds > 0 && !j.StartedAt.IsZero() &&
+			case state == memstore.Running && j.TimeoutSeconds > 0 && !j.StartedAt.IsZero() &&
 				now.Sub(j.StartedAt) > time.Duration(j.TimeoutSeconds)*time.Second:
 				reason := fmt.Sprintf("timeout: ran longer than %ds", j.TimeoutSeconds)
 				if _, err := r.ECS.StopTask(ctx, &ecs.StopTaskInput{Cluster: aws.String(r.Cluster), Task: aws.String(j.TaskARN), Reason: aws.String("evalsched: " + reason)}); err != nil {
@@ -214,7 +217,7 @@ func attemptOf(t types.Task) (string, bool) {
 	}
 	for _, c := range t.Overrides.ContainerOverrides {
 		for _, kv := range c.Environment {
-			if aws.ToString(kv.Name) == "EVALSCHED_ATTEMPT" {
+			if aws.ToString(kv.Name) == sandboxenv.Attempt {
 				return aws.ToString(kv.Value), true
 			}
 		}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/evalsched/evalsched/internal/limits"
 )
 
 // Scheduler runs passes against its adapters.
@@ -237,7 +239,7 @@ func (r Report) summaryAttrs() []slog.Attr {
 func (r Report) modelAttrs() []slog.Attr {
 	var attrs []slog.Attr
 	for _, m := range r.Plan.Models {
-		if m.Running+m.Starting+m.Waiting == 0 && m.Limit.Action != "raise" && m.Limit.Action != "lower" {
+		if m.Running+m.Starting+m.Waiting == 0 && m.Limit.Action != limits.Raised && m.Limit.Action != limits.Lowered {
 			continue
 		}
 		attrs = append(attrs, slog.Group(m.Model,

@@ -14,6 +14,7 @@ import (
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/scheduler"
 	"github.com/evalsched/evalsched/internal/taskevent"
+	"github.com/evalsched/evalsched/sandboxkit/sandboxenv"
 )
 
 // ECS, as the faulted simulation shows it to evalsched: the task of each
@@ -256,7 +257,7 @@ func (c *chaos) eventJSON(ev taskEvent) []byte {
 	} else {
 		b = append(b, `","lastStatus":"RUNNING","version":2,"containers":[{"name":"sandbox","lastStatus":"RUNNING"`...)
 	}
-	b = append(b, `}],"overrides":{"containerOverrides":[{"name":"sandbox","environment":[{"name":"EVALSCHED_ATTEMPT","value":"`...)
+	b = append(b, `}],"overrides":{"containerOverrides":[{"name":"sandbox","environment":[{"name":"`+sandboxenv.Attempt+`","value":"`...)
 	b = strconv.AppendInt(b, int64(ev.attempt), 10)
 	b = append(b, `"}]}]}}}`...)
 	c.buf = b

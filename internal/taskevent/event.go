@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/evalsched/evalsched/sandboxkit/sandboxenv"
 )
 
 // CancelReason is the reason evalsched gives ECS when an operator stops a
@@ -112,11 +114,11 @@ func Decode(raw []byte, cfg Config) (Event, error) {
 	for _, o := range d.Overrides.ContainerOverrides {
 		for _, kv := range o.Environment {
 			switch kv.Name {
-			case "EVALSCHED_ATTEMPT":
+			case sandboxenv.Attempt:
 				attempt = kv.Value
-			case "EVALSCHED_MODEL":
+			case sandboxenv.Model:
 				ev.Model = kv.Value
-			case "EVALSCHED_SUBMITTED_AT":
+			case sandboxenv.SubmittedAt:
 				ev.SubmittedAt, _ = time.Parse(time.RFC3339, kv.Value)
 			}
 		}
@@ -134,7 +136,7 @@ func Decode(raw []byte, cfg Config) (Event, error) {
 	}
 	n, err := strconv.Atoi(attempt)
 	if err != nil || n < 1 {
-		return ev, fmt.Errorf("event detail.overrides: EVALSCHED_ATTEMPT %q is not a positive integer", attempt)
+		return ev, fmt.Errorf("event detail.overrides: %s %q is not a positive integer", sandboxenv.Attempt, attempt)
 	}
 	ev.Attempt = n
 
