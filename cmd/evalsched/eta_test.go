@@ -444,7 +444,7 @@ func BenchmarkForecast(b *testing.B) {
 // TestETAStableUnderWavesOfEnds: a model whose jobs (10 minutes ± 2) start
 // in waves ends them in waves; the ETA of a 3,000-job backlog, read every
 // minute for the last 30 minutes of two hours, swings by the breaker's
-// 5-minute window as the issue saw (3h16m → 53m), and by the smoothed rate
+// 5-minute window as operators saw it (3h16m → 53m), and by the smoothed rate
 // within the e^(10/30) = 1.40 bound of scheduler.EndRate. Seed 1 chose the
 // bound's check; seed 2 is the fresh one.
 func TestETAStableUnderWavesOfEnds(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
-// The forecast behind status's per-batch ETA (issue #6). Per model with
+// The forecast behind status's per-batch ETA. Per model with
 // waiting batches it steps the scheduler's own admission (admission.Plan,
 // the very function the pass calls) forward over simulated passes:
 //

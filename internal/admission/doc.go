@@ -1,7 +1,7 @@
 // Package admission hands one model's free slots to that model's waiting jobs.
 //
-// It is step 6 of a scheduler pass (snapshot → priority → breaker → limits →
-// capacity → admission → claim and launch). By the time it runs, priority has
+// It is the last part of a scheduler pass's decide step, before the claim
+// (package scheduler names the steps). By the time it runs, priority has
 // resolved every batch's tier, the breaker has decided the model may admit at
 // all, limits and capacity have fixed how many slots the model has free this
 // pass. Admission only decides whose jobs take them; the store then claims

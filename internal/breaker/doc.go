@@ -1,9 +1,8 @@
 // Package breaker keeps, per model, a three-state circuit breaker over the
 // recent outcomes of its jobs.
 //
-// It runs in the third step of every scheduling pass (one pass every 10 s):
-//
-//	snapshot → priority → breaker → limits → capacity → admission → claim+launch
+// It runs in every scheduler pass (one every 10 s), in the pass's decide
+// step after priority and before limits (package scheduler names the steps).
 //
 // When a model's provider fails fast (429, 5xx), its jobs end within seconds
 // with provider errors and the gateway queue in front of it empties. To the

@@ -1,8 +1,7 @@
 // Package capacity shares one account-wide number of task slots among models.
 //
-// It runs in the fifth step of every scheduling pass (one pass every 10 s):
-//
-//	snapshot → priority → breaker → limits → capacity → admission → claim+launch
+// It runs in every scheduler pass (one every 10 s), in the pass's decide
+// step after limits and before admission (package scheduler names the steps).
 //
 // Limits has by then given each model its own ceiling, but the Fargate quota
 // caps running tasks for the whole account. The pass calls Split twice:

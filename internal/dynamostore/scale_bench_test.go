@@ -1,6 +1,6 @@
 package dynamostore
 
-// Issue #8: the store at the seed system's scale, against DynamoDB Local
+// The store at the seed system's scale, against DynamoDB Local
 // (numbers in BENCHMARKS.md, "At the seed system's scale").
 //
 //	make bench         PassAtScale (10,000 and 1,000,000 waiting), JobLifecycle, SubmitMessage

@@ -1,6 +1,6 @@
 package dynamostore
 
-// Issue #8, "Beyond one scheduler": one shard's pass of the 2,000-model
+// Beyond one scheduler: one shard's pass of the 2,000-model
 // shape that one scheduler cannot do in its slot (BenchmarkPassLimits), next
 // to the unsharded pass over the same tables (numbers in BENCHMARKS.md,
 // "Sharded passes"). It reuses scale_bench_test.go's meter, population and

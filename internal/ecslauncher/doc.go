@@ -1,5 +1,5 @@
-// Package ecslauncher launches claimed jobs as ECS Fargate tasks: step 5 of a
-// scheduler pass (snapshot → depth → decide → claim → launch → record).
+// Package ecslauncher launches claimed jobs as ECS Fargate tasks: the launch
+// step of a scheduler pass (package scheduler names the steps).
 //
 // One RunTask with count 1 per job:
 //

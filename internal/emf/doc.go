@@ -1,7 +1,7 @@
 // Package emf writes a pass report as CloudWatch metrics in the Embedded
 // Metric Format: JSON lines on stdout that the Lambda log agent turns into
-// metrics, with no PutMetricData calls and no extra cost per call. It is the
-// last step of a pass (…→ claim → launch → record → report).
+// metrics, with no PutMetricData calls and no extra cost per call. It serves
+// the last step of a pass, report (package scheduler names the steps).
 //
 // Per model with work: GatewayDepth, JobLimit, Running, Starting, Waiting,
 // Admitted, AdmittedTier<N>, BreakerOpen (1 while not closed), dimension Model.

@@ -1,5 +1,5 @@
 // Package gatewaydepth reads each model's gateway queue depth from CloudWatch:
-// step 2 of a scheduler pass (snapshot → depth → decide → claim → launch).
+// the depth step of a scheduler pass (package scheduler names the steps).
 //
 // The LLM gateway publishes one metric per model: the number of calls queued
 // and not yet in service, with the model as a dimension, ideally at high

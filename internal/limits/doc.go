@@ -1,8 +1,8 @@
 // Package limits decides a model's next job limit: how many of its jobs may hold
 // a container (starting or running) at once.
 //
-// It is step 2 of a scheduler pass (snapshot → priority → breaker → limits →
-// capacity → admission → claim and launch). The input is the gateway queue depth
+// It runs in a scheduler pass's decide step, after the breaker (package
+// scheduler names the steps). The input is the gateway queue depth
 // of the model as CloudWatch last saw it, compared with a target depth: a queue a
 // little above zero means the provider is saturated (full use of its quota)
 // while containers wait only briefly at the gateway.

@@ -1,8 +1,7 @@
 // Package priority decides the tier of a batch from the operator's pins.
 //
-// It runs in the second step of every scheduling pass (one pass every 10 s):
-//
-//	snapshot → priority → breaker → limits → capacity → admission → claim+launch
+// It runs in every scheduler pass (one every 10 s), first in the pass's
+// decide step (package scheduler names the steps).
 //
 // The snapshot carries the pin items exactly as an operator left them in the
 // DynamoDB console. Compile turns them into a Table once per pass, so an edit

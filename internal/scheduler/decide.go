@@ -105,7 +105,7 @@ func (p Plan) Total() int {
 func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) Plan {
 	plan := Plan{At: now, Warnings: slices.Clone(snap.Warnings)}
 
-	// 1. Priority: compile the pins once; a bad pin is a warning, never a failure.
+	// priority: compile the pins once; a bad pin is a warning, never a failure.
 	pins, warns := priority.Compile(snap.Pins, cfg.Tiers, now)
 	for _, w := range warns {
 		plan.Warnings = append(plan.Warnings, w.String())
@@ -149,7 +149,7 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 	slices.SortFunc(models, func(a, b Model) int { return strings.Compare(a.Config.Name, b.Config.Name) })
 	plan.Models = make([]ModelPlan, len(models))
 
-	// 2. Breaker and 3. limits, per model.
+	// breaker, then limits, per model.
 	for i, m := range models {
 		mp := &plan.Models[i]
 		mp.Model, mp.Running, mp.Starting = m.Config.Name, m.Running, m.Starting
@@ -189,7 +189,7 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 		mp.State.Limit = mp.Limit.State
 	}
 
-	// 4. Capacity: the global cap water-filled by demand, then the launch
+	// capacity: the global cap water-filled by demand, then the launch
 	// budget water-filled by free slots.
 	demand := make([]int, len(models))
 	for i, mp := range plan.Models {
@@ -219,7 +219,7 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 	// under the cap bounds the launches too.
 	budget := capacity.Split(min(cfg.MaxLaunchesPerPass, max(0, cfg.GlobalMaxRunning-heldAll)), free)
 
-	// 5. Admission: per model, tiers → projects in turn → oldest first.
+	// admission: per model, tiers → projects in turn → oldest first.
 	acfg := admission.Config{Tiers: cfg.Tiers, Weight: cfg.TierWeight}
 	for i, m := range models {
 		mp := &plan.Models[i]

@@ -3,28 +3,37 @@
 // launches them.
 //
 // The decisions are pure (Decide) and live in the packages priority, breaker,
-// limits, capacity and admission; this package wires them in numbered phases
+// limits, capacity and admission; this package wires them in the steps below
 // and talks to the outside world only through the small interfaces it declares
 // here: Store, DepthReader, Launcher and Clock. The same Pass runs in the
 // scheduler Lambda (DynamoDB, CloudWatch, ECS), in the local mode and in the
 // simulator (in-memory adapters).
 //
-//  1. snapshot   Store.Snapshot: models, queues with waiting counts, pins, pauses
-//  2. depth      DepthReader.Depths: the newest gateway depth per busy model
-//  3. decide     Decide: priority → breaker → limits → capacity → admission
-//  4. claim      Store.Commit: new state persisted, granted jobs claimed once
-//  5. launch     Launcher.Launch: one task per claimed job
-//  6. record     Store.RecordLaunches: launched, back to waiting, or failed
-//  7. report     the Report returned to the caller, logged as one line
+// # Steps
+//
+// A pass runs these steps, in this order. This list is their one
+// definition: code and documents elsewhere name a step, never number it.
+//
+//	snapshot  Store.Snapshot: models, queues with waiting counts, pins, pauses
+//	depth     DepthReader.Depths: the newest gateway depth per busy model
+//	decide    Decide, pure, in turn: priority → breaker → limits → capacity → admission
+//	claim     Store.Commit: new state persisted, granted jobs claimed once
+//	launch    Launcher.Launch: one task per claimed job
+//	record    Store.RecordLaunches: launched, back to waiting, or failed
+//	report    the Report returned to the caller, logged as one line
+//
+// # Shards
 //
 // Past what one pass can do in its slot, the models are sharded over N
 // scheduler invocations (shard.go): ShardOf(model, N) names a model's shard,
 // whose store sees only its models. With Scheduler.Sharing set, each pass
-// (between steps 1 and 3) reads the shards' last loads from the store
+// (after snapshot, before decide) reads the shards' last loads from the store
 // (LoadStore) and takes its share of the account-wide cap, launch budget and
-// launch rate by load (Sharing.ShareByLoad), and after step 4 reports its own;
-// Config holds the even static share (Caps.Share), the fallback when the
+// launch rate by load (Sharing.ShareByLoad), and after the claim reports its
+// own; Config holds the even static share (Caps.Share), the fallback when the
 // loads cannot be read.
+//
+// # Pauses
 //
 // Pauses (pause.go) are state of their own, apart from pins: a paused
 // batch holds no demand until resumed, whatever its pins say. Decide also

@@ -61,13 +61,13 @@ func (s *Scheduler) Pass(ctx context.Context) (Report, error) {
 	now := s.Clock.Now()
 	rep := Report{At: now}
 
-	// 1. Snapshot.
+	// snapshot
 	snap, err := s.Store.Snapshot(ctx, now)
 	if err != nil {
 		return rep, fmt.Errorf("read snapshot: %w", err)
 	}
 
-	// 2. Depth of every model with work: a failed read holds the limits
+	// depth, of every model with work: a failed read holds the limits
 	// rather than failing the pass.
 	var busy []string
 	waiting := map[string]bool{}
@@ -90,12 +90,12 @@ func (s *Scheduler) Pass(ctx context.Context) (Report, error) {
 		}
 	}
 
-	// 3. Decide, with this shard's share of the caps.
+	// decide, with this shard's share of the caps.
 	cfg, loads := s.share(ctx, snap, now, &rep)
 	plan := Decide(cfg, snap, depths, now)
 	rep.Plan = plan
 
-	// 4. Claim.
+	// claim
 	jobs, err := s.Store.Commit(ctx, plan)
 	if err != nil {
 		return rep, fmt.Errorf("commit plan: %w", err)
@@ -109,7 +109,7 @@ func (s *Scheduler) Pass(ctx context.Context) (Report, error) {
 		}
 	}
 
-	// 5. Launch and 6. record.
+	// launch, then record.
 	if len(jobs) > 0 {
 		results := s.Launcher.Launch(ctx, jobs)
 		for _, r := range results {

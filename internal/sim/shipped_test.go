@@ -156,8 +156,8 @@ func TestUnboundedFCFS(t *testing.T) {
 	}
 }
 
-// TestTargets measures the scheduler on the shipped scenarios against the
-// issue's targets. They may fail until the limits controller is tuned; the
+// TestTargets measures the scheduler on the shipped scenarios against its
+// targets (the thresholds below). They may fail until the limits controller is tuned; the
 // logged numbers say how far off it is.
 func TestTargets(t *testing.T) {
 	if testing.Short() {

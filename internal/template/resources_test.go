@@ -541,7 +541,7 @@ func checkSandbox(f *fixture) []string {
 
 // ---------------------------------------------------- parameters, outputs
 
-// parameters are the deployment's settings the issue asks for.
+// parameters are the deployment's settings an operator sets.
 var parameters = []string{
 	"GatewayMetricNamespace", "GatewayMetricName", "GatewayMetricDimension", "GatewayMetricPeriod",
 	"GatewayErrorMetricName", "GatewayCallsMetricName",
@@ -678,7 +678,7 @@ func checkMonitoring(f *fixture) []string {
 		}
 	}
 
-	// Alarms on our metrics name emitted ones; the four the issue asks for exist.
+	// Alarms on our metrics name emitted ones; the four an operator pages on exist.
 	required := map[string]bool{"dlq": false, "PassFailed": false, "LeaseLost": false, "BreakerOpen": false}
 	for _, id := range f.ids("AWS::CloudWatch::Alarm") {
 		p := f.props(id)
@@ -722,7 +722,7 @@ func checkMonitoring(f *fixture) []string {
 		}
 	}
 
-	// The dashboard parses and shows what the issue asks for.
+	// The dashboard parses and shows what an operator watches.
 	dashboards := f.ids("AWS::CloudWatch::Dashboard")
 	if len(dashboards) != 1 {
 		return append(problems, fmt.Sprintf("got dashboards %v, want one", dashboards))
