@@ -69,7 +69,7 @@ build-ResultsFunction:
 	@test -n "$(ARTIFACTS_DIR)" || { echo "ARTIFACTS_DIR is not set (sam build sets it)"; exit 1; }
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -buildvcs=false -ldflags='-s -w' -o $(ARTIFACTS_DIR)/bootstrap ./functions/results
 
-# --- chaos: the simulator with every fault (internal/sim/doc.go, "Faults") ---
+# --- chaos: the simulator with every fault (internal/sim/DESIGN.md, "Faults") ---
 # Each shipped scenario under policy dynamic with --faults all, for 20 seeds:
 # one summary line per run, then a total; the target fails when a run lost a
 # job, launched one twice or broke an invariant (what broke, with times and

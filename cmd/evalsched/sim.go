@@ -33,7 +33,7 @@ policy side by side. Same scenario and seed, same numbers.
 
 --faults injects, at times drawn from the seed, the faults the real system
 meets (crash, overlap, events, runtask, store, metrics, intake, provider;
-see internal/sim/doc.go) into policy dynamic; the baselines ignore them.
+see internal/sim/DESIGN.md) into policy dynamic; the baselines ignore them.
 Same scenario, seed and faults, same numbers. With --faults the command
 exits 1 when a run lost a job, launched one twice or broke an invariant.
 

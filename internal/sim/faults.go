@@ -14,7 +14,7 @@ import (
 )
 
 // FaultKind is one kind of fault the simulator injects into policy dynamic
-// (what each does and what must hold: doc.go, "Faults").
+// (what each does and what must hold: DESIGN.md, "Faults").
 type FaultKind uint8
 
 // The fault kinds, in the order the table prints them.

@@ -9,7 +9,7 @@ import (
 )
 
 // The invariants of policy dynamic, checked after every step that changes a
-// job (doc.go, "Invariants"). The simulator reads back every job the store
+// job (DESIGN.md, "Invariants"). The simulator reads back every job the store
 // changes, right after the call that changed it, into a shadow of the
 // store: the job's state and attempt, and per model the jobs holding a
 // slot. Each read checks the move against the lifecycle and the job against
