@@ -219,19 +219,14 @@ func Plan(cfg Config, free int, batches []Batch, st State) (Result, State) {
 	return res, State{Credit: credit, LastProject: last}
 }
 
-// Shares returns each tier's share of a slot given which tiers have demand: the first tier with demand takes Weight, the next Weight of the rest, ..., the last tier with demand takes all that is left; tiers without demand get 0. Sums to 1 when any tier has demand.
-//
-// The result has max(cfg.Tiers, len(demand)) entries, so indexing it by either
-// is safe; tiers past the end of demand have none. Weight is clamped to [0, 1]
-// (NaN counts as 1: strict priority is the safe reading of a broken config).
-func Shares(cfg Config, demand []bool) []float64 {
-	out := make([]float64, max(cfg.Tiers, len(demand)))
-	sharesInto(cfg.Weight, demand, out)
-	return out
-}
-
-// sharesInto is Shares without the allocation, for the per-slot loop: out must
-// have at least len(demand) entries.
+// sharesInto writes each tier's share of a slot into out, given which tiers
+// have demand: the first tier with demand takes weight, the next weight of
+// the rest, ..., the last tier with demand takes all that is left; tiers
+// without demand, and those of out past the end of demand, get 0. The shares
+// sum to 1 when any tier has demand. out must have at least len(demand)
+// entries; it is the caller's, so the per-slot loop allocates nothing.
+// weight is clamped to [0, 1] (NaN counts as 1: strict priority is the safe
+// reading of a broken config).
 func sharesInto(weight float64, demand []bool, out []float64) {
 	if math.IsNaN(weight) {
 		weight = 1

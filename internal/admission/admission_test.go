@@ -33,6 +33,14 @@ func counts(r Result) map[string]int {
 	return m
 }
 
+// shares is sharesInto into a fresh slice of max(cfg.Tiers, len(demand))
+// entries, so a demand shorter than the tiers shows the padding's zeros.
+func shares(cfg Config, demand []bool) []float64 {
+	out := make([]float64, max(cfg.Tiers, len(demand)))
+	sharesInto(cfg.Weight, demand, out)
+	return out
+}
+
 func TestShares(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -53,7 +61,7 @@ func TestShares(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Shares(tc.cfg, tc.demand)
+			got := shares(tc.cfg, tc.demand)
 			if len(got) != len(tc.want) {
 				t.Fatalf("Shares(%v) = %v, want %v", tc.demand, got, tc.want)
 			}

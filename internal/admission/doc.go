@@ -12,7 +12,7 @@
 //
 //  1. Tiers (urgency). The first tier with demand is entitled to Weight of a
 //     slot, the next to Weight of what is left, and the last tier with demand
-//     to all that remains (see Shares):
+//     to all that remains (sharesInto):
 //
 //     share(t) = Weight·(1−Weight)^k  for the k-th tier with demand (k from 0),
 //     share(last) = (1−Weight)^k      so the shares sum to 1.

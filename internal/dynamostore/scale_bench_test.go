@@ -1015,7 +1015,7 @@ func messageSize(tb testing.TB, b memstore.BatchSpec) int {
 func logSizes(tb testing.TB, rep scheduler.Report) (emfBytes, logBytes int) {
 	tb.Helper()
 	var e, l countingWriter
-	if err := emf.Write(&e, "evalsched", rep); err != nil {
+	if err := emf.WriteShard(&e, "evalsched", 0, emf.Full, rep); err != nil {
 		tb.Fatal(err)
 	}
 	for _, line := range rep.Lines(scheduler.LogModelsPerLine) {

@@ -218,10 +218,6 @@ type jobItem struct {
 	ResultAttempt  int               `dynamodbav:"result_attempt,omitempty"` // the attempt of the verdict recorded (results.go)
 }
 
-func (j *jobItem) queueKey() scheduler.QueueKey {
-	return scheduler.QueueKey{Account: j.Account, Project: j.Project, Batch: j.Batch, Model: j.Model}
-}
-
 func (j *jobItem) schedulerJob() scheduler.Job {
 	return scheduler.Job{
 		ID: j.ID, Account: j.Account, Project: j.Project, Batch: j.Batch, Key: j.Key, Model: j.Model,
@@ -262,10 +258,6 @@ type queueItem struct {
 	Failed    int64 `dynamodbav:"failed,omitempty"`
 	Cancelled int64 `dynamodbav:"cancelled,omitempty"`
 	Skipped   int64 `dynamodbav:"skipped,omitempty"` // a sampled batch's rest (sampled.go)
-}
-
-func (q *queueItem) key() scheduler.QueueKey {
-	return scheduler.QueueKey{Account: q.Account, Project: q.Project, Batch: q.Batch, Model: q.Model}
 }
 
 // chunkItem lists the job ids of up to chunkSize consecutive positions of a

@@ -4,10 +4,10 @@
 // the last step of a pass, report (package scheduler names the steps).
 //
 // Per model with work: GatewayDepth, JobLimit, Running, Starting, Waiting,
-// Admitted, AdmittedTier<N>, BreakerOpen (1 while not closed), dimension Model.
-// Per pass: PassDuration, Claimed, Launched, LaunchRetried, LaunchFailed,
-// Warnings, with no dimension. A sharded scheduler (WriteShard) publishes the
-// pass metrics a second time with the dimension Shard, and marks every
-// document with the property Shard; the per-model metrics keep the one
+// Admitted, AdmittedTier<N>, BreakerOpen (1 while not closed), dimension
+// Model. Per pass: PassDuration, Claimed, Launched, LaunchRetried,
+// LaunchFailed, Warnings, with no dimension and a second time with the
+// dimension Shard (WriteShard; an unsharded scheduler is shard 0), and every
+// document carries the property Shard; the per-model metrics keep the one
 // dimension Model, which the dashboard's searches match exactly.
 package emf

@@ -51,25 +51,16 @@ const (
 // essential are the per-model metrics published at Essential.
 var essential = map[string]bool{"GatewayDepth": true, "JobLimit": true, "Running": true, "Waiting": true, "BreakerOpen": true}
 
-// Write emits one EMF document for the pass and one per model with work,
-// for a single scheduler, every per-model value a metric.
-func Write(w io.Writer, namespace string, rep scheduler.Report) error {
-	return write(w, namespace, "", Full, rep)
-}
-
-// WriteShard is Write for one shard of a sharded scheduler. Every document
-// carries the property Shard; the pass metrics are published twice, without
-// a dimension (the account's view: the dashboard and the alarms that read
-// them are unchanged) and with the dimension Shard, so an alarm can tell
-// one stalled shard from a healthy rest. The per-model metrics keep the
-// dimension Model alone — a model lives in one shard, and the dashboard's
-// SEARCH schema {namespace,Model} matches that dimension set exactly.
-// Its per-model values are metrics as detail says.
+// WriteShard emits one EMF document for the pass and one per model with work,
+// for the scheduler's shard (0 when it is not sharded: the runner writes every
+// pass this way). Every document carries the property Shard; the pass metrics
+// are published twice, without a dimension (the account's view: the dashboard
+// and the alarms that read them are unchanged) and with the dimension Shard,
+// so an alarm can tell one stalled shard from a healthy rest. The per-model
+// metrics keep the dimension Model alone — a model lives in one shard, and the
+// dashboard's SEARCH schema {namespace,Model} matches that dimension set
+// exactly. Its per-model values are metrics as detail says.
 func WriteShard(w io.Writer, namespace string, shard int, detail Detail, rep scheduler.Report) error {
-	return write(w, namespace, strconv.Itoa(shard), detail, rep)
-}
-
-func write(w io.Writer, namespace, shard string, detail Detail, rep scheduler.Report) error {
 	ts := rep.At.UnixMilli()
 	enc := json.NewEncoder(w)
 	pass := map[string]any{
@@ -81,14 +72,8 @@ func write(w io.Writer, namespace, shard string, detail Detail, rep scheduler.Re
 		"LaunchUnknown": rep.Unknown,
 		"Warnings":      len(rep.Plan.Warnings),
 	}
-	dims := [][]string{{}}
-	if shard != "" {
-		dims = append(dims, []string{"Shard"})
-	}
-	d := doc(namespace, ts, dims, pass, map[string]string{"PassDuration": "Milliseconds"})
-	if shard != "" {
-		d["Shard"] = shard
-	}
+	d := doc(namespace, ts, [][]string{{}, {"Shard"}}, pass, map[string]string{"PassDuration": "Milliseconds"})
+	d["Shard"] = strconv.Itoa(shard)
 	if err := enc.Encode(d); err != nil {
 		return fmt.Errorf("write pass metrics: %w", err)
 	}
@@ -124,9 +109,7 @@ func write(w io.Writer, namespace, shard string, detail Detail, rep scheduler.Re
 		maps.Copy(d, props) // in the document, not metrics
 		d["Model"] = m.Model
 		d["LimitReason"] = m.Limit.Reason // a property, not a metric: searchable in Logs Insights
-		if shard != "" {
-			d["Shard"] = shard // a property: which scheduler steers the model
-		}
+		d["Shard"] = strconv.Itoa(shard)  // a property: which scheduler steers the model
 		if err := enc.Encode(d); err != nil {
 			return fmt.Errorf("write metrics of %s: %w", m.Model, err)
 		}

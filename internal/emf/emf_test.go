@@ -24,7 +24,7 @@ func TestWrite(t *testing.T) {
 			{Model: "idle"},
 		}}}
 	var buf bytes.Buffer
-	if err := Write(&buf, "evalsched", rep); err != nil {
+	if err := WriteShard(&buf, "evalsched", 0, Full, rep); err != nil {
 		t.Fatal(err)
 	}
 	var docs []map[string]any
@@ -110,16 +110,6 @@ func TestWriteShard(t *testing.T) {
 	}
 	if got := dimensions(t, docs[1]); got != `[["Model"]]` || docs[1]["Shard"] != "2" || docs[1]["Model"] != "gpt-5.5" {
 		t.Errorf("model document: got dimensions %s, Shard %v, Model %v; want [[\"Model\"]], \"2\", gpt-5.5", got, docs[1]["Shard"], docs[1]["Model"])
-	}
-
-	// A single scheduler's documents are as they always were.
-	buf.Reset()
-	if err := Write(&buf, "evalsched", rep); err != nil {
-		t.Fatal(err)
-	}
-	docs = decodeAll(t, &buf)
-	if got := dimensions(t, docs[0]); got != `[[]]` || docs[0]["Shard"] != nil {
-		t.Errorf("unsharded pass document: got dimensions %s, Shard %v; want [[]] and none", got, docs[0]["Shard"])
 	}
 }
 

@@ -546,18 +546,10 @@ func (e *engine) reserve(j int32, attempt, tier int, g time.Duration) bool {
 	return true
 }
 
-// unreserve returns a reserved job to waiting (its launch failed).
-func (e *engine) unreserve(j int32) {
-	jb := &e.jobs[j]
-	jb.state = jobWaiting
-	e.models[jb.model].holding--
-	e.holding--
-}
-
 func (e *engine) runTask(j int32) {
 	jb := &e.jobs[j]
 	if jb.state != jobReserved {
-		return // unreserved meanwhile
+		return // no longer reserved
 	}
 	m := &e.models[jb.model]
 	e.touch(m)

@@ -79,8 +79,6 @@ func (s *Series) started(e *engine, jb *job) {
 	s.projNow[e.batches[jb.batch].project]++
 }
 
-func (s *Series) ended(*engine, *job) {}
-
 // points is model i's trace in the JSON form.
 func (s *Series) points(i int) []PassPoint {
 	out := make([]PassPoint, len(s.T))

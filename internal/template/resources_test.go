@@ -618,7 +618,7 @@ func emittedMetrics() (map[string]bool, error) {
 		Model: "m", Running: 1, Starting: 1, Waiting: 1, Admitted: 10, ByTier: []int{1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
 		Depth: scheduler.Depth{Value: 1, At: at},
 	}}}}
-	if err := emf.Write(&buf, "ns", rep); err != nil {
+	if err := emf.WriteShard(&buf, "ns", 0, emf.Full, rep); err != nil {
 		return nil, err
 	}
 	h := &intake.Handler{Config: intake.Config{Namespace: "ns"}, Metrics: &buf, Now: func() time.Time { return at }}
