@@ -322,7 +322,7 @@ func (s *Store) submit(ctx context.Context, b memstore.BatchSpec, now time.Time)
 	// The release records the batch's terms (its first message's) and
 	// this part's digest, which later messages are checked against.
 	rel := expression.Add(name("jobs"), value(len(jobs))).Remove(name("lock_owner")).Remove(name("lock_until")).
-		Set(name(attrTerms), expression.IfNotExists(name(attrTerms), value(termsItem(b.Terms()))))
+		Set(name(attrTerms), expression.IfNotExists(name(attrTerms), value(toTermsItem(b.Terms()))))
 	if b.Parts > 0 {
 		rel = rel.Add(name(attrPartSums), value(partSumValue(b)))
 	}
