@@ -21,7 +21,7 @@ type tableDump struct {
 	chunks   map[string][]chunkItem // by queue pk, in start order
 	backs    map[string][]backItem  // by queue pk
 	counters map[string]countersItem
-	projects map[string]int64 // project pk → running
+	projects map[string]int64    // project pk → running
 	waits    map[string]waitItem // by "pk sk"
 	released map[string]int64    // by "SAMPLED#… STRATUM#…"
 }
