@@ -202,3 +202,102 @@ func TestSampledBatchedPathHandsOver(t *testing.T) {
 	}
 	check(t, s)
 }
+
+// smallSampled is a sampled batch of n jobs in one stratum.
+func smallSampled(n int) memstore.BatchSpec {
+	b := memstore.BatchSpec{Account: "acme", Project: "p", Batch: "r", Model: "gpt", Tier: 1,
+		Sampling: &sampling.Params{MOE: 0.01, Confidence: 0.9, MinPerStratum: 1}}
+	for i := range n {
+		b.Jobs = append(b.Jobs, memstore.JobSpec{Key: fmt.Sprintf("r%02d", i), Stratum: "s"})
+	}
+	return b
+}
+
+// TestRacingSampledClaimsTakeAJobOnce: two passes' sampled claims read the
+// same lowest-ranked wait item; the other claims its job first. This
+// claim's transaction — conditioned on the job still WAITING at the
+// attempt read — is refused; read again, it takes the next job. Each job
+// is claimed once and the counters count two.
+func TestRacingSampledClaimsTakeAJobOnce(t *testing.T) {
+	s, c := newStore(t)
+	other := otherWriter(s)
+	b := smallSampled(5)
+	submit(t, s, b)
+	var theirs []scheduler.Job
+	c.before = beforeClaimOf(queuePK(scheduler.QueueKey{Account: "acme", Project: "p", Batch: "r", Model: "gpt"}), func() {
+		theirs = commit(t, other, grant(t0, b, 1))
+	})
+	ours := commit(t, s, grant(t0, b, 1))
+	c.before = nil
+	if len(ours) != 1 || len(theirs) != 1 || ours[0].ID == theirs[0].ID {
+		t.Fatalf("claimed %v and %v: want one job each, not the same", keysOf(ours), keysOf(theirs))
+	}
+	check(t, s)
+}
+
+// TestSampledClaimKeepsAQueueARetryCameBackTo: a sampled claim takes the
+// queue's last waiting job; between its read and its write another job's
+// task is lost and that job waits again. The claim's removal of the queue
+// from the active index — conditioned on the waiting count read — is
+// refused; read again, it claims one and the queue stays active with the
+// other.
+func TestSampledClaimKeepsAQueueARetryCameBackTo(t *testing.T) {
+	ctx := context.Background()
+	s, c := newStore(t)
+	other := otherWriter(s)
+	b := smallSampled(2)
+	submit(t, s, b)
+	first := commit(t, s, grant(t0, b, 1))
+	launchAll(t, s, first)
+	c.before = beforeClaimOf(queuePK(scheduler.QueueKey{Account: "acme", Project: "p", Batch: "r", Model: "gpt"}), func() {
+		if err := other.TaskStopped(ctx, first[0].ID, 1, memstore.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
+			t.Error(err)
+		}
+	})
+	if got := commit(t, s, grant(t0, b, 1)); len(got) != 1 {
+		t.Fatalf("claimed %d, want 1", len(got))
+	}
+	c.before = nil
+	waiting := 0
+	for _, q := range snapshot(t, s).Queues {
+		if q.Batch == "r" {
+			waiting = q.Waiting
+		}
+	}
+	if waiting != 1 {
+		t.Errorf("the snapshot shows %d waiting in the queue, want the one job left", waiting)
+	}
+	check(t, s)
+}
+
+// TestStaleWaitItemKeepsARetryPutBackMeanwhile: a claimed job's wait item
+// was written again (a message redelivered after a crash), so a claim
+// finds it stale; between the claim's read and its delete, the job's task
+// is lost and the retry puts the job's wait item back (same key, attempt
+// 2). The delete — conditioned on the attempt read — leaves it: the job
+// waits where claims look, and the claim goes on to take it.
+func TestStaleWaitItemKeepsARetryPutBackMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	s, c := newStore(t)
+	other := otherWriter(s)
+	b := smallSampled(3)
+	submit(t, s, b)
+	x := commit(t, s, grant(t0, b, 1))[0]
+	launchAll(t, s, []scheduler.Job{x})
+	redelivered := b
+	redelivered.Jobs = []memstore.JobSpec{{Key: x.Key, Stratum: "s"}}
+	if err := s.putWaits(ctx, redelivered); err != nil {
+		t.Fatal(err)
+	}
+	c.before = once("DeleteItem", func() {
+		if err := other.TaskStopped(ctx, x.ID, 1, memstore.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
+			t.Error(err)
+		}
+	})
+	got := commit(t, s, grant(t0, b, 1))
+	c.before = nil
+	if len(got) != 1 || got[0].ID != x.ID || got[0].Attempt != 2 {
+		t.Errorf("claimed %+v, want %s at attempt 2 (the lowest rank, retried)", got, x.Key)
+	}
+	check(t, s)
+}
