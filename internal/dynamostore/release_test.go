@@ -301,3 +301,33 @@ func TestStaleWaitItemKeepsARetryPutBackMeanwhile(t *testing.T) {
 	}
 	check(t, s)
 }
+
+// TestSampledCancelThenRetry: a cancel walks a sampled queue's cursor and
+// cancels every waiting job, leaving their wait items stale. A job claimed
+// before the cancel is then retried: the next claim deletes the stale items
+// it meets (its stratum's lowest ranks) and takes the retried job.
+func TestSampledCancelThenRetry(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	b := smallSampled(30)
+	submit(t, s, b)
+	running := commit(t, s, grant(t0, b, 3))
+	launchAll(t, s, running)
+	n, err := s.Cancel(ctx, scheduler.Scope{Account: "acme", Project: "p", Batch: "r"}, t0)
+	if err != nil || n != 27 {
+		t.Fatalf("cancelled %d, %v; want 27", n, err)
+	}
+	check(t, s)
+	last := running[len(running)-1]
+	if err := s.TaskStopped(ctx, last.ID, 1, memstore.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
+		t.Fatal(err)
+	}
+	got := commit(t, s, grant(t0, b, 5))
+	if len(got) != 1 || got[0].ID != last.ID || got[0].Attempt != 2 {
+		t.Errorf("claimed %+v, want only the retried %s at attempt 2", keysOf(got), last.Key)
+	}
+	if got := commit(t, s, grant(t0, b, 5)); len(got) != 0 {
+		t.Errorf("claimed %v of a cancelled batch", keysOf(got))
+	}
+	check(t, s)
+}
