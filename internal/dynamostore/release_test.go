@@ -331,3 +331,49 @@ func TestSampledCancelThenRetry(t *testing.T) {
 	}
 	check(t, s)
 }
+
+// TestSampledClaimCost: claiming 12 jobs of a sampled batch over its 3
+// strata costs a fixed handful of requests — O(strata), whatever the
+// batch's size: the queue (twice: take's read, then the sampled claim's),
+// the batch's parts, one Query of its counts and one per stratum, one
+// BatchGetItem of the jobs, one claim transaction (and the plan's state).
+func TestSampledClaimCost(t *testing.T) {
+	s, c := newStore(t)
+	b := neymanBatch()
+	submit(t, s, b)
+	c.reset()
+	if got := commit(t, s, grant(t0, b, 12)); len(got) != 12 {
+		t.Fatalf("claimed %d, want 12", len(got))
+	}
+	st := c.stats()
+	want := map[string]int{"GetItem": 3, "Query": 4, "BatchGetItem": 1, "TransactWriteItems": 2}
+	if fmt.Sprint(st.ByOp) != fmt.Sprint(want) {
+		t.Errorf("requests %v, want %v", st.ByOp, want)
+	}
+}
+
+// TestSampledClaimLostAnswer: the claim transaction is applied but its
+// answer is lost; the claim recognises its own token on the queue item
+// and returns the jobs, claimed once.
+func TestSampledClaimLostAnswer(t *testing.T) {
+	s, c := newStore(t)
+	b := smallSampled(10)
+	submit(t, s, b)
+	c.reset()
+	c.before = func(op string, _ any) { // runs before the call is counted
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if op == "TransactWriteItems" && c.byOp["TransactWriteItems"] == 1 { // the plan's state, then the claim
+			c.failAt, c.failAfter, c.failOnce = c.calls+1, true, true
+		}
+	}
+	got := commit(t, s, grant(t0, b, 4))
+	c.before = nil
+	if c.failAt == 0 {
+		t.Fatal("no answer was lost")
+	}
+	if len(got) != 4 {
+		t.Errorf("claimed %d after a lost answer, want the 4 the transaction claimed", len(got))
+	}
+	check(t, s)
+}
