@@ -119,6 +119,10 @@ func checkErr(d tableDump) error {
 				}
 			case memstore.Claimed, memstore.Launched, memstore.Running, memstore.Succeeded, memstore.Failed:
 				released[rel]++
+			case memstore.Cancelled:
+				if j.ClaimedAt != "" { // stopped by an operator once claimed
+					released[rel]++
+				}
 			}
 			if _, ok := released[rel]; !ok {
 				released[rel] = 0
