@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +40,16 @@ Sends a batch to the intake queue. FILE (or - for standard input) is either
     the batch's fields as flags (--account, --project and --batch required).
     The jobs are split into parts, each a message under SQS's 1 MiB limit
     with at most 10,000 jobs, numbered with part and parts.
+
+A batch of JSON Lines is sampled (README "Adaptive sampling") when --moe
+and --confidence are given: every part carries the same "sampling", and
+each job needs a stratum, from its own "stratum" or, with --stratum-field,
+from another field of its line (a top-level field, moved into "stratum",
+or env.NAME, which stays in the env). Example, stop at ±1.5 % with 99 %
+confidence, strata by each line's "subject":
+
+  evalsched submit --account lab --project mmlu --batch run7 --model m \
+    --moe 0.015 --confidence 0.99 --stratum-field subject questions.jsonl
 
 Every part is checked first with the intake's own parser: a broken rule is
 printed as "FILE:LINE: field: rule" and nothing is sent (exit 1). Then the
@@ -69,6 +80,9 @@ func runSubmit(args []string, stdout, stderr io.Writer) int {
 type batchFlags struct {
 	account, project, batch, model, tier, taskDefinition, timeout *string
 	maxAttempts                                                   *int
+	moe, confidence                                               *float64
+	minPerStratum                                                 *int
+	stratumField                                                  *string
 }
 
 // submit is runSubmit with standard input as a parameter, for tests.
@@ -92,6 +106,10 @@ func submit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		taskDefinition: fs.String("task-definition", "", "JSON Lines: ECS task definition `family[:revision]` (default: the deployment's)"),
 		timeout:        fs.String("timeout", "", "JSON Lines: stop a job after `T`: seconds, or a duration such as 2h"),
 		maxAttempts:    fs.Int("max-attempts", 0, "JSON Lines: launches lost to infrastructure a job may take, `N` of 1..10 (default 3)"),
+		moe:            fs.Float64("moe", 0, "JSON Lines, sampled: stop once the pass rate is known to ±`M` (0.001..0.5); with --confidence"),
+		confidence:     fs.Float64("confidence", 0, "JSON Lines, sampled: the `C` of the stop rule's interval (0.5..0.999); with --moe"),
+		minPerStratum:  fs.Int("min-per-stratum", 0, "JSON Lines, sampled: results every stratum needs before a stop, `N` (default 30)"),
+		stratumField:   fs.String("stratum-field", "", "JSON Lines, sampled: each job's stratum is its line's `FIELD` (a top-level field, or env.NAME)"),
 	}
 	// Flags may follow the file too: parse up to each argument in turn.
 	var files []string
@@ -130,7 +148,8 @@ func submit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var batchSet []string
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "account", "project", "batch", "model", "tier", "task-definition", "timeout", "max-attempts":
+		case "account", "project", "batch", "model", "tier", "task-definition", "timeout", "max-attempts",
+			"moe", "confidence", "min-per-stratum", "stratum-field":
 			batchSet = append(batchSet, "--"+f.Name)
 		}
 	})
@@ -164,12 +183,12 @@ func submit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return exitFailed
 		}
 	} else {
-		h, err := bf.header()
+		h, err := bf.header(batchSet)
 		if err != nil {
 			return usageErr("%v", err)
 		}
 		var errs []string
-		b, errs = fromLines(data, name, h, cfg)
+		b, errs = fromLines(data, name, h, *bf.stratumField, cfg)
 		if errs != nil {
 			printErrors(stderr, errs)
 			return exitFailed
@@ -275,20 +294,29 @@ func fromMessage(data []byte, name string, cfg batchmsg.Config) (*outgoing, []st
 
 // header is a message's fields but for part, parts and jobs.
 type header struct {
-	Version        int    `json:"version"`
-	Account        string `json:"account"`
-	Project        string `json:"project"`
-	Batch          string `json:"batch"`
-	Model          string `json:"model,omitempty"`
-	Tier           *int   `json:"tier,omitempty"`
-	TaskDefinition string `json:"task_definition,omitempty"`
-	TimeoutSeconds int    `json:"timeout_seconds,omitempty"`
-	MaxAttempts    int    `json:"max_attempts,omitempty"`
+	Version        int             `json:"version"`
+	Account        string          `json:"account"`
+	Project        string          `json:"project"`
+	Batch          string          `json:"batch"`
+	Model          string          `json:"model,omitempty"`
+	Tier           *int            `json:"tier,omitempty"`
+	TaskDefinition string          `json:"task_definition,omitempty"`
+	TimeoutSeconds int             `json:"timeout_seconds,omitempty"`
+	MaxAttempts    int             `json:"max_attempts,omitempty"`
+	Sampling       *samplingHeader `json:"sampling,omitempty"`
 }
 
-// header builds the batch's fields from the flags; the rules on their
-// values are Parse's to check, on every part.
-func (f batchFlags) header() (header, error) {
+// samplingHeader is the batch's "sampling" object (min_per_stratum absent:
+// the contract's default).
+type samplingHeader struct {
+	MOE           float64 `json:"moe"`
+	Confidence    float64 `json:"confidence"`
+	MinPerStratum int     `json:"min_per_stratum,omitempty"`
+}
+
+// header builds the batch's fields from the flags (set: the batch flags
+// given); the rules on their values are Parse's to check, on every part.
+func (f batchFlags) header(set []string) (header, error) {
 	var missing []string
 	for _, r := range []struct{ flag, v string }{{"--account", *f.account}, {"--project", *f.project}, {"--batch", *f.batch}} {
 		if r.v == "" {
@@ -314,6 +342,21 @@ func (f batchFlags) header() (header, error) {
 		}
 		h.TimeoutSeconds = s
 	}
+	given := func(flag string) bool { return slices.Contains(set, flag) }
+	switch {
+	case given("--moe") != given("--confidence"):
+		return header{}, errors.New("a sampled batch needs both --moe and --confidence")
+	case given("--moe"):
+		h.Sampling = &samplingHeader{MOE: *f.moe, Confidence: *f.confidence}
+		if given("--min-per-stratum") {
+			if *f.minPerStratum < 1 {
+				return header{}, fmt.Errorf("--min-per-stratum: %d is below 1", *f.minPerStratum)
+			}
+			h.Sampling.MinPerStratum = *f.minPerStratum
+		}
+	case given("--min-per-stratum") || given("--stratum-field"):
+		return header{}, errors.New("--min-per-stratum and --stratum-field apply to a sampled batch: give --moe and --confidence")
+	}
 	return h, nil
 }
 
@@ -337,7 +380,7 @@ type job struct {
 
 // fromLines reads JSON Lines of jobs, packs them into parts under 1 MiB and
 // checks every part with Parse, naming the line of each broken rule.
-func fromLines(data []byte, name string, h header, cfg batchmsg.Config) (*outgoing, []string) {
+func fromLines(data []byte, name string, h header, stratumField string, cfg batchmsg.Config) (*outgoing, []string) {
 	errs := lineErrors{name: name}
 	head, err := json.Marshal(h)
 	if err != nil {
@@ -361,9 +404,17 @@ func fromLines(data []byte, name string, h header, cfg batchmsg.Config) (*outgoi
 			errs.add(n, "", "invalid JSON: %v", err)
 			continue
 		}
-		if _, ok := v.(map[string]any); !ok {
+		obj, ok := v.(map[string]any)
+		if !ok {
 			errs.add(n, "", "must be a JSON object (a job), not %s", clipBytes(line))
 			continue
+		}
+		if stratumField != "" {
+			var err error
+			if line, err = withStratum(line, obj, stratumField); err != nil {
+				errs.add(n, stratumField, "%v", err)
+				continue
+			}
 		}
 		if overhead+len(line)+1 > batchmsg.MaxMessageBytes {
 			errs.add(n, "", "a job of %s bytes does not fit in a message (at most %s with the batch's fields)",
@@ -428,6 +479,50 @@ func fromLines(data []byte, name string, h header, cfg batchmsg.Config) (*outgoi
 	return b, nil
 }
 
+// withStratum rewrites a job's line with its stratum taken from field: a
+// top-level field is moved into "stratum" (the contract knows no other
+// job field), env.NAME is copied (the job's env keeps it). A string is
+// taken as it is, a number as written; the rules on the name are Parse's.
+func withStratum(line []byte, obj map[string]any, field string) ([]byte, error) {
+	var v any
+	var ok bool
+	if name, inEnv := strings.CutPrefix(field, "env."); inEnv {
+		env, _ := obj["env"].(map[string]any)
+		v, ok = env[name]
+	} else {
+		v, ok = obj[field]
+	}
+	if !ok {
+		return nil, errors.New("missing: --stratum-field names each job's stratum")
+	}
+	var stratum string
+	switch x := v.(type) {
+	case string:
+		stratum = x
+	case float64:
+		stratum = strconv.FormatFloat(x, 'f', -1, 64)
+	default:
+		return nil, fmt.Errorf("must be a string or a number (the job's stratum), not %s", clipBytes(mustJSON(v)))
+	}
+	if _, has := obj["stratum"]; has && field != "stratum" {
+		return nil, errors.New(`the line has its own "stratum" too: one or the other`)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(line, &raw); err != nil {
+		return nil, err
+	}
+	if !strings.HasPrefix(field, "env.") {
+		delete(raw, field)
+	}
+	raw["stratum"] = mustJSON(stratum)
+	return json.Marshal(raw)
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
 // partBody writes one part: the header, part and parts when there are
 // several, and the jobs' lines as they are.
 func partBody(head []byte, n, of int, jobs []job) []byte {
@@ -488,6 +583,7 @@ var (
 var flagOf = map[string]string{
 	"account": "--account", "project": "--project", "batch": "--batch", "model": "--model", "tier": "--tier",
 	"task_definition": "--task-definition", "timeout_seconds": "--timeout", "max_attempts": "--max-attempts",
+	"sampling.moe": "--moe", "sampling.confidence": "--confidence", "sampling.min_per_stratum": "--min-per-stratum",
 }
 
 // fromParse translates an error of Parse on a part into the file's terms:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/evalsched/evalsched/internal/batchmsg"
 	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/sampling"
 )
 
 // intakeQueue starts fauxqs, creates a queue and points the SDK's settings
@@ -257,6 +258,9 @@ func TestSubmitUsage(t *testing.T) {
 		{"flags on a message", []string{"submit", "--queue-url", "q", "--tier", "1", message}, "message.json is a batch message, which names its own fields: --tier apply to JSON Lines"},
 		{"bad timeout", []string{"submit", "--dry-run", "--account", "a", "--project", "p", "--batch", "b", "--timeout", "1.5s", lines}, `--timeout: "1.5s" is not whole seconds`},
 		{"unknown flag", []string{"submit", "--acount", "a", lines}, "flag provided but not defined"},
+		{"moe alone", []string{"submit", "--dry-run", "--account", "a", "--project", "p", "--batch", "b", "--moe", "0.02", lines}, "a sampled batch needs both --moe and --confidence"},
+		{"stratum field alone", []string{"submit", "--dry-run", "--account", "a", "--project", "p", "--batch", "b", "--stratum-field", "s", lines}, "--min-per-stratum and --stratum-field apply to a sampled batch"},
+		{"sampling on a message", []string{"submit", "--queue-url", "q", "--moe", "0.02", message}, "names its own fields: --moe apply to JSON Lines"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, out, errs := runCLI(c.args...)
@@ -264,5 +268,98 @@ func TestSubmitUsage(t *testing.T) {
 				t.Errorf("exit %d, output %q%q; want exit 2 and %q", code, out, errs, c.want)
 			}
 		})
+	}
+}
+
+// TestSubmitSampled: JSON Lines with --moe, --confidence and
+// --min-per-stratum go out as a sampled batch, every part with the same
+// sampling; --stratum-field takes each job's stratum from a field of its
+// line (moved into "stratum") or from its env (kept there). A line
+// without the field, or a sampling flag out of range, is named and
+// nothing is sent.
+func TestSubmitSampled(t *testing.T) {
+	client, url := intakeQueue(t)
+	const n = 6_000
+	var b strings.Builder
+	subjects := []string{"math", "law", "bio"}
+	pad := strings.Repeat("q", 200)
+	for i := range n {
+		fmt.Fprintf(&b, `{"key":"q%05d","subject":"%s","env":{"Q":"%s","LEVEL":"%d"}}`+"\n", i, subjects[i%3], pad, i%4)
+	}
+	file := tempFile(t, "questions.jsonl", b.String())
+	code, _, errs := runCLI("submit", "--queue-url", url, "--account", "lab", "--project", "mmlu", "--batch", "run7", "--model", "m",
+		"--moe", "0.015", "--confidence", "0.99", "--min-per-stratum", "40", "--stratum-field", "subject", file)
+	if code != exitOK || errs != "" {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	bodies := receiveAll(t, client, url)
+	if len(bodies) < 2 {
+		t.Fatalf("%d parts, want the 1.4-MB file split", len(bodies))
+	}
+	want := sampling.Params{MOE: 0.015, Confidence: 0.99, MinPerStratum: 40}
+	seen := 0
+	for _, body := range bodies {
+		m, err := batchmsg.Parse([]byte(body), batchmsg.DefaultConfig())
+		if err != nil {
+			t.Fatalf("a part the intake would reject: %v", err)
+		}
+		if m.Sampling == nil || *m.Sampling != want {
+			t.Errorf("part %d: sampling %+v, want %+v", m.Part, m.Sampling, want)
+		}
+		for _, j := range m.Jobs {
+			var i int
+			fmt.Sscanf(j.Key, "q%05d", &i)
+			if j.Stratum != subjects[i%3] || j.Env["Q"] != pad {
+				t.Errorf("job %s: stratum %q env %v, want %q and its env", j.Key, j.Stratum, j.Env["LEVEL"], subjects[i%3])
+			}
+			seen++
+		}
+	}
+	if seen != n {
+		t.Errorf("%d jobs arrived, want %d", seen, n)
+	}
+
+	// From the env: the stratum is copied, the env keeps it.
+	small := tempFile(t, "env.jsonl", `{"key":"a","env":{"LEVEL":"3"}}`+"\n"+`{"key":"b","env":{"LEVEL":"1"}}`+"\n")
+	code, _, errs = runCLI("submit", "--queue-url", url, "--account", "lab", "--project", "mmlu", "--batch", "run8", "--model", "m",
+		"--moe", "0.05", "--confidence", "0.9", "--stratum-field", "env.LEVEL", small)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	got := receiveAll(t, client, url)
+	m, err := batchmsg.Parse([]byte(got[0]), batchmsg.DefaultConfig())
+	if err != nil || len(got) != 1 {
+		t.Fatalf("%d messages, %v", len(got), err)
+	}
+	if m.Sampling.MinPerStratum != sampling.DefaultMinPerStratum || m.Jobs[0].Stratum != "3" || m.Jobs[0].Env["LEVEL"] != "3" || m.Jobs[1].Stratum != "1" {
+		t.Errorf("sampling %+v, jobs %+v", *m.Sampling, m.Jobs)
+	}
+
+	// Broken: a line without the field, a number where a name goes, a
+	// moe out of range; nothing is sent.
+	bad := tempFile(t, "bad.jsonl", `{"key":"a","subject":"x"}`+"\n"+`{"key":"b"}`+"\n"+`{"key":"c","subject":["x"]}`+"\n")
+	code, out, errs := runCLI("submit", "--queue-url", url, "--account", "lab", "--project", "mmlu", "--batch", "run9", "--model", "m",
+		"--moe", "0.9", "--confidence", "0.99", "--stratum-field", "subject", bad)
+	if code != exitFailed || out != "" {
+		t.Errorf("exit %d, stdout %q; want 1 and nothing", code, out)
+	}
+	for _, w := range []string{
+		bad + ":2: subject: missing: --stratum-field names each job's stratum",
+		bad + `:3: subject: must be a string or a number (the job's stratum), not ["x"]`,
+		bad + ": --moe: 0.9 is outside 0.001..0.5",
+	} {
+		if !strings.Contains(errs, w) {
+			t.Errorf("stderr does not name %q:\n%s", w, errs)
+		}
+	}
+	// Without --stratum-field a sampled batch's lines name their stratum.
+	plain := tempFile(t, "plain.jsonl", `{"key":"a","stratum":"x"}`+"\n"+`{"key":"b"}`+"\n")
+	code, _, errs = runCLI("submit", "--queue-url", url, "--account", "lab", "--project", "mmlu", "--batch", "run10", "--model", "m",
+		"--moe", "0.05", "--confidence", "0.9", plain)
+	if w := plain + ":2: stratum: required in a sampled batch"; code != exitFailed || !strings.Contains(errs, w) {
+		t.Errorf("exit %d, stderr %q; want 1 and %q", code, errs, w)
+	}
+	if got := receiveAll(t, client, url); len(got) != 0 {
+		t.Errorf("%d messages sent, want none", len(got))
 	}
 }

@@ -119,9 +119,10 @@ func (m Message) Spec() memstore.BatchSpec {
 		jobs[i] = memstore.JobSpec{Key: j.Key, Model: j.Model, Env: j.Env, Stratum: j.Stratum}
 	}
 	if m.Sampling != nil {
-		// A store that claims oldest first then takes a sampled batch's
-		// jobs in keyed random order, not the submitter's (often sorted
-		// by subject or difficulty).
+		// Both stores release a sampled batch's jobs by stratum in rank
+		// order, whatever their positions; positions in rank order too
+		// keep the queue's own order (a cancel's, a stop's walk) free of
+		// the submitter's (often sorted by subject or difficulty).
 		id := m.ID()
 		slices.SortStableFunc(jobs, func(a, b memstore.JobSpec) int {
 			return cmp.Compare(sampling.Rank(id, a.Key), sampling.Rank(id, b.Key))

@@ -21,7 +21,9 @@ type tableDump struct {
 	chunks   map[string][]chunkItem // by queue pk, in start order
 	backs    map[string][]backItem  // by queue pk
 	counters map[string]countersItem
-	projects map[string]int64 // project pk → running
+	projects map[string]int64    // project pk → running
+	waits    map[string]waitItem // by "pk sk"
+	released map[string]int64    // by "SAMPLED#… STRATUM#…"
 }
 
 // dump scans the state table (tests only: a scan reads every job), past
@@ -33,7 +35,8 @@ func dump(t testing.TB, s *Store) tableDump {
 		t.Fatal(err)
 	}
 	d := tableDump{jobs: map[string]jobItem{}, queues: map[string]queueItem{}, chunks: map[string][]chunkItem{},
-		backs: map[string][]backItem{}, counters: map[string]countersItem{}, projects: map[string]int64{}}
+		backs: map[string][]backItem{}, counters: map[string]countersItem{}, projects: map[string]int64{},
+		waits: map[string]waitItem{}, released: map[string]int64{}}
 	for _, it := range items {
 		pk, sk := text(it[attrPK]), text(it[attrSK])
 		var err error
@@ -50,6 +53,13 @@ func dump(t testing.TB, s *Store) tableDump {
 			var c chunkItem
 			err = attributevalue.UnmarshalMap(it, &c)
 			d.chunks[pk] = append(d.chunks[pk], c)
+		case strings.HasPrefix(pk, waitPrefix):
+			var w waitItem
+			err = attributevalue.UnmarshalMap(it, &w)
+			d.waits[pk+" "+sk] = w
+		case strings.HasPrefix(pk, sampledPrefix) && strings.HasPrefix(sk, stratumPrefix):
+			n, _ := integer(it[attrReleased])
+			d.released[pk+" "+sk] = n
 		case strings.HasPrefix(sk, backPrefix):
 			var b backItem
 			err = attributevalue.UnmarshalMap(it, &b)
@@ -93,8 +103,31 @@ func checkErr(d tableDump) error {
 	pending := map[string]map[string]int64{}
 	waiting := map[string]int64{}
 	projects := map[string]int64{}
+	released := map[string]int64{}
 	for _, id := range slices.Sorted(maps.Keys(d.jobs)) {
 		j := d.jobs[id]
+		if j.Stratum != "" {
+			// A sampled batch's waiting job has its wait item (else no
+			// claim finds it); its claimed and ended ones count as
+			// released in their stratum.
+			w := waitOf(j, j.Attempt)
+			rel := sampledPK(j.batchID()) + " " + stratumPrefix + j.Stratum
+			switch j.State {
+			case memstore.Waiting:
+				if got, ok := d.waits[w.PK+" "+w.SK]; !ok || got.ID != j.ID {
+					fail("sampled job %s waits without its wait item: lost", j.Key)
+				}
+			case memstore.Claimed, memstore.Launched, memstore.Running, memstore.Succeeded, memstore.Failed:
+				released[rel]++
+			case memstore.Cancelled:
+				if j.ClaimedAt != "" { // stopped by an operator once claimed
+					released[rel]++
+				}
+			}
+			if _, ok := released[rel]; !ok {
+				released[rel] = 0
+			}
+		}
 		switch j.State {
 		case memstore.Running:
 			running[j.Model]++
@@ -145,6 +178,11 @@ func checkErr(d tableDump) error {
 			fail("%s: running counter %d, recount %d", pk, n, projects[pk])
 		}
 	}
+	for k, n := range released {
+		if d.released[k] != n {
+			fail("%s: released counter %d, recount %d", k, d.released[k], n)
+		}
+	}
 	for _, pk := range slices.Sorted(maps.Keys(d.queues)) {
 		q := d.queues[pk]
 		if q.Waiting != waiting[pk] {
@@ -193,13 +231,14 @@ func checkErr(d tableDump) error {
 		// move claims or cancels there, so a job claimed past it means the
 		// cursor moved back (a claim written from a stale read).
 		for _, j := range d.jobs {
-			if j.Queue == pk && j.State == memstore.Waiting && j.Pos < q.Next {
+			if j.Queue == pk && !q.Sampled && j.State == memstore.Waiting && j.Pos < q.Next {
 				if _, ok := back[j.Pos]; !ok {
 					fail("queue %s: job %s waits at %d behind the cursor %d with no back item: lost", pk, j.Key, j.Pos, q.Next)
 				}
 			}
-			// A sampled batch's stop skips jobs past the cursor, leaving it.
-			if j.Queue == pk && j.State != memstore.Waiting && j.State != memstore.Skipped && j.Pos >= q.Next {
+			// A sampled batch's stop skips jobs past the cursor, leaving it;
+			// its claims leave the cursor (release.go).
+			if j.Queue == pk && !q.Sampled && j.State != memstore.Waiting && j.State != memstore.Skipped && j.Pos >= q.Next {
 				fail("queue %s: job %s is %s at %d, past the cursor %d: the cursor moved back", pk, j.Key, j.State, j.Pos, q.Next)
 			}
 		}

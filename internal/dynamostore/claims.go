@@ -106,6 +106,10 @@ func (s *Store) claimBatched(ctx context.Context, at time.Time, claims []*grantC
 			u.c.slow = true // an order this path cannot read (see idsOf)
 			continue
 		}
+		if j, ok := jobs[qids[0]]; ok && j.Stratum != "" {
+			u.c.slow = true // a sampled batch's: released by stratum, not by the cursor (release.go)
+			continue
+		}
 		for i, id := range qids {
 			// A job not waiting at its place was cancelled: the cursor
 			// passes it, as take does.

@@ -223,6 +223,12 @@ func (s *Store) take(ctx context.Context, g scheduler.Grant, at time.Time, cance
 		if !ok {
 			return out, nil
 		}
+		if q.Sampled && !cancel {
+			// By stratum in Neyman proportions (release.go); a cancel
+			// takes every waiting job, in any order.
+			jobs, err := s.claimSampled(ctx, scheduler.Grant{Queue: g.Queue, Tier: g.Tier, Count: g.Count - len(out)}, at)
+			return append(out, jobs...), err
+		}
 
 		// 1. Candidates.
 		want := g.Count - len(out)

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/sampling"
 )
 
 // What Submit checks a batch's later messages against, kept on the batch
@@ -29,6 +30,24 @@ type termsItem struct {
 	TimeoutSeconds int    `dynamodbav:"timeout_seconds"`
 	MaxAttempts    int    `dynamodbav:"max_attempts"`
 	Parts          int    `dynamodbav:"parts"`
+	// A sampled batch's stop rule (absent: not sampled).
+	MOE           float64 `dynamodbav:"moe,omitempty"`
+	Confidence    float64 `dynamodbav:"confidence,omitempty"`
+	MinPerStratum int     `dynamodbav:"min_per_stratum,omitempty"`
+}
+
+func toTermsItem(t memstore.Terms) termsItem {
+	return termsItem{
+		Tier: t.Tier, TaskDefinition: t.TaskDefinition, TimeoutSeconds: t.TimeoutSeconds, MaxAttempts: t.MaxAttempts, Parts: t.Parts,
+		MOE: t.Sampling.MOE, Confidence: t.Sampling.Confidence, MinPerStratum: t.Sampling.MinPerStratum,
+	}
+}
+
+func (ti termsItem) terms() memstore.Terms {
+	return memstore.Terms{
+		Tier: ti.Tier, TaskDefinition: ti.TaskDefinition, TimeoutSeconds: ti.TimeoutSeconds, MaxAttempts: ti.MaxAttempts, Parts: ti.Parts,
+		Sampling: sampling.Params{MOE: ti.MOE, Confidence: ti.Confidence, MinPerStratum: ti.MinPerStratum},
+	}
 }
 
 // storedTerms reads the terms and the digest of part from a batch item;
@@ -50,7 +69,7 @@ func storedTerms(item map[string]types.AttributeValue, part int) (t memstore.Ter
 			}
 		}
 	}
-	return memstore.Terms(ti), sum, true
+	return ti.terms(), sum, true
 }
 
 // partSumValue is the set of one part's digest, for ADD part_sums.

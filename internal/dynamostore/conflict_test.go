@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/sampling"
 )
 
 // TestSubmitRefusesConflicts: against DynamoDB Local, a message that
@@ -25,6 +26,14 @@ func TestSubmitRefusesConflicts(t *testing.T) {
 		b := memstore.BatchSpec{Account: "lab", Project: "sweep", Batch: "p", Model: "gpt", Tier: -1, Part: part, Parts: parts}
 		for _, k := range keys {
 			b.Jobs = append(b.Jobs, memstore.JobSpec{Key: k})
+		}
+		return b
+	}
+	sampled := func(part int, moe float64, keys ...string) memstore.BatchSpec {
+		b := parted(part, 2, keys...)
+		b.Sampling = &sampling.Params{MOE: moe, Confidence: 0.99, MinPerStratum: 5}
+		for i := range b.Jobs {
+			b.Jobs[i].Stratum = "s"
 		}
 		return b
 	}
@@ -58,6 +67,12 @@ func TestSubmitRefusesConflicts(t *testing.T) {
 			"parts: missing, but the batch was stored in 2 parts; a message without part and parts cannot join it"},
 		{"part into part-less", []memstore.BatchSpec{parted(0, 0, "a")}, parted(1, 2, "z"),
 			"parts: 2, but the batch was stored from messages without part and parts"},
+		{"part 2 with another moe", []memstore.BatchSpec{sampled(1, 0.015, "a")}, sampled(2, 0.02, "b"),
+			"sampling.moe: 0.02, but the batch was stored with 0.015"},
+		{"sampled part 2 of a full batch", []memstore.BatchSpec{parted(1, 2, "a")}, sampled(2, 0.015, "b"),
+			"sampling: moe 0.015, confidence 0.99, min_per_stratum 5, but the batch was stored without sampling"},
+		{"full part 2 of a sampled batch", []memstore.BatchSpec{sampled(1, 0.015, "a")}, parted(2, 2, "b"),
+			"sampling: missing, but the batch was stored with moe 0.015, confidence 0.99, min_per_stratum 5"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()

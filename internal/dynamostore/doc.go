@@ -1,10 +1,11 @@
 // Package dynamostore is the scheduler's Store on DynamoDB, with the
 // semantics of memstore: a waiting job is claimed by exactly one pass, oldest
-// first within its queue; a retried job goes back in its place; counters move
-// in the same transaction as the state they count; outcomes are acknowledged
-// once. It also takes the writes of the other functions — Submit (intake),
-// TaskStarted and TaskStopped (task events) — and the console edits PutModel
-// and PutPin. DESIGN.md beside this file has the full table design.
+// first within its queue (a sampled batch's by stratum, release.go); a
+// retried job goes back in its place; counters move in the same transaction
+// as the state they count; outcomes are acknowledged once. It also takes
+// the writes of the other functions — Submit (intake), TaskStarted and
+// TaskStopped (task events), RecordResult (results) — and the console edits
+// PutModel and PutPin. DESIGN.md beside this file has the full table design.
 //
 // # Tables
 //
@@ -28,6 +29,7 @@
 //	PAUSES                      <scope>      a pause (apart from the pin of the scope)
 //	SEQ                         SEQ          the queues' submission order
 //	SAMPLED#<a>#<p>#<b>         PARAMS, PART#<n>, STRATUM#<name>  a sampled batch (sampled.go)
+//	WAIT#<a>#<p>#<b>#<stratum>  <rank>#<key>  a sampled batch's waiting job (release.go)
 //
 // # Access patterns and cost
 //

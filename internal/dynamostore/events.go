@@ -358,8 +358,10 @@ func (s *Store) apply(ctx context.Context, j jobItem, t transition) (bool, error
 	case memstore.Succeeded, memstore.Failed, memstore.Cancelled:
 		qu = qu.Add(name(outcomeAttr[t.to]), value(1))
 	case memstore.Waiting:
-		qu = qu.Add(name("waiting"), value(1)).Add(name("backs"), value(1)).
-			Set(name(attrActive), value(activeKey(j.Model)))
+		qu = qu.Add(name("waiting"), value(1)).Set(name(attrActive), value(activeKey(j.Model)))
+		if j.Stratum == "" {
+			qu = qu.Add(name("backs"), value(1))
+		}
 	}
 	// Guard: the counts go to the queue's item, never to a new partial one
 	// (a queue item deleted by hand). Without it
@@ -368,7 +370,20 @@ func (s *Store) apply(ctx context.Context, j jobItem, t transition) (bool, error
 	if err := add(updateItem(s.tables.State, key(j.Queue, skQueue), qu, name(attrPK).AttributeExists())); err != nil {
 		return false, err
 	}
-	if t.to == memstore.Waiting {
+	switch {
+	case t.to == memstore.Waiting && j.Stratum != "":
+		// A sampled batch's job goes back in its stratum's rank order and
+		// is no longer released (release.go).
+		w, err := attributevalue.MarshalMap(waitOf(j, j.Attempt+1))
+		if err != nil {
+			return false, err
+		}
+		items = append(items, putItem(s.tables.State, w))
+		if err := add(updateItem(s.tables.State, key(sampledPK(j.batchID()), stratumPrefix+j.Stratum),
+			expression.Add(name(attrReleased), value(-1)), expression.ConditionBuilder{})); err != nil {
+			return false, err
+		}
+	case t.to == memstore.Waiting:
 		back, err := attributevalue.MarshalMap(backItem{PK: j.Queue, SK: backSK(j.Pos), ID: j.ID, Pos: j.Pos, Attempt: j.Attempt + 1})
 		if err != nil {
 			return false, err

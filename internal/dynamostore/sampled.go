@@ -24,18 +24,19 @@ import (
 //
 //	SAMPLED#<a>#<p>#<b>  PARAMS            moe, confidence, min_per_stratum
 //	  same pk            PART#<n>          the part's jobs per stratum (n 0: a batch of one message)
-//	  same pk            STRATUM#<name>    results, passes: RecordResult adds to them
+//	  same pk            STRATUM#<name>    results, passes: RecordResult adds to them;
+//	                                       released: claims add, retries take back
+//	WAIT#<a>#<p>#<b>#<stratum>  <rank>#<key>  a waiting job, in release order (release.go)
 //
 // A part's item is written whole, so a redelivered message writes the same
 // counts again; the strata's sizes are the sums over the parts. The result
-// counters move in the transaction that records the verdict on the job.
+// counters move in the transaction that records the verdict on the job,
+// the released counts in the claim's and the retry's.
 //
-// Once the stop rule holds, the result that made it hold ends the batch's
-// waiting jobs SKIPPED (stopIfDone). What the DynamoDB store does not do
-// yet (memstore does): release a sampled batch's jobs by stratum in Neyman
-// proportions; its jobs are claimed oldest first, in the order
-// batchmsg.Message.Spec gives them (keyed random order within each
-// message).
+// A claim splits its grant over the strata by sampling.Allocate and takes
+// each stratum's lowest-ranked waiting jobs (release.go), as memstore
+// does. Once the stop rule holds, the result that made it hold ends the
+// batch's waiting jobs SKIPPED (stopIfDone).
 
 const (
 	sampledPrefix  = "SAMPLED#"
@@ -47,10 +48,25 @@ const (
 
 func sampledPK(batch string) string { return sampledPrefix + strings.ReplaceAll(batch, "/", "#") }
 
-// registerSampling writes a sampled message's parameters and its part's
-// jobs per stratum.
+// registerSampling writes a sampled message's wait items (its jobs are
+// claimable from then on), then its parameters and its part's jobs per
+// stratum: the part's mark, last. A redelivery of a message whose part
+// item exists writes nothing; one that crashed before it writes the wait
+// items again (stale ones, of jobs claimed meanwhile, a claim deletes).
 func (s *Store) registerSampling(ctx context.Context, b memstore.BatchSpec) error {
 	pk := sampledPK(b.Account + "/" + b.Project + "/" + b.Batch)
+	done, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.tables.State), Key: key(pk, partPrefix+strconv.Itoa(b.Part)), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return fmt.Errorf("register sampling: %w", err)
+	}
+	if len(done.Item) > 0 {
+		return nil
+	}
+	if err := s.putWaits(ctx, b); err != nil {
+		return fmt.Errorf("register sampling: write waiting jobs: %w", err)
+	}
 	strata := map[string]int{}
 	for _, j := range b.Jobs {
 		strata[j.Stratum]++
@@ -140,15 +156,15 @@ func (s *Store) Sampled(ctx context.Context, batch string) (memstore.SampledBatc
 			}
 		case strings.HasPrefix(sk.Value, stratumPrefix):
 			var v struct {
-				Results int `dynamodbav:"results"`
-				Passes  int `dynamodbav:"passes"`
+				Results  int `dynamodbav:"results"`
+				Passes   int `dynamodbav:"passes"`
+				Released int `dynamodbav:"released"`
 			}
 			if err := attributevalue.UnmarshalMap(it, &v); err != nil {
 				return memstore.SampledBatch{}, false, fmt.Errorf("read sampling of %s: %w", batch, err)
 			}
 			st := stratum(strings.TrimPrefix(sk.Value, stratumPrefix))
-			st.Results, st.Passes = v.Results, v.Passes
-			st.Released = st.Results // at least; the claims are not counted per stratum here
+			st.Results, st.Passes, st.Released = v.Results, v.Passes, v.Released
 		}
 	}
 	if !found {
@@ -273,7 +289,9 @@ func (s *Store) skipRest(ctx context.Context, q queueItem, reason string, now ti
 // skipJobs writes the SKIPPED of jobs with the queue's counters, up to
 // transactMax items at a time. A retried job's back item goes in the same
 // transaction (and the queue's count of them down by one), so no back item
-// outlives its job's wait to hold the batched claim off the queue.
+// outlives its job's wait to hold the batched claim off the queue; so does
+// a sampled job's wait item, so claims after the stop (of a job retried
+// since) do not wade through the skipped.
 func (s *Store) skipJobs(ctx context.Context, pk string, jobs []jobItem, backOf map[string]backItem, reason string, now time.Time) error {
 	for len(jobs) > 0 {
 		var items []types.TransactWriteItem
@@ -281,7 +299,7 @@ func (s *Store) skipJobs(ctx context.Context, pk string, jobs []jobItem, backOf 
 		for _, j := range jobs {
 			b, back := backOf[j.ID]
 			back = back && b.Pos == j.Pos && b.Attempt == j.Attempt
-			if len(items)+1+btoi(back) > transactMax-1 {
+			if len(items)+2+btoi(back) > transactMax-1 {
 				break
 			}
 			u := s.expiry(expression.Set(name("state"), value(memstore.Skipped)).
@@ -298,6 +316,10 @@ func (s *Store) skipJobs(ctx context.Context, pk string, jobs []jobItem, backOf 
 				return err
 			}
 			items = append(items, it)
+			if j.Stratum != "" {
+				w := waitOf(j, j.Attempt)
+				items = append(items, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.tables.State), Key: key(w.PK, w.SK)}})
+			}
 			if back { // taken with its job: the job's condition makes it once
 				items = append(items, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.tables.State), Key: key(pk, b.SK)}})
 				nb++

@@ -419,7 +419,7 @@ func populateDirect(tb testing.TB, s *Store, sc scale, claimable int) time.Durat
 			bi["project"] = &types.AttributeValueMemberS{Value: b.Project}
 			bi["batch"] = &types.AttributeValueMemberS{Value: b.Batch}
 			bi["jobs"] = &types.AttributeValueMemberN{Value: fmt.Sprint(n)}
-			terms, err := attributevalue.Marshal(termsItem(b.Terms()))
+			terms, err := attributevalue.Marshal(toTermsItem(b.Terms()))
 			if err != nil {
 				return err
 			}

@@ -250,6 +250,7 @@ type queueItem struct {
 	Backs     int64  `dynamodbav:"backs"`
 	Active    string `dynamodbav:"active,omitempty"` // set while waiting > 0: the active index key
 	LastClaim string `dynamodbav:"last_claim,omitempty"`
+	Sampled   bool   `dynamodbav:"sampled,omitempty"` // a sampled batch's: released by stratum (release.go)
 	// The jobs by state past waiting, moved in the transactions that move
 	// the jobs (not projected into the active index, so they cost it no
 	// write); claimed and launched ones are the rest of size.

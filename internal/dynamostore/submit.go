@@ -282,6 +282,9 @@ func (s *Store) submit(ctx context.Context, b memstore.BatchSpec, now time.Time)
 			Set(name("next"), expression.IfNotExists(name("next"), value(0))).
 			Set(name(attrActive), value(activeKey(mdl))).
 			Add(name("size"), value(n)).Add(name("waiting"), value(n)).Add(name("backs"), value(0))
+		if b.Sampling != nil {
+			u = u.Set(name(attrSampledQ), value(true))
+		}
 		// Guard: the positions written are still the queue's next ones: a Submit
 		// whose lock expired registers nothing over another's jobs. With the
 		// release's lock condition (which covers it when the registration is one
@@ -322,7 +325,7 @@ func (s *Store) submit(ctx context.Context, b memstore.BatchSpec, now time.Time)
 	// The release records the batch's terms (its first message's) and
 	// this part's digest, which later messages are checked against.
 	rel := expression.Add(name("jobs"), value(len(jobs))).Remove(name("lock_owner")).Remove(name("lock_until")).
-		Set(name(attrTerms), expression.IfNotExists(name(attrTerms), value(termsItem(b.Terms()))))
+		Set(name(attrTerms), expression.IfNotExists(name(attrTerms), value(toTermsItem(b.Terms()))))
 	if b.Parts > 0 {
 		rel = rel.Add(name(attrPartSums), value(partSumValue(b)))
 	}

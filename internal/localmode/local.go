@@ -21,9 +21,11 @@ import (
 	"github.com/evalsched/evalsched/internal/intake"
 	"github.com/evalsched/evalsched/internal/localaws"
 	"github.com/evalsched/evalsched/internal/passloop"
+	"github.com/evalsched/evalsched/internal/results"
 	"github.com/evalsched/evalsched/internal/runner"
 	"github.com/evalsched/evalsched/internal/scheduler"
 	"github.com/evalsched/evalsched/internal/taskevent"
+	"github.com/evalsched/evalsched/sandboxkit"
 )
 
 // Options shape a local run.
@@ -116,6 +118,14 @@ func Run(ctx context.Context, opt Options) error {
 	if err != nil {
 		return err
 	}
+	resultsURL, err := createQueue(ctx, sq, opt.Prefix+"results")
+	if err != nil {
+		return err
+	}
+	resultsDLQ, err := createQueue(ctx, sq, opt.Prefix+"results-dlq")
+	if err != nil {
+		return err
+	}
 
 	// 2. The functions' code, wired to the stand-ins and the world.
 	cfg.DLQURL = dlqURL
@@ -125,13 +135,15 @@ func Run(ctx context.Context, opt Options) error {
 	}
 	in := &intake.Handler{Store: store, DLQ: sq, Config: icfg, Log: log, Metrics: io.Discard}
 	te := &taskevent.Handler{Store: store, Config: taskevent.Config{ProviderErrorCodes: cfg.ProviderErrorCodes}, Log: log}
+	res := &results.Handler{Store: store, DLQ: sq, DLQURL: resultsDLQ, Log: log}
 	world := newWorld(ctx, opt.Speed, opt.Models, te)
+	world.report, world.log = sandboxkit.SQSReporter{Client: sq, QueueURL: resultsURL}, log
 	ecsAPI, err := serveECS(world)
 	if err != nil {
 		return fmt.Errorf("serve the local ECS endpoint: %w", err)
 	}
 	defer ecsAPI.Close()
-	printStart(opt, queueURL, dlqURL, ecsAPI.url)
+	printStart(opt, queueURL, dlqURL, resultsURL, ecsAPI.url)
 	sc := scheduler.DefaultConfig()
 	sc.Tiers, sc.TierWeight, sc.DefaultTier, sc.GlobalMaxRunning = cfg.Tiers, cfg.TierWeight, cfg.DefaultTier, cfg.GlobalMaxRunning
 	sc.MaxLaunchesPerPass = max(1, int(cfg.LaunchRate*opt.Interval.Seconds()))
@@ -144,9 +156,12 @@ func Run(ctx context.Context, opt Options) error {
 		Log:       log,
 	}
 
-	// 3. The loops: intake polls the queue; the scheduler runs invocation
-	// after invocation; progress every few passes.
-	go pollIntake(ctx, sq, queueURL, in, log)
+	// 3. The loops: the intake and the results functions poll their
+	// queues (the sandboxes' verdicts reach the store as on AWS); the
+	// scheduler runs invocation after invocation; progress every few
+	// passes.
+	go poll(ctx, sq, queueURL, "intake", in.Handle, log)
+	go poll(ctx, sq, resultsURL, "results", res.Handle, log)
 	go progress(ctx, store, opt.Out, 3*opt.Interval)
 	if opt.Ready != nil {
 		opt.Ready(queueURL)
@@ -165,10 +180,11 @@ func Run(ctx context.Context, opt Options) error {
 
 // printStart names the stand-ins, the queues and the log, and what to
 // export in another shell for evalsched, boto3 and the AWS CLI.
-func printStart(opt Options, queueURL, dlqURL, ecsURL string) {
+func printStart(opt Options, queueURL, dlqURL, resultsURL, ecsURL string) {
 	w, region := opt.Out, dynamostore.LocalRegion
 	fmt.Fprintf(w, "evalsched local: DynamoDB Local %s, fauxqs %s (127.0.0.1 only), world speed %g×, a pass every %v\n", opt.DynamoDB, opt.SQS, opt.Speed, opt.Interval)
 	fmt.Fprintf(w, "  intake queue      %s\n  dead-letter queue %s\n", queueURL, dlqURL)
+	fmt.Fprintf(w, "  results queue     %s (the simulated sandboxes send their verdicts there; a sandbox of yours may too)\n", resultsURL)
 	if opt.LogFile != "" {
 		fmt.Fprintf(w, "  pass log          %s (JSON lines: every limit decision with its reason)\n", opt.LogFile)
 	}
@@ -176,6 +192,7 @@ func printStart(opt Options, queueURL, dlqURL, ecsURL string) {
 	fmt.Fprintf(w, "  export AWS_REGION=%s AWS_DEFAULT_REGION=%s AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local\n", region, region)
 	fmt.Fprintf(w, "  export AWS_ENDPOINT_URL_DYNAMODB=%s AWS_ENDPOINT_URL_SQS=%s EVALSCHED_TABLE_PREFIX=%s\n", opt.DynamoDB, opt.SQS, opt.Prefix)
 	fmt.Fprintf(w, "  export EVALSCHED_QUEUE_URL=%s EVALSCHED_DLQ_URL=%s\n", queueURL, dlqURL)
+	fmt.Fprintf(w, "  export %s=%s   # for a sandbox run by hand (sandboxkit)\n", sandboxkit.EnvResultQueueURL, resultsURL)
 	// The world's ECS endpoint: without it `cancel --stop-running` from
 	// that shell would call the real ECS.
 	fmt.Fprintf(w, "  export AWS_ENDPOINT_URL_ECS=%s EVALSCHED_CLUSTER=local\n", ecsURL)
@@ -222,9 +239,9 @@ func createQueue(ctx context.Context, sq *sqs.Client, name string) (string, erro
 	return aws.ToString(out.QueueUrl), nil
 }
 
-// pollIntake is SQS's event source mapping: receive, invoke, delete what
-// the handler did not report as failed.
-func pollIntake(ctx context.Context, sq *sqs.Client, url string, h *intake.Handler, log *slog.Logger) {
+// poll is SQS's event source mapping: receive, invoke, delete what the
+// handler did not report as failed.
+func poll(ctx context.Context, sq *sqs.Client, url, name string, handle func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), log *slog.Logger) {
 	for ctx.Err() == nil {
 		// All attributes, as the event source receives them: the dead
 		// letters keep the submitter's.
@@ -237,9 +254,9 @@ func pollIntake(ctx context.Context, sq *sqs.Client, url string, h *intake.Handl
 		for _, m := range out.Messages {
 			ev.Records = append(ev.Records, intake.Record(m))
 		}
-		resp, err := h.Handle(ctx, ev)
+		resp, err := handle(ctx, ev)
 		if err != nil {
-			log.Error("intake", "err", err)
+			log.Error(name, "err", err)
 			continue
 		}
 		failed := map[string]bool{}

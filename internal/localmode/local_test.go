@@ -37,7 +37,10 @@ func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(
 // waits for every job to succeed. What an operator must see is printed: the
 // exports boto3 and the AWS CLI need, the dead-letter queue, a rejected
 // message with its reason, a conflict, a malformed pin's warning; the pass
-// log is in the file it names.
+// log is in the file it names. The simulated sandboxes send their verdicts
+// to the results queue, which the local results function polls: every job
+// that ran has its verdict recorded, and a sampled batch stops on them,
+// its rest SKIPPED.
 func TestLocalRunsASubmittedBatch(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the local mode for several seconds")
@@ -113,8 +116,57 @@ func TestLocalRunsASubmittedBatch(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 
+	// Each job's verdict reached the store through the results queue.
+	deadline = time.Now().Add(30 * time.Second)
+	for i := 0; i < 8; {
+		id := scheduler.JobID("dev", "try", "b1", fmt.Sprint(i))
+		j, _, _ := store.Job(ctx, id)
+		r, ok, err := store.JobResult(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			if r.Attempt != j.Attempt {
+				t.Errorf("job %d: verdict of attempt %d, the job is at %d", i, r.Attempt, j.Attempt)
+			}
+			i++
+			continue
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %d: no verdict recorded after 30 s\n%s", i, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	// A sampled batch stops on the verdicts: its rest ends SKIPPED.
+	var sampledJobs []map[string]any
+	for i := range 200 {
+		sampledJobs = append(sampledJobs, map[string]any{"key": fmt.Sprintf("s%03d", i), "stratum": []string{"easy", "hard"}[i%2]})
+	}
+	body, _ = json.Marshal(map[string]any{"version": 1, "account": "dev", "project": "try", "batch": "s1", "model": "gpt-5.5",
+		"sampling": map[string]any{"moe": 0.25, "confidence": 0.5, "min_per_stratum": 2}, "jobs": sampledJobs})
+	if _, err := sq.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String(string(body))}); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		rows, err := store.Batches(ctx, scheduler.Scope{Account: "dev", Project: "try", Batch: "s1"})
+		if err == nil && len(rows) == 1 && rows[0].Skipped > 0 && rows[0].Waiting == 0 {
+			sb, _, err := store.Sampled(ctx, "dev/try/s1")
+			if err != nil || !sb.Stopped && !sb.Estimate.Stop || sb.Estimate.Results == 0 || rows[0].Skipped < 100 {
+				t.Errorf("sampled batch: %+v, %+v, %v; want stopped on its results, most of it skipped", rows[0], sb.Estimate, err)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sampled batch did not stop after 60 s: %+v %v\n%s", rows, err, out)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+
 	for _, want := range []string{
 		"export AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1",
+		"export EVALSCHED_RESULT_QUEUE_URL=http://",
 		"dead-letter queue http://",
 		"EVALSCHED_DLQ_URL=http://",
 		"--endpoint-url " + sqsURL,

@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/evalsched/evalsched/internal/sampling"
 	"github.com/evalsched/evalsched/internal/scheduler"
+	"github.com/evalsched/evalsched/sandboxkit"
 	"github.com/evalsched/evalsched/sandboxkit/sandboxenv"
 )
 
@@ -22,6 +25,9 @@ type Model struct {
 	Think       time.Duration // sandbox time between calls
 	Calls       int           // calls per job
 	Start       time.Duration // RunTask → container running
+	// PassRate is the chance a job's verdict is pass (0: one in two), a
+	// fixed function of the job's key: the same job passes every attempt.
+	PassRate float64
 }
 
 // DefaultModel is the model of a job whose model the world was not told.
@@ -47,6 +53,10 @@ type world struct {
 	ctx    context.Context
 	// tasks holds each running sandbox's stop, by task ARN, for StopTask.
 	tasks map[string]func(reason string)
+	// report sends a finished job's verdict, as a sandbox does with
+	// sandboxkit (nil: none is sent).
+	report sandboxkit.Reporter
+	log    *slog.Logger
 }
 
 // gateway is one model's queue in front of its provider.
@@ -161,8 +171,30 @@ func (w *world) run(j scheduler.Job, arn string) {
 			return
 		}
 	}
+	if w.report != nil {
+		// The sandbox's last act before it exits: its verdict to the
+		// results queue (the role it runs with may do nothing else).
+		r := sandboxkit.Result{Job: sandboxkit.Job{ID: j.ID, Account: j.Account, Project: j.Project, Batch: j.Batch, Model: j.Model, Attempt: j.Attempt},
+			Outcome: verdict(m, j.Key)}
+		if err := w.report.Report(ctx, r); err != nil && w.ctx.Err() == nil && w.log != nil {
+			w.log.Warn("sandbox: result not sent", "job", j.ID, "err", err)
+		}
+	}
 	code := 0
 	w.emit(j, arn, "STOPPED", created, started, &code)
+}
+
+// verdict is the job's simulated outcome: pass with the model's PassRate,
+// by the job's key (sampling.Rank of it), so every attempt agrees.
+func verdict(m Model, key string) sandboxkit.Outcome {
+	rate := m.PassRate
+	if rate == 0 {
+		rate = 0.5
+	}
+	if float64(sampling.Rank("verdict", key)%10_000) < rate*10_000 {
+		return sandboxkit.Pass
+	}
+	return sandboxkit.Fail
 }
 
 // StopTask stops a running sandbox as ECS's StopTask does: its STOPPED event

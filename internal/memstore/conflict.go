@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/evalsched/evalsched/internal/sampling"
 )
 
 // ErrConflict is the cause of every *ConflictError: a message disagrees
@@ -21,7 +23,8 @@ var ErrConflict = errors.New("conflicts with the stored batch")
 // ConflictError lists how a message disagrees with its stored batch, each
 // reason "field: rule" with the message's field named as the contract
 // names it (docs/batch-format.md): tier, task_definition, timeout_seconds,
-// max_attempts, part, parts, jobs[i].model, jobs[i].env.
+// max_attempts, part, parts, sampling (sampling.moe, sampling.confidence,
+// sampling.min_per_stratum), jobs[i].model, jobs[i].env.
 type ConflictError struct {
 	Batch   string   // account/project/batch
 	Reasons []string // at most maxReasons, the last then saying how many more
@@ -50,7 +53,8 @@ type Terms struct {
 	TaskDefinition string
 	TimeoutSeconds int
 	MaxAttempts    int
-	Parts          int // 0: a batch of messages without parts
+	Parts          int             // 0: a batch of messages without parts
+	Sampling       sampling.Params // zero: not sampled
 }
 
 // Terms returns the batch's terms as a message gives them, with the store's
@@ -58,8 +62,16 @@ type Terms struct {
 func (b BatchSpec) Terms() Terms {
 	return Terms{
 		Tier: max(b.Tier, -1), TaskDefinition: b.TaskDefinition, TimeoutSeconds: b.TimeoutSeconds,
-		MaxAttempts: cmp.Or(b.MaxAttempts, 3), Parts: b.Parts,
+		MaxAttempts: cmp.Or(b.MaxAttempts, 3), Parts: b.Parts, Sampling: b.sampling(),
 	}
+}
+
+// sampling is the batch's sampling, zero when it is not sampled.
+func (b BatchSpec) sampling() sampling.Params {
+	if b.Sampling == nil {
+		return sampling.Params{}
+	}
+	return *b.Sampling
 }
 
 // PartSum is a digest of a part's jobs (keys, models, envs, in order): a
@@ -106,6 +118,7 @@ func (c *Conflicts) Terms(stored Terms, sum string, b BatchSpec) {
 	if t.MaxAttempts != stored.MaxAttempts {
 		c.add("max_attempts: %d, but the batch was stored with %d", t.MaxAttempts, stored.MaxAttempts)
 	}
+	c.sampling(t.Sampling, stored.Sampling)
 	switch {
 	case t.Parts == stored.Parts:
 		if sum != "" && sum != b.PartSum() {
@@ -117,6 +130,31 @@ func (c *Conflicts) Terms(stored Terms, sum string, b BatchSpec) {
 		c.add("parts: missing, but the batch was stored in %d parts; a message without part and parts cannot join it", stored.Parts)
 	default:
 		c.add("parts: %d, but the batch was stored in %d parts", t.Parts, stored.Parts)
+	}
+}
+
+// sampling adds how a message's sampling disagrees with its batch's: a
+// part cannot turn a full batch into a sampled one, nor the reverse, nor
+// change the stop rule the first part set (the strata's counts would be
+// judged by two rules).
+func (c *Conflicts) sampling(got, stored sampling.Params) {
+	none := sampling.Params{}
+	switch {
+	case got == stored:
+	case stored == none:
+		c.add("sampling: %s, but the batch was stored without sampling", samplingText(got))
+	case got == none:
+		c.add("sampling: missing, but the batch was stored with %s", samplingText(stored))
+	default:
+		if got.MOE != stored.MOE {
+			c.add("sampling.moe: %v, but the batch was stored with %v", got.MOE, stored.MOE)
+		}
+		if got.Confidence != stored.Confidence {
+			c.add("sampling.confidence: %v, but the batch was stored with %v", got.Confidence, stored.Confidence)
+		}
+		if got.MinPerStratum != stored.MinPerStratum {
+			c.add("sampling.min_per_stratum: %d, but the batch was stored with %d", got.MinPerStratum, stored.MinPerStratum)
+		}
 	}
 }
 
@@ -162,6 +200,10 @@ func (c *Conflicts) Err(b BatchSpec) error {
 		reasons = append(reasons, fmt.Sprintf("and %d more", c.more))
 	}
 	return &ConflictError{Batch: b.Account + "/" + b.Project + "/" + b.Batch, Reasons: reasons}
+}
+
+func samplingText(p sampling.Params) string {
+	return fmt.Sprintf("moe %v, confidence %v, min_per_stratum %d", p.MOE, p.Confidence, p.MinPerStratum)
 }
 
 func tierText(t int) string {

@@ -205,7 +205,8 @@ func TestSampledWaitsForAllParts(t *testing.T) {
 	}
 	other := sampledSpec("b", 1, 1) // a part with other sampling
 	other.Part, other.Parts = 2, 2
-	if _, err := s.Submit(ctx, other, t0); err == nil || !strings.Contains(err.Error(), "conflicts") {
+	other.Sampling.MinPerStratum = 7
+	if _, err := s.Submit(ctx, other, t0); err == nil || !strings.Contains(err.Error(), "sampling.min_per_stratum: 7, but the batch was stored with 1") {
 		t.Errorf("a part with other sampling: %v", err)
 	}
 }

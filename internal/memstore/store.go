@@ -223,17 +223,7 @@ func (s *Store) Submit(_ context.Context, b BatchSpec, now time.Time) (created i
 	var c Conflicts
 	rec := s.batches[k]
 	if rec != nil {
-		c.Terms(rec.terms, rec.sums[b.Part], b)
-		// Sampling is one of the batch's terms: a part cannot turn a full
-		// batch into a sampled one, nor change its moe or confidence.
-		switch sb := s.sampled[k]; {
-		case sb == nil && b.Sampling != nil:
-			c.add("sampling: %+v, but the batch was stored without sampling", *b.Sampling)
-		case sb != nil && b.Sampling == nil:
-			c.add("sampling: missing, but the batch was stored with %+v", sb.params)
-		case sb != nil && *b.Sampling != sb.params:
-			c.add("sampling: %+v, but the batch was stored with %+v", *b.Sampling, sb.params)
-		}
+		c.Terms(rec.terms, rec.sums[b.Part], b) // sampling among them
 	}
 	first := map[string]int{} // a key's first job in the message wins
 	var fresh []int

@@ -229,4 +229,22 @@ var Mutations = []Mutation{
 		ExpressionAttributeNames: map[string]string{"#a": attrActive},`}},
 		Pkg: "./internal/dynamostore", Tests: []string{"TestStopKeepsAQueueARetryCameBackTo"},
 	},
+	{
+		Name: "sampled-claim-job", Why: "a sampled claim takes only a job still WAITING at the attempt read",
+		File:  "internal/dynamostore/release.go",
+		Edits: []Edit{{`name("state").Equal(value(memstore.Waiting)).And(name("attempt").Equal(value(j.Attempt))))`, always + `)`}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestRacingSampledClaimsTakeAJobOnce"},
+	},
+	{
+		Name: "sampled-claim-emptying", Why: "a sampled claim takes its queue out of the active index only while nothing else waits",
+		File:  "internal/dynamostore/release.go",
+		Edits: []Edit{{`cond = name("waiting").Equal(value(q.Waiting))`, `cond = ` + always}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestSampledClaimKeepsAQueueARetryCameBackTo"},
+	},
+	{
+		Name: "sampled-stale-wait", Why: "a stale wait item is deleted only as read, never the one a retry put back",
+		File:  "internal/dynamostore/release.go",
+		Edits: []Edit{{`name("attempt").Equal(value(w.Attempt)))`, always + `)`}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestStaleWaitItemKeepsARetryPutBackMeanwhile"},
+	},
 }

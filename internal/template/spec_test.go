@@ -107,7 +107,6 @@ var functions = []function{
 		},
 		unused: map[string]string{
 			"dynamodb:PutItem":        "RecordResult and the skip of a stopped sampled batch only update",
-			"dynamodb:DeleteItem":     "RecordResult deletes nothing",
 			"dynamodb:Scan":           "only a pass scans",
 			"dynamodb:BatchWriteItem": "RecordResult writes in transactions",
 			"dynamodb:CreateTable":    notInAWS,
@@ -124,7 +123,7 @@ var functions = []function{
 		unused: map[string]string{
 			"dynamodb:BatchGetItem":   "TaskStarted/TaskStopped read the one job with GetItem",
 			"dynamodb:BatchWriteItem": "they write one transaction",
-			"dynamodb:DeleteItem":     "their transactions update the job and counters and put a back item; nothing is deleted",
+			"dynamodb:DeleteItem":     "their transactions update the job and counters and put a back item (a sampled job's wait item); nothing is deleted",
 			"dynamodb:Query":          "they read the job by its key",
 			"dynamodb:Scan":           "only a pass scans (the models and pins tables)",
 			"dynamodb:CreateTable":    notInAWS,
