@@ -124,9 +124,11 @@ func look(ctx context.Context, sf storeFlags, now time.Time, counts *scheduler.S
 	if err != nil {
 		return nil, err
 	}
-	sc := scheduler.DefaultConfig()
-	sc.Tiers, sc.TierWeight, sc.DefaultTier, sc.GlobalMaxRunning = cfg.Tiers, cfg.TierWeight, cfg.DefaultTier, cfg.GlobalMaxRunning
-	sc.MaxLaunchesPerPass = max(1, int(cfg.LaunchRate*10))
+	// The whole account's pass, as one scheduler would run it; dryRun
+	// divides it among the shards as their passes would.
+	account := cfg
+	account.Shards = 1
+	sc := account.Pass(0)
 	// The depth the last pass saw, from each model's state: status reads no
 	// CloudWatch, so it works with DynamoDB access alone.
 	depths := map[string]scheduler.Depth{}
@@ -135,8 +137,7 @@ func look(ctx context.Context, sf storeFlags, now time.Time, counts *scheduler.S
 			depths[m.Config.Name] = scheduler.Depth{Value: l.Smoothed, At: l.SeenAt}
 		}
 	}
-	account := scheduler.Caps{GlobalMaxRunning: sc.GlobalMaxRunning, MaxLaunchesPerPass: sc.MaxLaunchesPerPass, LaunchRate: cfg.LaunchRate, LaunchBurst: cfg.LaunchBurst}
-	plan, shards, err := dryRun(ctx, st, account, sc, snap, depths, now, cfg.PassInterval)
+	plan, shards, err := dryRun(ctx, st, account.Caps(), sc, snap, depths, now, cfg.PassInterval)
 	if err != nil {
 		return nil, err
 	}

@@ -445,3 +445,23 @@ func TestConsoleTypingInStatusAndWhy(t *testing.T) {
 		t.Errorf("why of a batch of the disabled model:\n%s", out)
 	}
 }
+
+// Status's dry run launches what the pass would: the launch rate over the
+// configured pass interval (config.Config.Pass), not over a fixed 10 s.
+// 0.2 launches a second over a 15 s pass is 3 a pass; over 10 s it was 2.
+func TestStatusLaunchBudgetFollowsThePassInterval(t *testing.T) {
+	withTables(t)
+	t.Setenv("EVALSCHED_LAUNCH_RATE", "0.2")
+	t.Setenv("EVALSCHED_PASS_INTERVAL_SECONDS", "15")
+	out, stderr, code := cli(t, "status", "--json")
+	var v struct {
+		Models []modelView `json:"models"`
+	}
+	if code != exitOK || json.Unmarshal([]byte(out), &v) != nil || len(v.Models) != 1 {
+		t.Fatalf("status --json: got %d %s %s", code, out, stderr)
+	}
+	// The model's limit (4) leaves 4 slots free: the launch budget decides.
+	if got := v.Models[0].NextAdmit; got != 3 {
+		t.Errorf("next pass admits %d, want 3 (0.2/s × 15 s)", got)
+	}
+}

@@ -19,7 +19,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 
-	"github.com/evalsched/evalsched/internal/breaker"
 	"github.com/evalsched/evalsched/internal/config"
 	"github.com/evalsched/evalsched/internal/dynamolease"
 	"github.com/evalsched/evalsched/internal/dynamostore"
@@ -76,26 +75,10 @@ type clients struct {
 	cw  *cloudwatch.Client
 }
 
-// caps are shard k's share of the account-wide caps.
-func caps(cfg config.Config, shard int) scheduler.Caps {
-	return scheduler.Caps{
-		GlobalMaxRunning:   cfg.GlobalMaxRunning,
-		MaxLaunchesPerPass: max(1, int(cfg.LaunchRate*cfg.PassInterval.Seconds())),
-		LaunchRate:         cfg.LaunchRate,
-		LaunchBurst:        cfg.LaunchBurst,
-	}.Share(shard, cfg.Shards)
-}
-
-// passConfig is the pass configuration of shard k.
+// passConfig is the pass configuration of shard k (config.Config.Pass),
+// validated.
 func passConfig(cfg config.Config, shard int) (scheduler.Config, error) {
-	share := caps(cfg, shard)
-	sc := scheduler.DefaultConfig()
-	sc.Tiers, sc.TierWeight, sc.DefaultTier = cfg.Tiers, cfg.TierWeight, cfg.DefaultTier
-	sc.GlobalMaxRunning, sc.MaxLaunchesPerPass = share.GlobalMaxRunning, share.MaxLaunchesPerPass
-	if cfg.ErrorMetricName != "" {
-		// The gateway publishes its error rate: the breaker closes on it.
-		sc.Breaker.GatewayThreshold = breaker.DefaultGatewayThreshold
-	}
+	sc := cfg.Pass(shard)
 	if err := sc.Validate(); err != nil {
 		return sc, fmt.Errorf("shard %d of %d: %w", shard, cfg.Shards, err)
 	}
@@ -109,7 +92,7 @@ func shardRunner(cfg config.Config, c clients, shard int, log *slog.Logger) (*ru
 	if err != nil {
 		return nil, err
 	}
-	share := caps(cfg, shard)
+	share := cfg.ShardCaps(shard)
 	base := log // the runner adds the shard to its own lines
 	log = log.With("shard", shard)
 	tables := dynamostore.DefaultTables(cfg.TablePrefix)
@@ -140,7 +123,7 @@ func shardRunner(cfg config.Config, c clients, shard int, log *slog.Logger) (*ru
 			Clock:    clock,
 			Config:   sc,
 			Log:      log,
-			Sharing:  sharing(cfg, shard),
+			Sharing:  cfg.Sharing(shard),
 		},
 		Lease:     func(owner string) passloop.Lease { return dynamolease.ForShard(c.ddb, tables.State, shard, owner) },
 		Clock:     clock,
@@ -152,16 +135,4 @@ func shardRunner(cfg config.Config, c clients, shard int, log *slog.Logger) (*ru
 		Reconcile: func(ctx context.Context, now time.Time) (any, error) { return rec.Run(ctx, now) },
 		Log:       base,
 	}, nil
-}
-
-// sharing is how shard k shares the account's caps with the other shards:
-// by their loads, reported every pass; a report older than 3 passes is a
-// shard that stopped (it keeps its static share). Nil with one shard.
-func sharing(cfg config.Config, shard int) *scheduler.Sharing {
-	if cfg.Shards <= 1 {
-		return nil
-	}
-	account := cfg
-	account.Shards = 1
-	return &scheduler.Sharing{Shard: shard, Shards: cfg.Shards, Account: caps(account, 0), MaxAge: 3 * cfg.PassInterval}
 }

@@ -29,7 +29,7 @@ func TestShardsSplitTheAccountsCaps(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		share := caps(cfg, k)
+		share := cfg.ShardCaps(k)
 		running += sc.GlobalMaxRunning
 		perPass += sc.MaxLaunchesPerPass
 		rate += share.LaunchRate
@@ -43,14 +43,14 @@ func TestShardsSplitTheAccountsCaps(t *testing.T) {
 	}
 	// The static shares are the fallback; each pass shares the whole
 	// account's caps by the shards' loads.
-	sh := sharing(cfg, 2)
+	sh := cfg.Sharing(2)
 	if sh == nil || sh.Shard != 2 || sh.Shards != 4 || sh.Account.GlobalMaxRunning != 6001 || sh.Account.MaxLaunchesPerPass != 200 ||
 		sh.Account.LaunchRate != 20 || sh.Account.LaunchBurst != 100 || sh.MaxAge != 30*time.Second {
 		t.Errorf("sharing of shard 2: got %+v, want the account's caps and 3 passes of age", sh)
 	}
 	one := cfg
 	one.Shards = 1
-	if sharing(one, 0) != nil {
+	if one.Sharing(0) != nil {
 		t.Error("one scheduler shares nothing")
 	}
 }

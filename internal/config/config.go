@@ -87,11 +87,14 @@ func Load(getenv Getenv) (Config, error) {
 		getenv = os.Getenv
 	}
 	r := reader{getenv: getenv}
+	// The pass's defaults are the scheduler's (scheduler.DefaultConfig):
+	// one place, so an unset variable means what a test's DefaultConfig does.
+	def := scheduler.DefaultConfig()
 	c := Config{
 		TablePrefix:           r.str("EVALSCHED_TABLE_PREFIX", "evalsched-"),
-		Tiers:                 r.integer("EVALSCHED_TIERS", 3, 1, 10),
-		TierWeight:            r.float("EVALSCHED_TIER_WEIGHT", 0.8, 0, 1),
-		GlobalMaxRunning:      r.integer("EVALSCHED_GLOBAL_MAX_RUNNING", 6000, 0, 1_000_000),
+		Tiers:                 r.integer("EVALSCHED_TIERS", def.Tiers, 1, 10),
+		TierWeight:            r.float("EVALSCHED_TIER_WEIGHT", def.TierWeight, 0, 1),
+		GlobalMaxRunning:      r.integer("EVALSCHED_GLOBAL_MAX_RUNNING", def.GlobalMaxRunning, 0, 1_000_000),
 		DefaultTaskDefinition: r.str("EVALSCHED_DEFAULT_TASK_DEFINITION", ""),
 		Cluster:               r.str("EVALSCHED_CLUSTER", ""),
 		Subnets:               r.list("EVALSCHED_SUBNETS"),
@@ -126,7 +129,7 @@ func Load(getenv Getenv) (Config, error) {
 	if (c.ErrorMetricName == "") != (c.CallsMetricName == "") {
 		r.fail("EVALSCHED_ERROR_METRIC_NAME", "%q and EVALSCHED_CALLS_METRIC_NAME %q must be set together (the error rate is errors/calls) or both left empty", c.ErrorMetricName, c.CallsMetricName)
 	}
-	c.DefaultTier = r.integer("EVALSCHED_DEFAULT_TIER", min(2, c.Tiers-1), 0, c.Tiers-1)
+	c.DefaultTier = r.integer("EVALSCHED_DEFAULT_TIER", min(def.DefaultTier, c.Tiers-1), 0, c.Tiers-1)
 	switch c.Capacity {
 	case "FARGATE", "FARGATE_SPOT", "SPOT_FALLBACK":
 	default:

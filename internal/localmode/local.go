@@ -144,9 +144,11 @@ func Run(ctx context.Context, opt Options) error {
 	}
 	defer ecsAPI.Close()
 	printStart(opt, queueURL, dlqURL, resultsURL, ecsAPI.url)
-	sc := scheduler.DefaultConfig()
-	sc.Tiers, sc.TierWeight, sc.DefaultTier, sc.GlobalMaxRunning = cfg.Tiers, cfg.TierWeight, cfg.DefaultTier, cfg.GlobalMaxRunning
-	sc.MaxLaunchesPerPass = max(1, int(cfg.LaunchRate*opt.Interval.Seconds()))
+	// One scheduler, a pass every opt.Interval; the world publishes no
+	// gateway error rate, so the breaker goes by exit codes alone.
+	cfg.PassInterval, cfg.Shards = opt.Interval, 1
+	cfg.ErrorMetricName, cfg.CallsMetricName = "", ""
+	sc := cfg.Pass(0)
 	run := &runner.Runner{
 		Scheduler: &scheduler.Scheduler{Store: store, Depths: world, Launcher: world, Clock: runner.RealClock{}, Config: sc, Log: log},
 		Lease:     func(owner string) passloop.Lease { return dynamolease.New(ddb, tables.State, owner) },

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/evalsched/evalsched/internal/breaker"
+	"github.com/evalsched/evalsched/internal/config"
 	"github.com/evalsched/evalsched/internal/limits"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/priority"
@@ -59,15 +60,15 @@ func schedulerConfig(sc *Scenario, opt Options) scheduler.Config {
 	if opt.Limits != nil {
 		lc = *opt.Limits
 	}
-	return scheduler.Config{
-		Tiers:              sc.Tiers,
-		TierWeight:         sc.TierWeight,
-		DefaultTier:        sc.DefaultTier,
-		GlobalMaxRunning:   sc.GlobalMaxRunning,
-		MaxLaunchesPerPass: max(1, int(sc.LaunchRatePerS*float64(sc.PassIntervalS))),
-		Limits:             lc,
-		Breaker:            breaker.DefaultConfig(),
-	}
+	// The scenario's account, mapped as the scheduler Lambda maps its
+	// settings: one shard.
+	cfg := config.Config{
+		Tiers: sc.Tiers, TierWeight: sc.TierWeight, DefaultTier: sc.DefaultTier, GlobalMaxRunning: sc.GlobalMaxRunning,
+		LaunchRate: sc.LaunchRatePerS, LaunchBurst: sc.LaunchBurst, PassInterval: time.Duration(sc.PassIntervalS) * time.Second, Shards: 1,
+	}.Pass(0)
+	cfg.Limits = lc
+	cfg.Breaker = breaker.DefaultConfig() // exit codes alone: no gateway error rate is read
+	return cfg
 }
 
 func newDynamic(e *engine, opt Options) (*dynamicPolicy, error) {
