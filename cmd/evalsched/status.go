@@ -15,7 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/evalsched/evalsched/internal/breaker"
+	"github.com/evalsched/evalsched/internal/forecast"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/priority"
 	"github.com/evalsched/evalsched/internal/scheduler"
@@ -161,7 +161,7 @@ func look(ctx context.Context, sf storeFlags, now time.Time, counts *scheduler.S
 		if phase == "" {
 			phase = "CLOSED"
 		}
-		rate, drain := endRateOf(mp.State, now), -1.0
+		rate, drain := forecast.EndRate(mp.State, now), -1.0
 		if rate > 0 {
 			drain = float64(mp.Waiting) / rate * 60
 		}
@@ -200,7 +200,7 @@ func look(ctx context.Context, sf storeFlags, now time.Time, counts *scheduler.S
 	if err != nil {
 		return nil, err
 	}
-	etas := forecastQueues(defaultForecastConfig(cfg.PassInterval), sc, snap, v.plan, now)
+	etas := forecast.Queues(forecast.DefaultConfig(cfg.PassInterval), sc, snap, v.plan, now)
 	for i, q := range snap.Queues {
 		tier, src := v.pins.Tier(q.Account, q.Project, q.Batch, q.SubmittedTier, sc.DefaultTier)
 		pausedBy, _ := v.pauses.By(q.Account, q.Project, q.Batch)
@@ -254,37 +254,6 @@ func (v *view) modelOf(name string) modelView {
 		return *m
 	}
 	return modelView{Model: name, Breaker: "-", DrainS: -1, DepthAgeS: -1, NoItem: true}
-}
-
-// smoothFrom is how long the smoothed end rate must have been kept before
-// the forecast goes by it instead of the breaker's 5-minute window.
-const smoothFrom = 5 * time.Minute
-
-// endRateOf is the end rate status and the forecast go by, in jobs a
-// minute: the smoothed one (scheduler.EndRate, τ = 30 min) once it covers
-// smoothFrom, else the breaker's window. The window alone made an ETA jump
-// 3h16m → 2h2m → 53m → 1h55m in ten minutes as waves of jobs ended.
-func endRateOf(st scheduler.ModelState, now time.Time) float64 {
-	if st.Ended.Covers(now) >= smoothFrom {
-		return st.Ended.PerMinute(now)
-	}
-	return endedRate(st.Breaker.Buckets, now)
-}
-
-// endedRate is jobs ended per minute over the breaker's buckets.
-func endedRate(buckets []breaker.Bucket, now time.Time) float64 {
-	if len(buckets) == 0 {
-		return 0
-	}
-	n := 0
-	for _, b := range buckets {
-		n += b.OK + b.Failed
-	}
-	span := now.Sub(buckets[0].Start).Minutes()
-	if span <= 0 || n == 0 {
-		return 0
-	}
-	return float64(n) / span
 }
 
 // human prints a duration in seconds the one way the CLI prints times:
@@ -375,7 +344,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 			if b.Parts != "" {
 				next += ", parts " + b.Parts + " arrived"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d (%s)\t%s\t%d\t%s\t%s\t\n", b.Batch, b.Model, b.Tier, b.TierSource, admittedOf(b.Registered-b.Waiting, b.Registered), b.Waiting, etaText(eta{b.ETAS, b.DoneS}, v.pass), next)
+			fmt.Fprintf(tw, "%s\t%s\t%d (%s)\t%s\t%d\t%s\t%s\t\n", b.Batch, b.Model, b.Tier, b.TierSource, admittedOf(b.Registered-b.Waiting, b.Registered), b.Waiting, etaText(forecast.ETA{StartS: b.ETAS, DoneS: b.DoneS}, v.pass), next)
 		}
 		tw.Flush()
 		for _, b := range v.Batches {
@@ -516,7 +485,7 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "  the model's %d free slots go to batches of more urgent tiers or earlier turns\n", m.NextAdmit)
 		}
 		if b.PausedBy == "" {
-			fmt.Fprintf(stdout, "  forecast: %s\n", forecastText(eta{b.ETAS, b.DoneS}, v.pass, m))
+			fmt.Fprintf(stdout, "  forecast: %s\n", forecastText(forecast.ETA{StartS: b.ETAS, DoneS: b.DoneS}, v.pass, m))
 		}
 	}
 	return exitOK

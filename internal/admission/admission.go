@@ -80,18 +80,8 @@ func Plan(cfg Config, free int, batches []Batch, st State) (Result, State) {
 		}
 	}
 	slices.SortFunc(order, func(i, j int) int {
-		a, b := &batches[i], &batches[j]
-		// 1: tier  2: project name  3: age  4: ID  5: input position (total order)
-		if c := cmp.Compare(clampTier(a.Tier, tiers), clampTier(b.Tier, tiers)); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.Project, b.Project); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.Seq, b.Seq); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.ID, b.ID); c != 0 {
+		// 1–4: Compare  5: input position (total order)
+		if c := cfg.Compare(&batches[i], &batches[j]); c != 0 {
 			return c
 		}
 		return cmp.Compare(i, j)
@@ -276,6 +266,28 @@ func carry(st State, tiers int) ([]float64, []string) {
 	}
 	return credit, last
 }
+
+// Compare is the order Plan drains batches in: 1: tier (as Tier files it)
+// 2: project name 3: age (Seq) 4: ID. Every tier is a run of projects in
+// name order and every project a run of batches, oldest first. (Plan breaks
+// what ties are left by input position.) The status forecast groups batches
+// by it too, so it prunes exactly what Plan could not reach.
+func (c Config) Compare(a, b *Batch) int {
+	tiers := max(c.Tiers, 1)
+	if c := cmp.Compare(clampTier(a.Tier, tiers), clampTier(b.Tier, tiers)); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Project, b.Project); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Seq, b.Seq); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
+}
+
+// Tier is the tier Plan files b under: its Tier clamped into 0..Tiers-1.
+func (c Config) Tier(b *Batch) int { return clampTier(b.Tier, max(c.Tiers, 1)) }
 
 func clampTier(t, tiers int) int {
 	return min(max(t, 0), tiers-1)
