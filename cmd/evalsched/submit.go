@@ -382,12 +382,11 @@ type job struct {
 // checks every part with Parse, naming the line of each broken rule.
 func fromLines(data []byte, name string, h header, stratumField string, cfg batchmsg.Config) (*outgoing, []string) {
 	errs := lineErrors{name: name}
-	head, err := json.Marshal(h)
+	fields, err := json.Marshal(h)
 	if err != nil {
 		return nil, []string{fmt.Sprintf("%s: %v", name, err)}
 	}
-	head = head[:len(head)-1] // the jobs and the closing brace follow
-	overhead := len(head) + len(`,"part":10000,"parts":10000,"jobs":[]}`)
+	maxJob := batchmsg.MaxJobBytes(fields)
 
 	// 1. Jobs: one JSON object per non-blank line. A broken line is
 	// reported and left out, so the others are still checked.
@@ -416,9 +415,9 @@ func fromLines(data []byte, name string, h header, stratumField string, cfg batc
 				continue
 			}
 		}
-		if overhead+len(line)+1 > batchmsg.MaxMessageBytes {
+		if len(line) > maxJob {
 			errs.add(n, "", "a job of %s bytes does not fit in a message (at most %s with the batch's fields)",
-				commas(len(line)), commas(batchmsg.MaxMessageBytes-overhead-1))
+				commas(len(line)), commas(maxJob))
 			continue
 		}
 		jobs = append(jobs, job{line: n, raw: line})
@@ -427,42 +426,38 @@ func fromLines(data []byte, name string, h header, stratumField string, cfg batc
 		errs.add(0, "", "no jobs")
 	}
 
-	// 2. Parts: as many jobs as fit under the limit, at most MaxJobs each.
-	var spans [][2]int // jobs[from:to] of each part
-	from, size := 0, overhead
+	// 2. Parts: as many jobs as fit in a message (batchmsg.Split).
+	raws := make([][]byte, len(jobs))
 	for i, j := range jobs {
-		n := len(j.raw) + 1 // and a comma
-		if size+n > batchmsg.MaxMessageBytes || i-from == batchmsg.MaxJobs {
-			spans = append(spans, [2]int{from, i})
-			from, size = i, overhead
-		}
-		size += n
+		raws[i] = j.raw
 	}
-	if from < len(jobs) {
-		spans = append(spans, [2]int{from, len(jobs)})
-	}
-	if len(spans) > batchmsg.MaxParts {
+	parts, err := batchmsg.Split(fields, raws)
+	var pe *batchmsg.PartsError
+	switch {
+	case errors.As(err, &pe):
 		errs.add(0, "", "the batch needs %s parts, more than the contract's %s: split it into several batches",
-			commas(len(spans)), commas(batchmsg.MaxParts))
+			commas(pe.Parts), commas(pe.Max))
+		return nil, errs.list
+	case err != nil:
+		errs.add(0, "", "%v", err)
 		return nil, errs.list
 	}
 
 	// 3. Check every part as the intake will, and keys across parts.
 	b := &outgoing{id: h.Account + "/" + h.Project + "/" + h.Batch, jobs: len(jobs)}
 	keys := map[string]int{} // key → line
-	for i, s := range spans {
-		body := partBody(head, i+1, len(spans), jobs[s[0]:s[1]])
-		b.parts = append(b.parts, part{body: body, jobs: s[1] - s[0]})
-		m, err := batchmsg.Parse(body, cfg)
+	for _, p := range parts {
+		b.parts = append(b.parts, part{body: p.Body, jobs: p.To - p.From})
+		m, err := batchmsg.Parse(p.Body, cfg)
 		if perrs := batchmsg.Errors(err); perrs != nil {
 			for _, e := range perrs {
-				errs.fromParse(e, jobs[s[0]:s[1]])
+				errs.fromParse(e, jobs[p.From:p.To])
 			}
 		} else if err != nil {
 			errs.add(0, "", "%v", err)
 		}
 		for k, j := range m.Jobs { // none when the part is invalid
-			line := jobs[s[0]+k].line
+			line := jobs[p.From+k].line
 			if first, dup := keys[j.Key]; dup {
 				errs.add(line, "key", "%s duplicates line %d", strconv.Quote(j.Key), first)
 			} else {
@@ -521,28 +516,6 @@ func withStratum(line []byte, obj map[string]any, field string) ([]byte, error) 
 func mustJSON(v any) []byte {
 	b, _ := json.Marshal(v)
 	return b
-}
-
-// partBody writes one part: the header, part and parts when there are
-// several, and the jobs' lines as they are.
-func partBody(head []byte, n, of int, jobs []job) []byte {
-	size := len(head) + 40
-	for _, j := range jobs {
-		size += len(j.raw) + 1
-	}
-	body := make([]byte, 0, size)
-	body = append(body, head...)
-	if of > 1 {
-		body = fmt.Appendf(body, `,"part":%d,"parts":%d`, n, of)
-	}
-	body = append(body, `,"jobs":[`...)
-	for i, j := range jobs {
-		if i > 0 {
-			body = append(body, ',')
-		}
-		body = append(body, j.raw...)
-	}
-	return append(body, "]}"...)
 }
 
 // lineErrors collects "FILE:LINE: field: rule" lines, each once.

@@ -12,6 +12,10 @@
 // laptop is the message the intake accepts. Parse is pure: bytes and Config
 // in, a Message or errors out; no AWS, no clock.
 //
+// Split is its inverse for a batch too large for one message: the batch's
+// fields and its jobs in, part messages out, each under the contract's
+// limits (`evalsched submit` of JSON Lines sends them).
+//
 // # Strictness
 //
 // A message is either exactly right or rejected with every reason (up to
