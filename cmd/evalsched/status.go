@@ -64,7 +64,7 @@ type modelView struct {
 	Why         string  `json:"why_waiting,omitempty"`
 	Paused      int     `json:"paused"`
 	// EndedPerMin is the rate jobs end, smoothed over ~30 minutes
-	// (endRateOf); DrainS the time the waiting jobs take at that rate (-1:
+	// (forecast.EndRate); DrainS the time the waiting jobs take at that rate (-1:
 	// unknown).
 	EndedPerMin float64 `json:"ended_per_min"`
 	DrainS      float64 `json:"drain_s"`
@@ -102,7 +102,7 @@ type batchView struct {
 	Parts      string `json:"parts,omitempty"` // "3/4" while a multi-part batch is still arriving
 	// ETAS forecasts when the batch's last waiting job starts and DoneS
 	// when it ends, in seconds from now (-1: unknown): the model's admission
-	// stepped forward at its recent end rate (forecast.go).
+	// stepped forward at its recent end rate (internal/forecast).
 	ETAS  float64 `json:"eta_s"`
 	DoneS float64 `json:"done_eta_s"`
 	// Jobs counts the batch's jobs by state (status --all and why), finished
