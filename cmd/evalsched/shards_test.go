@@ -29,14 +29,12 @@ func TestStatusShowsTheShardsShares(t *testing.T) {
 	if views[0].ReportAgeS != 5 || views[1].ReportAgeS != -1 || views[2].ReportAgeS != 7 || views[1].Shard != 1 {
 		t.Errorf("report ages: got %+v, want 5, -1 (none), 7", views)
 	}
-	sum := 0
-	for _, v := range views {
-		sum += v.GlobalMaxRunning
-		if v.Launches < 1 || v.LaunchRate <= 0 {
-			t.Errorf("shard %d: launches %d, rate %g: want its share", v.Shard, v.Launches, v.LaunchRate)
+	_, runs, _ := scheduler.DryRun(ctx, st, account, scheduler.DefaultConfig(), scheduler.Snapshot{}, nil, now, 10*time.Second)
+	for k, v := range views {
+		r := runs[k]
+		if v.Shard != r.Shard || v.Models != r.Models || v.Held != r.Held || v.GlobalMaxRunning != r.Share.GlobalMaxRunning ||
+			v.Launches != r.Share.MaxLaunchesPerPass || v.LaunchRate != r.Share.LaunchRate {
+			t.Errorf("shard %d: shown %+v, the dry run's %+v", k, v, r)
 		}
-	}
-	if sum != 10 {
-		t.Errorf("the shards' caps sum to %d, want the account's 10", sum)
 	}
 }

@@ -134,8 +134,8 @@ func ForModel(fc Config, m Model) Outlook {
 	eps := (1 + math.Log(max(horizonS/passS, 1))) / float64(max(fc.MaxSteps, 1))
 	out.StepS = passS
 
-	// 2. Group the batches by (tier, project), oldest first, as admission
-	// drains them. Only for pruning: a batch with more than `free` jobs of
+	// 2. Group the batches by (tier, project), oldest first, in the order
+	// admission drains them (admission.Config.Compare). Only for pruning: a batch with more than `free` jobs of
 	// its own group ahead of it cannot get a slot in this call, so it is
 	// left out of it and admission.Plan sorts the few that can, not all of
 	// them. (One batch past `free` stays in: a tier that runs dry mid-call
