@@ -8,12 +8,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/evalsched/evalsched/internal/job"
 )
 
 // CancelReason is the reason evalsched gives ECS when an operator stops a
 // job's task (evalsched cancel --stop-running): the task's STOPPED event
 // carries it back, and Classify makes it Cancelled.
-const CancelReason = "evalsched: cancelled by an operator"
+const CancelReason = "evalsched: " + job.OperatorCancelReason
 
 // Kind is what an event means for its job.
 type Kind string
