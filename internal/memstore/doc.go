@@ -1,7 +1,12 @@
 // Package memstore is an in-memory scheduler.Store with the semantics the
 // DynamoDB store has: a waiting job is claimed by exactly one pass, claimed
 // jobs leave the waiting counts at once, and the running and starting counters
-// move in the same step as the job state they count.
+// move in the same step as the job state they count. A launch result, task
+// event, cancel or skip moves a job as job.Apply (internal/job, the
+// lifecycle the DynamoDB store follows too) says, and the store persists
+// that change; the pass's claim (Commit) still writes CLAIMED itself. The domain types it used to define
+// (State, BatchSpec, JobSpec, Exit, Terms) live in internal/job; the
+// aliases here are deprecated.
 //
 // It backs the pass tests, the simulator and the local mode. It also takes the
 // writes the other functions make in production: Submit (the intake function),

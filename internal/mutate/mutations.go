@@ -86,6 +86,18 @@ var Mutations = []Mutation{
 		Pkg:   "./internal/memstore", Tests: []string{"TestStopEventsCountOnce"},
 	},
 	{
+		Name: "lifecycle-started-duplicate", Why: "a repeated or late RUNNING event counts no second running task",
+		File:  "internal/job/transition.go",
+		Edits: []Edit{{`if ev.Attempt != cur.Attempt || (cur.State != Claimed && cur.State != Launched) {`, `if ev.Attempt != cur.Attempt {`}},
+		Pkg:   "./internal/job", Tests: []string{"TestTranscripts"},
+	},
+	{
+		Name: "lifecycle-attempt-limit", Why: "a retry past the job's last attempt fails it instead",
+		File:  "internal/job/transition.go",
+		Edits: []Edit{{`if cur.Attempt >= cur.MaxAttempts {`, `if false {`}},
+		Pkg:   "./internal/job", Tests: []string{"TestTranscripts"},
+	},
+	{
 		Name: "taskevent-attempt-1", Why: "the handler passes on the attempt the task's overrides carry",
 		File: "internal/taskevent/handler.go",
 		Edits: []Edit{
