@@ -74,8 +74,8 @@ func Apply(cur Current, ev Event) (c Change, ok bool) {
 		}
 		c.To, c.Waiting, c.Starting, c.Backs = Claimed, -1, +1, fromBack(cur)
 	case Cancel, Skip:
-		// Guard: only a waiting job is cancelled or skipped; one claimed
-		// meanwhile runs to its end.
+		// Only a waiting job is cancelled or skipped; one claimed meanwhile
+		// runs to its end.
 		if ev.Attempt != cur.Attempt || cur.State != Waiting {
 			return Change{}, false
 		}
@@ -85,8 +85,8 @@ func Apply(cur Current, ev Event) (c Change, ok bool) {
 			c.To, c.Reason = Skipped, ev.Reason
 		}
 	case Launch:
-		// Guard: a repeated or late launch result never turns back a
-		// running job or a retried attempt.
+		// A repeated or late launch result never turns back a running job
+		// or a retried attempt.
 		if ev.Attempt != cur.Attempt || cur.State != Claimed {
 			return Change{}, false
 		}
@@ -101,17 +101,18 @@ func Apply(cur Current, ev Event) (c Change, ok bool) {
 		c = leave(cur, Failed)
 		c.Reason = ev.Reason
 	case Start:
-		// Guard: a repeated RUNNING, or one of an earlier attempt, counts
-		// no second running task.
+		// A repeated RUNNING, or one of an earlier attempt, counts no
+		// second running task (make mutate: lifecycle-started-duplicate).
 		if ev.Attempt != cur.Attempt || (cur.State != Claimed && cur.State != Launched) {
 			return Change{}, false
 		}
 		c = leave(cur, Running)
 		c.Running++
 	case Stop:
-		// Guard: a repeated STOPPED of an ended job, or a late one of an
-		// attempt since retried, neither ends the job again nor counts a
-		// second outcome.
+		// A repeated STOPPED of an ended job, or a late one of an attempt
+		// since retried, neither ends the job again nor counts a second
+		// outcome (make mutate: memstore-stopped-duplicate,
+		// memstore-stopped-stale-attempt).
 		if ev.Attempt != cur.Attempt || !cur.State.HoldsSlot() {
 			return Change{}, false
 		}
@@ -153,6 +154,7 @@ func stop(cur Current, exit Exit) Change {
 // attempt, ahead of its queue's newer jobs, or fails it when its attempts
 // are spent.
 func retry(cur Current, reason string) Change {
+	// make mutate: lifecycle-attempt-limit.
 	if cur.Attempt >= cur.MaxAttempts {
 		c := leave(cur, Failed)
 		c.Reason = fmt.Sprintf("%s (attempt %d of %d)", reason, cur.Attempt, cur.MaxAttempts)
