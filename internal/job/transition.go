@@ -84,22 +84,21 @@ func Apply(cur Current, ev Event) (c Change, ok bool) {
 		if ev.Kind == Skip {
 			c.To, c.Reason = Skipped, ev.Reason
 		}
-	case Launch:
+	case Launch, LaunchRetry, LaunchFail:
 		// A repeated or late launch result never turns back a running job
 		// or a retried attempt.
 		if ev.Attempt != cur.Attempt || cur.State != Claimed {
 			return Change{}, false
 		}
-		c.To = Launched
-	case LaunchRetry, LaunchFail:
-		if ev.Attempt != cur.Attempt || cur.State != Claimed {
-			return Change{}, false
-		}
-		if ev.Kind == LaunchRetry {
+		switch ev.Kind {
+		case Launch:
+			c.To = Launched
+		case LaunchRetry:
 			return retry(cur, ev.Reason), true
+		default:
+			c = leave(cur, Failed)
+			c.Reason = ev.Reason
 		}
-		c = leave(cur, Failed)
-		c.Reason = ev.Reason
 	case Start:
 		// A repeated RUNNING, or one of an earlier attempt, counts no
 		// second running task (make mutate: lifecycle-started-duplicate).

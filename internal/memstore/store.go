@@ -329,7 +329,7 @@ func (s *Store) Commit(_ context.Context, plan scheduler.Plan) ([]scheduler.Job,
 				if j == nil {
 					break
 				}
-				j.State, j.LaunchedAt, j.Tier = job.Claimed, plan.At, g.Tier
+				j.State, j.LaunchedAt, j.Tier = Claimed, plan.At, g.Tier
 				m.starting[j.ID] = j
 				claimed = append(claimed, j.Job)
 			}
