@@ -37,7 +37,7 @@ func TestCancelTakesTheWaitingJobsOfTheScope(t *testing.T) {
 	if len(snap.Queues) != 1 || snap.Queues[0].Batch != "b2" {
 		t.Errorf("got queues %+v, want only b2", snap.Queues)
 	}
-	if j := job(t, s, b1, 149); j.State != memstore.Cancelled {
+	if j := jobAt(t, s, b1, 149); j.State != memstore.Cancelled {
 		t.Errorf("got %s, want CANCELLED", j.State)
 	}
 }
@@ -83,7 +83,7 @@ func TestStoppedByAnOperatorEndsCancelled(t *testing.T) {
 		if err := s.TaskStopped(ctx, j.ID, 1, memstore.Exit{Code: -1, Cancelled: true, Reason: "cancelled by an operator"}, t0); err != nil {
 			t.Fatal(err)
 		}
-		if got := job(t, s, b, slices.IndexFunc(b.Jobs, func(js memstore.JobSpec) bool { return js.Key == j.Key })); got.State != memstore.Cancelled || got.Reason != "cancelled by an operator" {
+		if got := jobAt(t, s, b, slices.IndexFunc(b.Jobs, func(js memstore.JobSpec) bool { return js.Key == j.Key })); got.State != memstore.Cancelled || got.Reason != "cancelled by an operator" {
 			t.Errorf("job %s: got %s %q, want CANCELLED", j.Key, got.State, got.Reason)
 		}
 	}

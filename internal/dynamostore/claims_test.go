@@ -243,7 +243,7 @@ func TestLaunchesAreRecordedInTransactions(t *testing.T) {
 	}
 	st := c.stats()
 	t.Logf("with one stale result: %v", st.ByOp)
-	if j := job(t, s, b, 270); j.State != memstore.Claimed {
+	if j := jobAt(t, s, b, 270); j.State != memstore.Claimed {
 		t.Errorf("the stale result's job is %s, want CLAIMED (untouched)", j.State)
 	}
 	if n := counts(t, s)[memstore.Launched]; n != 299 {
@@ -321,7 +321,7 @@ func TestUnknownLaunchesAreLeftClaimed(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if j := job(t, s, b, 0); j.State != memstore.Claimed || j.Attempt != 1 {
+	if j := jobAt(t, s, b, 0); j.State != memstore.Claimed || j.Attempt != 1 {
 		t.Errorf("got %s attempt %d, want CLAIMED attempt 1", j.State, j.Attempt)
 	}
 	if m := modelOf(t, snapshot(t, s), "gpt"); m.Starting != 2 {

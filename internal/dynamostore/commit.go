@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -267,7 +268,7 @@ func (s *Store) take(ctx context.Context, g scheduler.Grant, at time.Time, cance
 			if cancel {
 				u = s.expiry(expression.Set(name("state"), value(memstore.Cancelled)).
 					Set(name("ended_at"), value(atKey)).
-					Set(name("reason"), value("cancelled by an operator")), at)
+					Set(name("reason"), value(job.OperatorCancelReason)), at)
 			}
 			// Guard: the job is claimed (or cancelled) only if still WAITING at the
 			// attempt read. Without it TestClaimSkipsAJobThatLeftWaitingAfterItWasRead

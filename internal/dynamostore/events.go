@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -94,7 +95,7 @@ func (s *Store) RecordLaunches(ctx context.Context, now time.Time, results []sch
 func (s *Store) setLaunchedAll(ctx context.Context, results []scheduler.LaunchResult, now time.Time) error {
 	items := make([]types.TransactWriteItem, 0, len(results))
 	for _, r := range results {
-		u := expression.Set(name("state"), value(memstore.Launched)).Set(name("launched_at"), value(stamp(now)))
+		u := expression.Set(name("state"), value(job.Launched)).Set(name("launched_at"), value(stamp(now)))
 		if r.TaskARN != "" {
 			u = u.Set(name("task_arn"), value(r.TaskARN))
 		}
@@ -103,7 +104,7 @@ func (s *Store) setLaunchedAll(ctx context.Context, results []scheduler.LaunchRe
 		// Without it TestLateLaunchResultsChangeNothing fails (make mutate:
 		// launch-record-batched).
 		it, err := updateItem(s.tables.State, key(jobPK(r.JobID), skJob), u,
-			name("state").Equal(value(memstore.Claimed)).And(name("attempt").Equal(value(r.Attempt))))
+			name("state").Equal(value(job.Claimed)).And(name("attempt").Equal(value(r.Attempt))))
 		if err != nil {
 			return err
 		}
@@ -113,21 +114,26 @@ func (s *Store) setLaunchedAll(ctx context.Context, results []scheduler.LaunchRe
 }
 
 func (s *Store) recordLaunch(ctx context.Context, j jobItem, r scheduler.LaunchResult, now time.Time) error {
+	ev := job.Event{Kind: job.LaunchFail, Attempt: r.Attempt, Reason: r.Reason}
+	switch r.Status {
+	case scheduler.Launched:
+		ev.Kind = job.Launch
+	case scheduler.Retry:
+		ev.Kind = job.LaunchRetry
+	}
 	for try := 0; ; try++ {
-		if j.Attempt != r.Attempt || j.State != memstore.Claimed {
+		c, ok := job.Apply(j.current(), ev)
+		if !ok {
 			return nil // a stale or repeated result: the job has moved on
 		}
 		var applied bool
 		var err error
-		switch r.Status {
-		case scheduler.Launched:
+		if c.To == job.Launched {
 			// LaunchedAt records the call; the pending key stays the
 			// claiming pass's time, which PendingRaise compares with the limit state's Mark().
 			applied, err = s.setLaunched(ctx, j, r.TaskARN, now)
-		case scheduler.Retry:
-			applied, err = s.retry(ctx, j, r.Reason, now)
-		default:
-			applied, err = s.apply(ctx, j, transition{to: memstore.Failed, now: now, reason: r.Reason})
+		} else {
+			applied, err = s.apply(ctx, j, c, nil, now)
 		}
 		if err != nil || applied {
 			return err
@@ -138,7 +144,6 @@ func (s *Store) recordLaunch(ctx context.Context, j jobItem, r scheduler.LaunchR
 		if err := jitter(ctx, time.Duration(try+1)*10*time.Millisecond); err != nil {
 			return err
 		}
-		var ok bool
 		if j, ok, err = s.readJob(ctx, r.JobID); err != nil || !ok {
 			return cmp.Or(err, memstore.ErrUnknownJob)
 		}
@@ -148,14 +153,14 @@ func (s *Store) recordLaunch(ctx context.Context, j jobItem, r scheduler.LaunchR
 // setLaunched is CLAIMED → LAUNCHED: no counter moves, so a single
 // conditional update does.
 func (s *Store) setLaunched(ctx context.Context, j jobItem, arn string, now time.Time) (bool, error) {
-	u := expression.Set(name("state"), value(memstore.Launched)).Set(name("launched_at"), value(stamp(now)))
+	u := expression.Set(name("state"), value(job.Launched)).Set(name("launched_at"), value(stamp(now)))
 	if arn != "" {
 		u = u.Set(name("task_arn"), value(arn))
 	}
 	// Guard: the job read CLAIMED is still CLAIMED at that attempt: a task
 	// that started between the read and this write stays RUNNING. Without it
 	// TestLateLaunchResultsChangeNothing fails (make mutate: launch-record-single).
-	cond := name("state").Equal(value(memstore.Claimed)).And(name("attempt").Equal(value(j.Attempt)))
+	cond := name("state").Equal(value(job.Claimed)).And(name("attempt").Equal(value(j.Attempt)))
 	e, err := expression.NewBuilder().WithUpdate(u).WithCondition(cond).Build()
 	if err != nil {
 		return false, err
@@ -182,10 +187,11 @@ func (s *Store) TaskStarted(ctx context.Context, jobID string, attempt int, now 
 		if !ok {
 			return fmt.Errorf("task started for %s: %w", jobID, memstore.ErrUnknownJob)
 		}
-		if j.Attempt != attempt || (j.State != memstore.Claimed && j.State != memstore.Launched) {
+		c, ok := job.Apply(j.current(), job.Event{Kind: job.Start, Attempt: attempt})
+		if !ok {
 			return nil
 		}
-		applied, err := s.apply(ctx, j, transition{to: memstore.Running, now: now})
+		applied, err := s.apply(ctx, j, c, nil, now)
 		if err != nil {
 			return fmt.Errorf("task started for %s: %w", jobID, err)
 		}
@@ -201,10 +207,11 @@ func (s *Store) TaskStarted(ctx context.Context, jobID string, attempt int, now 
 	}
 }
 
-// TaskStopped ends a job's attempt: exit 0 succeeds, an infrastructure stop
-// retries while attempts remain, any other exit fails. Outcomes feed the
-// model's breaker. Repeated or stale events change nothing.
-func (s *Store) TaskStopped(ctx context.Context, jobID string, attempt int, exit memstore.Exit, now time.Time) error {
+// TaskStopped ends a job's attempt as job.Apply judges it: exit 0
+// succeeds, an infrastructure stop retries while attempts remain, any other
+// exit fails. Outcomes feed the model's breaker. Repeated or stale events
+// change nothing.
+func (s *Store) TaskStopped(ctx context.Context, jobID string, attempt int, exit job.Exit, now time.Time) error {
 	for try := 0; ; try++ {
 		j, ok, err := s.readJob(ctx, jobID)
 		if err != nil {
@@ -213,26 +220,11 @@ func (s *Store) TaskStopped(ctx context.Context, jobID string, attempt int, exit
 		if !ok {
 			return fmt.Errorf("task stopped for %s: %w", jobID, memstore.ErrUnknownJob)
 		}
-		if j.Attempt != attempt || (j.State != memstore.Claimed && j.State != memstore.Launched && j.State != memstore.Running) {
+		c, ok := job.Apply(j.current(), job.Event{Kind: job.Stop, Attempt: attempt, Exit: exit})
+		if !ok {
 			return nil
 		}
-		var applied bool
-		switch {
-		case exit.Cancelled: // an operator's stop: no outcome for the breaker
-			applied, err = s.apply(ctx, j, transition{to: memstore.Cancelled, now: now, exit: &exit, reason: cmp.Or(exit.Reason, "cancelled by an operator")})
-		case exit.Infrastructure:
-			applied, err = s.retry(ctx, j, exit.Reason, now)
-		case exit.Code == 0:
-			applied, err = s.apply(ctx, j, transition{to: memstore.Succeeded, now: now, exit: &exit, ok: 1})
-		default:
-			t := transition{to: memstore.Failed, now: now, exit: &exit, reason: cmp.Or(exit.Reason, fmt.Sprintf("exit code %d", exit.Code))}
-			if exit.ProviderError {
-				t.providerFailed = 1
-			} else {
-				t.ok = 1 // the provider answered; the job failed on its own
-			}
-			applied, err = s.apply(ctx, j, t)
-		}
+		applied, err := s.apply(ctx, j, c, &exit, now)
 		if err != nil {
 			return fmt.Errorf("task stopped for %s: %w", jobID, err)
 		}
@@ -248,33 +240,21 @@ func (s *Store) TaskStopped(ctx context.Context, jobID string, attempt int, exit
 	}
 }
 
-// retry returns a job that did not get to run to waiting, in its place, or
-// fails it when its attempts are spent.
-func (s *Store) retry(ctx context.Context, j jobItem, reason string, now time.Time) (bool, error) {
-	if j.Attempt >= j.MaxAttempts {
-		return s.apply(ctx, j, transition{to: memstore.Failed, now: now,
-			reason: fmt.Sprintf("%s (attempt %d of %d)", reason, j.Attempt, j.MaxAttempts)})
-	}
-	return s.apply(ctx, j, transition{to: memstore.Waiting, now: now, reason: reason})
+// current is what job.Apply reads of a job.
+func (j jobItem) current() job.Current {
+	return job.Current{State: j.State, Attempt: j.Attempt, MaxAttempts: j.MaxAttempts}
 }
 
 // outcomeAttr is the queue item's count of the jobs that ended so.
-var outcomeAttr = map[memstore.State]string{memstore.Succeeded: "succeeded", memstore.Failed: "failed", memstore.Cancelled: "cancelled"}
+var outcomeAttr = map[job.State]string{job.Succeeded: "succeeded", job.Failed: "failed", job.Cancelled: "cancelled"}
 
-// transition is one move of a job out of CLAIMED, LAUNCHED or RUNNING.
-type transition struct {
-	to                 memstore.State
-	now                time.Time
-	reason             string
-	exit               *memstore.Exit
-	ok, providerFailed int64 // outcomes for the breaker
-}
-
-// apply writes a transition in one transaction with the counters it moves:
-// the model's starting/running and pending entry, the project's running,
-// the outcomes; a retry also re-queues the job (queue counters and a back
-// item). It reports false, writing nothing, when the job was not as read.
-func (s *Store) apply(ctx context.Context, j jobItem, t transition) (bool, error) {
+// apply writes a job.Apply change of a job out of CLAIMED, LAUNCHED or
+// RUNNING in one transaction with the counters it moves: the model's
+// starting/running and pending entry, the project's running, the outcomes;
+// a retry also re-queues the job (queue counters and a back item). exit is
+// written when the change records it. It reports false, writing nothing,
+// when the job was not as read.
+func (s *Store) apply(ctx context.Context, j jobItem, c job.Change, exit *job.Exit, now time.Time) (bool, error) {
 	var items []types.TransactWriteItem
 	add := func(it types.TransactWriteItem, err error) error {
 		items = append(items, it)
@@ -282,25 +262,25 @@ func (s *Store) apply(ctx context.Context, j jobItem, t transition) (bool, error
 	}
 
 	// 1. The job itself, conditioned on the state and attempt read.
-	u := expression.Set(name("state"), value(t.to))
-	switch t.to {
-	case memstore.Running:
-		u = u.Set(name("started_at"), value(stamp(t.now)))
-	case memstore.Waiting:
-		u = u.Set(name("attempt"), value(j.Attempt+1)).Remove(name(attrInflight)).
+	u := expression.Set(name("state"), value(c.To))
+	switch {
+	case c.To == job.Running:
+		u = u.Set(name("started_at"), value(stamp(now)))
+	case c.To == job.Waiting:
+		u = u.Set(name("attempt"), value(c.Attempt)).Remove(name(attrInflight)).
 			Remove(name("task_arn")).Remove(name("claimed_at")).Remove(name("launched_at")).Remove(name("started_at"))
-	default: // SUCCEEDED, FAILED, CANCELLED
-		u = s.expiry(u.Set(name("ended_at"), value(stamp(t.now))).Remove(name(attrInflight)), t.now)
+	case c.To.Ended(): // SUCCEEDED, FAILED, CANCELLED
+		u = s.expiry(u.Set(name("ended_at"), value(stamp(now))).Remove(name(attrInflight)), now)
 	}
-	if t.reason != "" {
-		u = u.Set(name("reason"), value(t.reason))
+	if c.Reason != "" {
+		u = u.Set(name("reason"), value(c.Reason))
 	}
-	if t.exit != nil {
-		u = u.Set(name("exit_code"), value(t.exit.Code)).
-			Set(name("provider_error"), value(t.exit.ProviderError)).
-			Set(name("infrastructure"), value(t.exit.Infrastructure))
-		if t.exit.Reason != "" {
-			u = u.Set(name("exit_reason"), value(t.exit.Reason))
+	if c.Exit && exit != nil {
+		u = u.Set(name("exit_code"), value(exit.Code)).
+			Set(name("provider_error"), value(exit.ProviderError)).
+			Set(name("infrastructure"), value(exit.Infrastructure))
+		if exit.Reason != "" {
+			u = u.Set(name("exit_reason"), value(exit.Reason))
 		}
 	}
 	// Guard: the transition applies to the job as read, once: of two
@@ -313,16 +293,7 @@ func (s *Store) apply(ctx context.Context, j jobItem, t transition) (bool, error
 	}
 
 	// 2. The slot it held and the one it takes, and the outcome.
-	var starting, running int64
-	switch j.State {
-	case memstore.Claimed, memstore.Launched:
-		starting--
-	case memstore.Running:
-		running--
-	}
-	if t.to == memstore.Running {
-		running++
-	}
+	starting, running := int64(c.Starting), int64(c.Running)
 	var cu expression.UpdateBuilder
 	if running != 0 {
 		cu = cu.Add(name("running"), value(running))
@@ -333,11 +304,11 @@ func (s *Store) apply(ctx context.Context, j jobItem, t transition) (bool, error
 	if starting != 0 && j.ClaimedAt != "" {
 		cu = addTo(cu, pendingEntry(j.ClaimedAt), starting)
 	}
-	if t.ok != 0 {
-		cu = cu.Add(name("ok_total"), value(t.ok))
+	if c.OK != 0 {
+		cu = cu.Add(name("ok_total"), value(int64(c.OK)))
 	}
-	if t.providerFailed != 0 {
-		cu = cu.Add(name("pf_total"), value(t.providerFailed))
+	if c.ProviderFailed != 0 {
+		cu = cu.Add(name("pf_total"), value(int64(c.ProviderFailed)))
 	}
 	if err := add(updateItem(s.tables.State, key(countersPK(j.Model), skCounters), cu, expression.ConditionBuilder{})); err != nil {
 		return false, err
@@ -354,13 +325,13 @@ func (s *Store) apply(ctx context.Context, j jobItem, t transition) (bool, error
 	// running and the outcomes; back to waiting, before newer jobs of its
 	// queue.
 	qu := expression.Add(name("running"), value(running))
-	switch t.to {
-	case memstore.Succeeded, memstore.Failed, memstore.Cancelled:
-		qu = qu.Add(name(outcomeAttr[t.to]), value(1))
-	case memstore.Waiting:
-		qu = qu.Add(name("waiting"), value(1)).Set(name(attrActive), value(activeKey(j.Model)))
-		if j.Stratum == "" {
-			qu = qu.Add(name("backs"), value(1))
+	switch c.To {
+	case job.Succeeded, job.Failed, job.Cancelled:
+		qu = qu.Add(name(outcomeAttr[c.To]), value(1))
+	case job.Waiting:
+		qu = qu.Add(name("waiting"), value(c.Waiting)).Set(name(attrActive), value(activeKey(j.Model)))
+		if j.Stratum == "" { // a sampled batch's job waits in its stratum, not as a back item
+			qu = qu.Add(name("backs"), value(c.Backs))
 		}
 	}
 	// Guard: the counts go to the queue's item, never to a new partial one
@@ -371,10 +342,10 @@ func (s *Store) apply(ctx context.Context, j jobItem, t transition) (bool, error
 		return false, err
 	}
 	switch {
-	case t.to == memstore.Waiting && j.Stratum != "":
+	case c.To == job.Waiting && j.Stratum != "":
 		// A sampled batch's job goes back in its stratum's rank order and
 		// is no longer released (release.go).
-		w, err := attributevalue.MarshalMap(waitOf(j, j.Attempt+1))
+		w, err := attributevalue.MarshalMap(waitOf(j, c.Attempt))
 		if err != nil {
 			return false, err
 		}
@@ -383,8 +354,8 @@ func (s *Store) apply(ctx context.Context, j jobItem, t transition) (bool, error
 			expression.Add(name(attrReleased), value(-1)), expression.ConditionBuilder{})); err != nil {
 			return false, err
 		}
-	case t.to == memstore.Waiting:
-		back, err := attributevalue.MarshalMap(backItem{PK: j.Queue, SK: backSK(j.Pos), ID: j.ID, Pos: j.Pos, Attempt: j.Attempt + 1})
+	case c.To == job.Waiting:
+		back, err := attributevalue.MarshalMap(backItem{PK: j.Queue, SK: backSK(j.Pos), ID: j.ID, Pos: j.Pos, Attempt: c.Attempt})
 		if err != nil {
 			return false, err
 		}

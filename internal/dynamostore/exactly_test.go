@@ -194,7 +194,7 @@ func TestClaimSkipsAJobThatLeftWaitingAfterItWasRead(t *testing.T) {
 			if want := []string{b.Jobs[1].Key, b.Jobs[2].Key}; !slices.Equal(keys(got), want) {
 				t.Errorf("claimed %v, want %v", keys(got), want)
 			}
-			if j := job(t, s, b, 0); j.State != memstore.Cancelled {
+			if j := jobAt(t, s, b, 0); j.State != memstore.Cancelled {
 				t.Errorf("job 0 is %s, want CANCELLED as the other writer left it", j.State)
 			}
 			check(t, s)
@@ -288,10 +288,10 @@ func TestLateLaunchResultsChangeNothing(t *testing.T) {
 	if err := s.RecordLaunches(ctx, t0, []scheduler.LaunchResult{launched(jobs[0]), launched(jobs[1])}); err != nil {
 		t.Fatal(err)
 	}
-	if j := job(t, s, b, 0); j.State != memstore.Running {
+	if j := jobAt(t, s, b, 0); j.State != memstore.Running {
 		t.Errorf("job 0 is %s after a repeated launch result, want RUNNING", j.State)
 	}
-	if j := job(t, s, b, 1); j.State != memstore.Waiting || j.Attempt != 2 {
+	if j := jobAt(t, s, b, 1); j.State != memstore.Waiting || j.Attempt != 2 {
 		t.Errorf("job 1 is %s attempt %d after attempt 1's late result, want WAITING attempt 2", j.State, j.Attempt)
 	}
 	check(t, s)
@@ -308,7 +308,7 @@ func TestLateLaunchResultsChangeNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.before = nil
-	if j := job(t, s, b, 2); j.State != memstore.Running {
+	if j := jobAt(t, s, b, 2); j.State != memstore.Running {
 		t.Errorf("job 2 is %s, want RUNNING: its task started before the launch was recorded", j.State)
 	}
 	check(t, s)

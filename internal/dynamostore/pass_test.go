@@ -187,14 +187,14 @@ func TestPassRetriesFailedLaunches(t *testing.T) {
 	if err != nil || rep.Launched != 2 || rep.Retried != 1 {
 		t.Fatalf("got launched %d retried %d err %v, want 2, 1, nil", rep.Launched, rep.Retried, err)
 	}
-	if j := job(t, st, b, 1); j.State != memstore.Waiting || j.Attempt != 2 {
+	if j := jobAt(t, st, b, 1); j.State != memstore.Waiting || j.Attempt != 2 {
 		t.Fatalf("got %s attempt %d, want WAITING attempt 2", j.State, j.Attempt)
 	}
 	c.Add(10 * time.Second)
 	if _, err := s.Pass(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if j := job(t, st, b, 1); j.State != memstore.Failed || !strings.Contains(j.Reason, "attempt 2 of 2") {
+	if j := jobAt(t, st, b, 1); j.State != memstore.Failed || !strings.Contains(j.Reason, "attempt 2 of 2") {
 		t.Fatalf("got %s (%q), want FAILED with the attempts in the reason", j.State, j.Reason)
 	}
 	check(t, st)

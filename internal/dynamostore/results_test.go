@@ -19,7 +19,7 @@ func TestRecordResultPerAttempt(t *testing.T) {
 	submit(t, s, b)
 	j := commit(t, s, grant(t0, b, 1))[0]
 	launchAll(t, s, nil)
-	waiting := job(t, s, b, 1)
+	waiting := jobAt(t, s, b, 1)
 	score := 0.75
 	record := func(id string, r memstore.Result) bool {
 		t.Helper()

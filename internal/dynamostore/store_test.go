@@ -34,7 +34,7 @@ func commit(t testing.TB, s *Store, plan scheduler.Plan) []scheduler.Job {
 	return jobs
 }
 
-func job(t testing.TB, s *Store, b memstore.BatchSpec, i int) Job {
+func jobAt(t testing.TB, s *Store, b memstore.BatchSpec, i int) Job {
 	t.Helper()
 	j, ok, err := s.Job(context.Background(), scheduler.JobID(b.Account, b.Project, b.Batch, b.Jobs[i].Key))
 	if err != nil || !ok {
@@ -94,7 +94,7 @@ func TestSubmitIsIdempotentAndReportsConflicts(t *testing.T) {
 	if n != 0 || !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `jobs[1].env: differs from the stored job "`+b.Jobs[4].Key+`" in I`) {
 		t.Fatalf("got %d created, err %v; want none and a conflict naming jobs[1].env and %s", n, err, b.Jobs[4].Key)
 	}
-	if j := job(t, s, b, 4); j.Env["I"] != "4" {
+	if j := jobAt(t, s, b, 4); j.Env["I"] != "4" {
 		t.Errorf("conflicting job changed: env %v", j.Env)
 	}
 	// Without the changed job, the message is stored.
@@ -254,7 +254,7 @@ func TestRetriedJobsGoBackInTheirPlace(t *testing.T) {
 	if err := s.RecordLaunches(ctx, t0, rs); err != nil {
 		t.Fatal(err)
 	}
-	if j := job(t, s, b, 1); j.State != memstore.Waiting || j.Attempt != 2 || j.Reason != "capacity" {
+	if j := jobAt(t, s, b, 1); j.State != memstore.Waiting || j.Attempt != 2 || j.Reason != "capacity" {
 		t.Fatalf("got %s attempt %d (%q), want WAITING attempt 2 (capacity)", j.State, j.Attempt, j.Reason)
 	}
 	// The same results again change nothing.
@@ -292,7 +292,7 @@ func TestAttemptsExhaustedFailWithTheReason(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	j := job(t, s, b, 0)
+	j := jobAt(t, s, b, 0)
 	if j.State != memstore.Failed || !strings.Contains(j.Reason, "capacity (attempt 2 of 2)") || j.EndedAt.IsZero() {
 		t.Fatalf("got %s (%q), want FAILED with the attempts in the reason", j.State, j.Reason)
 	}
@@ -307,7 +307,7 @@ func TestAttemptsExhaustedFailWithTheReason(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j := job(t, s, b2, 0); j.State != memstore.Failed || j.Reason != "bad task definition" {
+	if j := jobAt(t, s, b2, 0); j.State != memstore.Failed || j.Reason != "bad task definition" {
 		t.Errorf("got %s (%q), want FAILED with the reason", j.State, j.Reason)
 	}
 	check(t, s)
@@ -371,14 +371,14 @@ func TestTaskEventsAreIdempotentAndIgnoreStaleAttempts(t *testing.T) {
 
 	want := map[int]memstore.State{0: memstore.Succeeded, 1: memstore.Failed, 2: memstore.Failed, 3: memstore.Waiting}
 	for i, st := range want {
-		if j := job(t, s, b, i); j.State != st {
+		if j := jobAt(t, s, b, i); j.State != st {
 			t.Errorf("job %d: got %s, want %s", i, j.State, st)
 		}
 	}
-	if j := job(t, s, b, 2); j.Reason != "assertion" || j.Exit.Code != 2 {
+	if j := jobAt(t, s, b, 2); j.Reason != "assertion" || j.Exit.Code != 2 {
 		t.Errorf("got reason %q exit %d, want assertion and 2", j.Reason, j.Exit.Code)
 	}
-	if j := job(t, s, b, 3); j.Attempt != 2 {
+	if j := jobAt(t, s, b, 3); j.Attempt != 2 {
 		t.Errorf("got attempt %d, want 2", j.Attempt)
 	}
 	if n, err := s.ProjectRunning(ctx, "lab", "sweep"); n != 0 || err != nil {

@@ -2,8 +2,6 @@ package memstore
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -44,49 +42,6 @@ func (e *ConflictError) Unwrap() error { return ErrConflict }
 // maxReasons bounds a ConflictError's reasons: a resubmission that changed
 // the env of 20,000 jobs is told so by ten and a count.
 const maxReasons = 10
-
-// Terms are what every message of a batch must agree on. The first message
-// stored sets them; a later one that differs would change how jobs already
-// waiting or running are run, so it is refused whole.
-type Terms struct {
-	Tier           int // < 0: none given (the default tier, resolved every pass)
-	TaskDefinition string
-	TimeoutSeconds int
-	MaxAttempts    int
-	Parts          int             // 0: a batch of messages without parts
-	Sampling       sampling.Params // zero: not sampled
-}
-
-// Terms returns the batch's terms as a message gives them, with the store's
-// defaults applied (MaxAttempts 3, any negative tier -1).
-func (b BatchSpec) Terms() Terms {
-	return Terms{
-		Tier: max(b.Tier, -1), TaskDefinition: b.TaskDefinition, TimeoutSeconds: b.TimeoutSeconds,
-		MaxAttempts: cmp.Or(b.MaxAttempts, 3), Parts: b.Parts, Sampling: b.sampling(),
-	}
-}
-
-// sampling is the batch's sampling, zero when it is not sampled.
-func (b BatchSpec) sampling() sampling.Params {
-	if b.Sampling == nil {
-		return sampling.Params{}
-	}
-	return *b.Sampling
-}
-
-// PartSum is a digest of a part's jobs (keys, models, envs, in order): a
-// part sent again must be the same part. 16 bytes of SHA-256, hex.
-func (b BatchSpec) PartSum() string {
-	h := sha256.New()
-	for _, j := range b.Jobs {
-		fmt.Fprintf(h, "%q %q", j.Key, cmp.Or(j.Model, b.Model))
-		for _, k := range slices.Sorted(maps.Keys(j.Env)) {
-			fmt.Fprintf(h, " %q=%q", k, j.Env[k])
-		}
-		h.Write([]byte{'\n'})
-	}
-	return hex.EncodeToString(h.Sum(nil)[:16])
-}
 
 // Conflicts gathers the reasons a message disagrees with its batch.
 type Conflicts struct {

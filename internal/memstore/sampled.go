@@ -8,12 +8,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/sampling"
 )
-
-// Skipped is the end of a sampled batch's job that never ran: the batch's
-// stop rule held first (Job.Reason says with what estimate).
-const Skipped State = "SKIPPED"
 
 // Result is a job's verdict as its sandbox reported it (internal/resultmsg).
 type Result struct {
@@ -209,8 +206,12 @@ func (s *Store) stop(sb *sampledBatch, e sampling.Estimate, q *queue, now time.T
 		rest := append(st.back, st.jobs[st.next:]...)
 		st.back, st.next = nil, len(st.jobs)
 		for _, r := range rest {
-			r.job.State, r.job.Reason, r.job.EndedAt = Skipped, sb.reason, now
-			q.waiting--
+			// Taken from the stratum here: the waiting count and back list
+			// move with it (c.Waiting, c.Backs).
+			if c, ok := job.Apply(r.job.current(), job.Event{Kind: job.Skip, Attempt: r.job.Attempt, Reason: sb.reason}); ok {
+				s.apply(r.job, c, job.Exit{}, now)
+				q.waiting--
+			}
 		}
 	}
 }

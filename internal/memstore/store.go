@@ -11,76 +11,25 @@ import (
 	"time"
 
 	"github.com/evalsched/evalsched/internal/breaker"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/priority"
-	"github.com/evalsched/evalsched/internal/sampling"
 	"github.com/evalsched/evalsched/internal/scheduler"
-)
-
-// State is a job's place in its lifecycle:
-// WAITING → CLAIMED → LAUNCHED → RUNNING → SUCCEEDED | FAILED.
-type State string
-
-// The job states.
-const (
-	Waiting   State = "WAITING"
-	Claimed   State = "CLAIMED"
-	Launched  State = "LAUNCHED"
-	Running   State = "RUNNING"
-	Succeeded State = "SUCCEEDED"
-	Failed    State = "FAILED"
-	Cancelled State = "CANCELLED"
 )
 
 // ErrUnknownJob is returned for a job id the store has never seen.
 var ErrUnknownJob = errors.New("unknown job")
 
-// BatchSpec is one batch as the intake function hands it over.
-type BatchSpec struct {
-	Account, Project, Batch string
-	Model                   string // jobs without a model of their own run this one
-	Tier                    int    // < 0: none given
-	MaxAttempts             int    // 0: 3
-	TaskDefinition          string
-	TimeoutSeconds          int
-	// Part of Parts: a large batch arrives over several messages; the batch
-	// records which parts arrived (0, 0: a batch of one message).
-	Part, Parts int
-	Jobs        []JobSpec
-	Sampling    *sampling.Params // nil: every job runs, oldest first
-}
-
-// JobSpec is one job of a batch.
-type JobSpec struct {
-	Key   string
-	Model string // "": the batch's model
-	Env   map[string]string
-	// Stratum: the job's stratum in a sampled batch.
-	Stratum string
-}
-
-// Exit is how a task stopped.
-type Exit struct {
-	Code           int
-	ProviderError  bool // the job failed on provider errors (429/5xx): the breaker counts it
-	Infrastructure bool // the task never ran the job to an end (capacity, spot, image pull)
-	// Cancelled: an operator stopped the task (evalsched cancel
-	// --stop-running): the job ends CANCELLED, and neither its exit nor
-	// the breaker counts it — the provider did nothing wrong.
-	Cancelled bool
-	Reason    string
-}
-
 // Job is a copy of one job's record.
 type Job struct {
 	scheduler.Job
-	State      State
+	State      job.State
 	Seq        int64 // position in its queue: submission order
 	SubmitAt   time.Time
 	LaunchedAt time.Time
 	StartedAt  time.Time
 	EndedAt    time.Time
 	TaskARN    string
-	Exit       Exit
+	Exit       job.Exit
 	Reason     string // why it failed, when it did
 
 	queue   *queue
@@ -216,7 +165,7 @@ func (s *Store) model(name string) *model {
 // terms (tier, task definition, timeout, max attempts, parts), another
 // copy of a part already stored — is refused whole with a *ConflictError
 // (wrapping ErrConflict) naming each field; nothing of it is stored.
-func (s *Store) Submit(_ context.Context, b BatchSpec, now time.Time) (created int, err error) {
+func (s *Store) Submit(_ context.Context, b job.BatchSpec, now time.Time) (created int, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := b.Account + "/" + b.Project + "/" + b.Batch
@@ -275,7 +224,7 @@ func (s *Store) Submit(_ context.Context, b BatchSpec, now time.Time) (created i
 				Attempt: 1, MaxAttempts: cmp.Or(b.MaxAttempts, 3), TaskDefinition: b.TaskDefinition,
 				TimeoutSeconds: b.TimeoutSeconds, Env: maps.Clone(js.Env), SubmittedAt: now,
 			},
-			State: Waiting, Seq: s.seq, SubmitAt: now, queue: q,
+			State: job.Waiting, Seq: s.seq, SubmitAt: now, queue: q,
 		}
 		s.jobs[id] = j
 		s.all = append(s.all, j)
@@ -423,50 +372,60 @@ func (s *Store) RecordLaunches(_ context.Context, now time.Time, results []sched
 			errs = append(errs, fmt.Errorf("record launch of %s: %w", r.JobID, ErrUnknownJob))
 			continue
 		}
-		if j.Attempt != r.Attempt || j.State != Claimed || r.Status == scheduler.Unknown {
-			continue // a stale or repeated result: the job has moved on; or for the reconciler
-		}
+		ev := job.Event{Kind: job.LaunchFail, Attempt: r.Attempt, Reason: r.Reason}
 		switch r.Status {
+		case scheduler.Unknown:
+			continue // the job stays CLAIMED: the reconciler's
 		case scheduler.Launched:
+			ev.Kind = job.Launch
+		case scheduler.Retry:
+			ev.Kind = job.LaunchRetry
+		}
+		c, ok := job.Apply(j.current(), ev)
+		if !ok {
+			continue // a stale or repeated result: the job has moved on
+		}
+		if c.To == job.Launched {
 			// LaunchedAt stays the claiming pass's time: PendingRaise compares
 			// it with the time of the pass that raised the limit.
-			j.State, j.TaskARN = Launched, r.TaskARN
-		case scheduler.Retry:
-			s.retry(j, r.Reason, now)
-		default:
-			s.end(j, Failed, r.Reason, now)
+			j.TaskARN = r.TaskARN
 		}
+		s.apply(j, c, job.Exit{}, now)
 	}
 	return errors.Join(errs...)
 }
 
-// retry returns a job that did not get to run to waiting, or fails it when
-// its attempts are spent.
-func (s *Store) retry(j *Job, reason string, now time.Time) {
-	if j.Attempt >= j.MaxAttempts {
-		s.end(j, Failed, fmt.Sprintf("%s (attempt %d of %d)", reason, j.Attempt, j.MaxAttempts), now)
-		return
-	}
-	s.release(j)
-	j.Attempt++
-	j.State, j.TaskARN, j.LaunchedAt, j.Reason = Waiting, "", time.Time{}, reason
-	j.queue.putBack(j)
+// current is what job.Apply reads of a job.
+func (j *Job) current() job.Current {
+	return job.Current{State: j.State, Attempt: j.Attempt, MaxAttempts: j.MaxAttempts}
 }
 
-// release frees the slot a job held.
-func (s *Store) release(j *Job) {
+// apply persists a transition's change in one step: the job's state,
+// attempt, reason and exit with the counters they move — the model's
+// starting set, running count and outcomes, and (by putBack) the queue's
+// waiting count and back list. A claim, cancel or skip takes the job from
+// its queue itself (take), which moves the waiting count and back list.
+func (s *Store) apply(j *Job, c job.Change, exit job.Exit, now time.Time) {
 	m := s.models[j.Model]
-	switch j.State {
-	case Claimed, Launched:
+	if c.Starting < 0 {
 		delete(m.starting, j.ID)
-	case Running:
-		m.running--
 	}
-}
-
-func (s *Store) end(j *Job, st State, reason string, now time.Time) {
-	s.release(j)
-	j.State, j.Reason, j.EndedAt = st, reason, now
+	m.running += c.Running
+	m.outcomes.OK += c.OK
+	m.outcomes.ProviderFailed += c.ProviderFailed
+	j.State, j.Attempt = c.To, c.Attempt
+	switch {
+	case c.To == job.Running:
+		j.StartedAt = now
+	case c.To == job.Waiting:
+		j.TaskARN, j.LaunchedAt, j.Reason = "", time.Time{}, c.Reason
+		j.queue.putBack(j)
+	case c.To.Ended():
+		j.Reason, j.EndedAt = c.Reason, now
+	}
+	if c.Exit {
+		j.Exit = exit
+	}
 }
 
 // TaskStarted marks a job's task running. A repeated or stale event (another
@@ -478,47 +437,26 @@ func (s *Store) TaskStarted(_ context.Context, jobID string, attempt int, now ti
 	if !ok {
 		return fmt.Errorf("task started for %s: %w", jobID, ErrUnknownJob)
 	}
-	if j.Attempt != attempt || (j.State != Claimed && j.State != Launched) {
-		return nil
+	if c, ok := job.Apply(j.current(), job.Event{Kind: job.Start, Attempt: attempt}); ok {
+		s.apply(j, c, job.Exit{}, now)
 	}
-	s.release(j)
-	j.State, j.StartedAt = Running, now
-	s.models[j.Model].running++
 	return nil
 }
 
-// TaskStopped ends a job's attempt: exit 0 succeeds, an infrastructure stop
-// retries while attempts remain, any other exit fails. Outcomes feed the
-// model's breaker. Repeated or stale events change nothing.
-func (s *Store) TaskStopped(_ context.Context, jobID string, attempt int, exit Exit, now time.Time) error {
+// TaskStopped ends a job's attempt as job.Apply judges it: exit 0
+// succeeds, an infrastructure stop retries while attempts remain, any other
+// exit fails. Outcomes feed the model's breaker. Repeated or stale events
+// change nothing.
+func (s *Store) TaskStopped(_ context.Context, jobID string, attempt int, exit job.Exit, now time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	j, ok := s.jobs[jobID]
 	if !ok {
 		return fmt.Errorf("task stopped for %s: %w", jobID, ErrUnknownJob)
 	}
-	if j.Attempt != attempt || (j.State != Claimed && j.State != Launched && j.State != Running) {
-		return nil
+	if c, ok := job.Apply(j.current(), job.Event{Kind: job.Stop, Attempt: attempt, Exit: exit}); ok {
+		s.apply(j, c, exit, now)
 	}
-	m := s.models[j.Model]
-	switch {
-	case exit.Cancelled:
-		s.end(j, Cancelled, cmp.Or(exit.Reason, "cancelled by an operator"), now)
-	case exit.Infrastructure:
-		s.retry(j, exit.Reason, now)
-		return nil
-	case exit.Code == 0:
-		s.end(j, Succeeded, "", now)
-		m.outcomes.OK++
-	default:
-		s.end(j, Failed, cmp.Or(exit.Reason, fmt.Sprintf("exit code %d", exit.Code)), now)
-		if exit.ProviderError {
-			m.outcomes.ProviderFailed++
-		} else {
-			m.outcomes.OK++ // the provider answered; the job failed on its own
-		}
-	}
-	j.Exit = exit
 	return nil
 }
 
@@ -544,8 +482,10 @@ func (s *Store) Cancel(_ context.Context, scope scheduler.Scope, now time.Time) 
 			continue
 		}
 		for j := q.take(); j != nil; j = q.take() {
-			j.State, j.EndedAt, j.Reason = Cancelled, now, "cancelled by an operator"
-			n++
+			if c, ok := job.Apply(j.current(), job.Event{Kind: job.Cancel, Attempt: j.Attempt}); ok {
+				s.apply(j, c, job.Exit{}, now)
+				n++
+			}
 		}
 	}
 	return n, nil
@@ -566,7 +506,7 @@ func (s *Store) inFlight(owns func(model string) bool) []scheduler.InFlight {
 			continue
 		}
 		switch j.State {
-		case Claimed, Launched, Running:
+		case job.Claimed, job.Launched, job.Running:
 			out = append(out, scheduler.InFlight{
 				ID: j.ID, Account: j.Account, Project: j.Project, Batch: j.Batch, Model: j.Model, State: string(j.State), Attempt: j.Attempt, TaskARN: j.TaskARN,
 				ClaimedAt: j.LaunchedAt, StartedAt: j.StartedAt, TimeoutSeconds: j.TimeoutSeconds,
@@ -649,21 +589,21 @@ func (s *Store) Counts() Counts {
 	var c Counts
 	for _, j := range s.jobs {
 		switch j.State {
-		case Waiting:
+		case job.Waiting:
 			c.Waiting++
-		case Claimed:
+		case job.Claimed:
 			c.Claimed++
-		case Launched:
+		case job.Launched:
 			c.Launched++
-		case Running:
+		case job.Running:
 			c.Running++
-		case Succeeded:
+		case job.Succeeded:
 			c.Succeeded++
-		case Failed:
+		case job.Failed:
 			c.Failed++
-		case Cancelled:
+		case job.Cancelled:
 			c.Cancelled++
-		case Skipped:
+		case job.Skipped:
 			c.Skipped++
 		}
 	}
@@ -681,15 +621,15 @@ func (s *Store) Check() error {
 	var errs []error
 	for _, j := range s.all {
 		switch j.State {
-		case Running:
+		case job.Running:
 			running[s.models[j.Model]]++
-		case Claimed, Launched:
+		case job.Claimed, job.Launched:
 			m := s.models[j.Model]
 			starting[m]++
 			if m.starting[j.ID] != j {
 				errs = append(errs, fmt.Errorf("job %s is %s but not in its model's starting set", j.ID, j.State))
 			}
-		case Waiting:
+		case job.Waiting:
 			waiting[j.queue]++
 		}
 	}

@@ -62,26 +62,40 @@ var Mutations = []Mutation{
 	{
 		Name: "launch-record-batched", Why: "a launch result marks LAUNCHED only a job still CLAIMED at that attempt",
 		File:  "internal/dynamostore/events.go",
-		Edits: []Edit{{`name("state").Equal(value(memstore.Claimed)).And(name("attempt").Equal(value(r.Attempt))))`, always + `)`}},
+		Edits: []Edit{{`name("state").Equal(value(job.Claimed)).And(name("attempt").Equal(value(r.Attempt))))`, always + `)`}},
 		Pkg:   "./internal/dynamostore", Tests: []string{"TestLateLaunchResultsChangeNothing"},
 	},
 	{
 		Name: "launch-record-single", Why: "a launch result read CLAIMED is not written over a job that started meanwhile",
 		File:  "internal/dynamostore/events.go",
-		Edits: []Edit{{`cond := name("state").Equal(value(memstore.Claimed)).And(name("attempt").Equal(value(j.Attempt)))`, `cond := ` + always}},
+		Edits: []Edit{{`cond := name("state").Equal(value(job.Claimed)).And(name("attempt").Equal(value(j.Attempt)))`, `cond := ` + always}},
 		Pkg:   "./internal/dynamostore", Tests: []string{"TestLateLaunchResultsChangeNothing"},
 	},
 	{
+		// The lifecycle's own guards (internal/job, which both stores call):
+		// the memstore tests see them fail.
 		Name: "memstore-stopped-stale-attempt", Why: "a STOPPED event of an earlier attempt does not end the running one",
-		File:  "internal/memstore/store.go",
-		Edits: []Edit{{`if j.Attempt != attempt || (j.State != Claimed && j.State != Launched && j.State != Running) {`, `if j.State != Claimed && j.State != Launched && j.State != Running {`}},
+		File:  "internal/job/transition.go",
+		Edits: []Edit{{`if ev.Attempt != cur.Attempt || !cur.State.HoldsSlot() {`, `if !cur.State.HoldsSlot() {`}},
 		Pkg:   "./internal/memstore", Tests: []string{"TestStopEventsCountOnce"},
 	},
 	{
 		Name: "memstore-stopped-duplicate", Why: "a repeated STOPPED event of an ended job changes nothing",
-		File:  "internal/memstore/store.go",
-		Edits: []Edit{{`if j.Attempt != attempt || (j.State != Claimed && j.State != Launched && j.State != Running) {`, `if j.Attempt != attempt {`}},
+		File:  "internal/job/transition.go",
+		Edits: []Edit{{`if ev.Attempt != cur.Attempt || !cur.State.HoldsSlot() {`, `if ev.Attempt != cur.Attempt {`}},
 		Pkg:   "./internal/memstore", Tests: []string{"TestStopEventsCountOnce"},
+	},
+	{
+		Name: "lifecycle-started-duplicate", Why: "a repeated or late RUNNING event counts no second running task",
+		File:  "internal/job/transition.go",
+		Edits: []Edit{{`if ev.Attempt != cur.Attempt || (cur.State != Claimed && cur.State != Launched) {`, `if ev.Attempt != cur.Attempt {`}},
+		Pkg:   "./internal/job", Tests: []string{"TestTranscripts"},
+	},
+	{
+		Name: "lifecycle-attempt-limit", Why: "a retry past the job's last attempt fails it instead",
+		File:  "internal/job/transition.go",
+		Edits: []Edit{{`if cur.Attempt >= cur.MaxAttempts {`, `if false {`}},
+		Pkg:   "./internal/job", Tests: []string{"TestTranscripts"},
 	},
 	{
 		Name: "taskevent-attempt-1", Why: "the handler passes on the attempt the task's overrides carry",

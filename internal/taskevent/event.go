@@ -11,13 +11,14 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/sandboxkit/sandboxenv"
 )
 
 // CancelReason is the reason evalsched gives ECS when an operator stops a
 // job's task (evalsched cancel --stop-running): the task's STOPPED event
 // carries it back, and Classify makes it Cancelled.
-const CancelReason = "evalsched: cancelled by an operator"
+const CancelReason = "evalsched: " + job.OperatorCancelReason
 
 // Kind is what an event means for its job.
 type Kind string

@@ -1,0 +1,21 @@
+// Package job is the domain model: a job's states, the batch and job specs
+// the intake hands over, how a task stopped (Exit), and the one lifecycle
+// every store follows (Apply).
+//
+// Where it sits in the pass: the intake stores a batch's jobs WAITING
+// (BatchSpec); the pass claims them (Claim); the launcher's RunTask results
+// record LAUNCHED, a retry or a failure (Launch, LaunchRetry, LaunchFail);
+// the task-events function and the reconciler report RUNNING and STOPPED
+// (Start, Stop); an operator cancels waiting jobs (Cancel); a sampled
+// batch's stop skips them (Skip). Each of these is an Event; Apply judges it
+// against the job's state and attempt and returns the new state, attempt
+// and reason and the counters the move shifts. The stores (memstore in
+// memory, dynamostore in one conditional transaction) persist that Change
+// and nothing else, so the lifecycle is written once.
+//
+// The package is pure: it imports no AWS package and never reads the clock
+// (a store stamps its own times). testdata/*.txt are transcripts of event
+// sequences (duplicate, out-of-order and stale-attempt events, every retry
+// path) with the change each must make; jobtest reads them, so the stores'
+// tests replay the same sequences against memstore and DynamoDB Local.
+package job

@@ -1,0 +1,188 @@
+package job
+
+import (
+	"cmp"
+	"fmt"
+)
+
+// Kind is what happened to a job.
+type Kind string
+
+// The event kinds, in the order of a job's life.
+const (
+	Claim       Kind = "claim"        // a pass claims the waiting job
+	Launch      Kind = "launch"       // RunTask started its task
+	LaunchRetry Kind = "launch-retry" // RunTask failed for now (capacity, throttling): another attempt may run
+	LaunchFail  Kind = "launch-fail"  // RunTask refused it for good (configuration)
+	Start       Kind = "start"        // its task's container runs (a RUNNING event)
+	Stop        Kind = "stop"         // its task stopped (a STOPPED event, or the reconciler)
+	Cancel      Kind = "cancel"       // an operator cancels the waiting job
+	Skip        Kind = "skip"         // its sampled batch stopped before it ran
+)
+
+// Event is one thing that happened to a job's attempt.
+type Event struct {
+	Kind    Kind
+	Attempt int    // the attempt it happened to (claim, cancel, skip: the attempt read)
+	Exit    Exit   // Stop: how the task stopped
+	Reason  string // LaunchRetry, LaunchFail: why; Skip: the batch's estimate
+}
+
+// Current is what Apply reads of the job.
+type Current struct {
+	State       State
+	Attempt     int
+	MaxAttempts int
+}
+
+// Deltas are the counters a move shifts, each -1, 0 or +1.
+type Deltas struct {
+	Waiting  int // the queue's waiting jobs
+	Backs    int // the queue's retried jobs waiting ahead of its cursor (back items)
+	Starting int // the model's claimed or launched jobs
+	Running  int // the running tasks of the model, its project and the queue
+	// OK and ProviderFailed are the model's outcomes for its breaker: a
+	// job that ended on its own (either way) is OK; one that failed on
+	// provider errors is not. Cancels, retries and launch failures count
+	// neither: the provider did nothing.
+	OK, ProviderFailed int
+}
+
+// Change is what an event does to a job.
+type Change struct {
+	To      State
+	Attempt int // the job's attempt after: one more when it goes back to waiting
+	// Reason is why the job ended or went back to waiting; only those
+	// moves set it.
+	Reason string
+	// Exit: the event's Exit is the job's record of how it ended.
+	Exit bool
+	Deltas
+}
+
+// Apply judges an event against the job as read. ok is false when the
+// event changes nothing: it is stale (another attempt's), repeated, or
+// comes after the job moved past the state it applies to; the store then
+// writes nothing. Otherwise the store persists the Change: state, attempt,
+// reason (and exit) together with the deltas, in one step.
+func Apply(cur Current, ev Event) (c Change, ok bool) {
+	c = Change{To: cur.State, Attempt: cur.Attempt}
+	switch ev.Kind {
+	case Claim:
+		if ev.Attempt != cur.Attempt || cur.State != Waiting {
+			return Change{}, false
+		}
+		c.To, c.Waiting, c.Starting, c.Backs = Claimed, -1, +1, fromBack(cur)
+	case Cancel, Skip:
+		// Only a waiting job is cancelled or skipped; one claimed meanwhile
+		// runs to its end.
+		if ev.Attempt != cur.Attempt || cur.State != Waiting {
+			return Change{}, false
+		}
+		c.To, c.Waiting, c.Backs = Cancelled, -1, fromBack(cur)
+		c.Reason = OperatorCancelReason
+		if ev.Kind == Skip {
+			c.To, c.Reason = Skipped, ev.Reason
+		}
+	case Launch, LaunchRetry, LaunchFail:
+		// A repeated or late launch result never turns back a running job
+		// or a retried attempt.
+		if ev.Attempt != cur.Attempt || cur.State != Claimed {
+			return Change{}, false
+		}
+		switch ev.Kind {
+		case Launch:
+			c.To = Launched
+		case LaunchRetry:
+			return retry(cur, ev.Reason), true
+		default:
+			c = leave(cur, Failed)
+			c.Reason = ev.Reason
+		}
+	case Start:
+		// A repeated RUNNING, or one of an earlier attempt, counts no
+		// second running task (make mutate: lifecycle-started-duplicate).
+		if ev.Attempt != cur.Attempt || (cur.State != Claimed && cur.State != Launched) {
+			return Change{}, false
+		}
+		c = leave(cur, Running)
+		c.Running++
+	case Stop:
+		// A repeated STOPPED of an ended job, or a late one of an attempt
+		// since retried, neither ends the job again nor counts a second
+		// outcome (make mutate: memstore-stopped-duplicate,
+		// memstore-stopped-stale-attempt).
+		if ev.Attempt != cur.Attempt || !cur.State.HoldsSlot() {
+			return Change{}, false
+		}
+		return stop(cur, ev.Exit), true
+	default:
+		return Change{}, false
+	}
+	return c, true
+}
+
+// stop ends an attempt by how its task stopped: an operator's stop cancels
+// (no outcome), an infrastructure stop retries, exit 0 succeeds, any other
+// exit fails — on the provider (the breaker counts it) or on its own.
+func stop(cur Current, exit Exit) Change {
+	var c Change
+	switch {
+	case exit.Cancelled:
+		c = leave(cur, Cancelled)
+		c.Reason = cmp.Or(exit.Reason, OperatorCancelReason)
+	case exit.Infrastructure:
+		return retry(cur, exit.Reason)
+	case exit.Code == 0:
+		c = leave(cur, Succeeded)
+		c.OK = 1
+	default:
+		c = leave(cur, Failed)
+		c.Reason = cmp.Or(exit.Reason, fmt.Sprintf("exit code %d", exit.Code))
+		if exit.ProviderError {
+			c.ProviderFailed = 1
+		} else {
+			c.OK = 1 // the provider answered; the job failed on its own
+		}
+	}
+	c.Exit = true
+	return c
+}
+
+// retry returns a job that did not get to run to waiting at its next
+// attempt, ahead of its queue's newer jobs, or fails it when its attempts
+// are spent.
+func retry(cur Current, reason string) Change {
+	// make mutate: lifecycle-attempt-limit.
+	if cur.Attempt >= cur.MaxAttempts {
+		c := leave(cur, Failed)
+		c.Reason = fmt.Sprintf("%s (attempt %d of %d)", reason, cur.Attempt, cur.MaxAttempts)
+		return c
+	}
+	c := leave(cur, Waiting)
+	c.Attempt++
+	c.Reason = reason
+	c.Waiting, c.Backs = 1, 1
+	return c
+}
+
+// leave moves a job out of the slot it holds to state to.
+func leave(cur Current, to State) Change {
+	c := Change{To: to, Attempt: cur.Attempt}
+	switch {
+	case cur.State.Starting():
+		c.Starting = -1
+	case cur.State == Running:
+		c.Running = -1
+	}
+	return c
+}
+
+// fromBack is the back item a waiting job leaves with: a retried job (past
+// its first attempt) waits in one, ahead of its queue's cursor.
+func fromBack(cur Current) int {
+	if cur.Attempt > 1 {
+		return -1
+	}
+	return 0
+}
