@@ -255,11 +255,21 @@ func (s *Store) retry(ctx context.Context, j jobItem, reason string, now time.Ti
 		return s.apply(ctx, j, transition{to: memstore.Failed, now: now,
 			reason: fmt.Sprintf("%s (attempt %d of %d)", reason, j.Attempt, j.MaxAttempts)})
 	}
-	return s.apply(ctx, j, transition{to: memstore.Waiting, now: now, reason: reason})
+	applied, err := s.apply(ctx, j, transition{to: memstore.Waiting, now: now, reason: reason})
+	if !errors.Is(err, errStopped) {
+		return applied, err
+	}
+	// The job's sampled batch stopped: it ends SKIPPED with the stop's
+	// reason, as the jobs waiting at the stop did (memstore does the same).
+	stop, err := s.stopReason(ctx, j.batchID())
+	if err != nil {
+		return false, err
+	}
+	return s.apply(ctx, j, transition{to: memstore.Skipped, now: now, reason: stop})
 }
 
 // outcomeAttr is the queue item's count of the jobs that ended so.
-var outcomeAttr = map[memstore.State]string{memstore.Succeeded: "succeeded", memstore.Failed: "failed", memstore.Cancelled: "cancelled"}
+var outcomeAttr = map[memstore.State]string{memstore.Succeeded: "succeeded", memstore.Failed: "failed", memstore.Cancelled: "cancelled", memstore.Skipped: "skipped"}
 
 // transition is one move of a job out of CLAIMED, LAUNCHED or RUNNING.
 type transition struct {
@@ -289,7 +299,7 @@ func (s *Store) apply(ctx context.Context, j jobItem, t transition) (bool, error
 	case memstore.Waiting:
 		u = u.Set(name("attempt"), value(j.Attempt+1)).Remove(name(attrInflight)).
 			Remove(name("task_arn")).Remove(name("claimed_at")).Remove(name("launched_at")).Remove(name("started_at"))
-	default: // SUCCEEDED, FAILED, CANCELLED
+	default: // SUCCEEDED, FAILED, CANCELLED, SKIPPED (a retry after its batch's stop)
 		u = s.expiry(u.Set(name("ended_at"), value(stamp(t.now))).Remove(name(attrInflight)), t.now)
 	}
 	if t.reason != "" {
@@ -355,7 +365,7 @@ func (s *Store) apply(ctx context.Context, j jobItem, t transition) (bool, error
 	// queue.
 	qu := expression.Add(name("running"), value(running))
 	switch t.to {
-	case memstore.Succeeded, memstore.Failed, memstore.Cancelled:
+	case memstore.Succeeded, memstore.Failed, memstore.Cancelled, memstore.Skipped:
 		qu = qu.Add(name(outcomeAttr[t.to]), value(1))
 	case memstore.Waiting:
 		qu = qu.Add(name("waiting"), value(1)).Set(name(attrActive), value(activeKey(j.Model)))
@@ -370,15 +380,33 @@ func (s *Store) apply(ctx context.Context, j jobItem, t transition) (bool, error
 	if err := add(updateItem(s.tables.State, key(j.Queue, skQueue), qu, name(attrPK).AttributeExists())); err != nil {
 		return false, err
 	}
+	stopCheck := -1 // the index of the stop mark's check, if any
 	switch {
 	case t.to == memstore.Waiting && j.Stratum != "":
 		// A sampled batch's job goes back in its stratum's rank order and
-		// is no longer released (release.go).
+		// is no longer released (release.go) — unless the batch stopped.
+		// Guard: a job of a sampled batch waits again only while its batch
+		// has no stop mark; the stop writes its mark before it reads the
+		// waiting jobs to skip, so a retry either waits before that read
+		// (and is skipped) or is refused here (and skipped by retry).
+		// Without it TestRetryRacingTheStopIsSkipped fails (make mutate:
+		// sampled-retry-stopped).
+		notStopped := name(attrStopReason).AttributeNotExists()
+		stopCheck = len(items)
+		if err := add(conditionCheck(s.tables.State, key(sampledPK(j.batchID()), skParams), notStopped)); err != nil {
+			return false, err
+		}
 		w, err := attributevalue.MarshalMap(waitOf(j, j.Attempt+1))
 		if err != nil {
 			return false, err
 		}
 		items = append(items, putItem(s.tables.State, w))
+		if err := add(updateItem(s.tables.State, key(sampledPK(j.batchID()), stratumPrefix+j.Stratum),
+			expression.Add(name(attrReleased), value(-1)), expression.ConditionBuilder{})); err != nil {
+			return false, err
+		}
+	case t.to == memstore.Skipped:
+		// A retry after the stop: released no more, as a waiting job.
 		if err := add(updateItem(s.tables.State, key(sampledPK(j.batchID()), stratumPrefix+j.Stratum),
 			expression.Add(name(attrReleased), value(-1)), expression.ConditionBuilder{})); err != nil {
 			return false, err
@@ -392,8 +420,15 @@ func (s *Store) apply(ctx context.Context, j jobItem, t transition) (bool, error
 	}
 
 	err := s.transact(ctx, items, token())
-	if cancelReasons(err) != nil {
+	if reasons := cancelReasons(err); reasons != nil {
+		if stopCheck >= 0 && stopCheck < len(reasons) && reasons[stopCheck] == "ConditionalCheckFailed" {
+			return false, errStopped
+		}
 		return false, nil
 	}
 	return err == nil, err
 }
+
+// errStopped is apply's answer to a retry of a job whose sampled batch
+// has stopped: nothing was written.
+var errStopped = errors.New("the sampled batch has stopped")

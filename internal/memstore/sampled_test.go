@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/evalsched/evalsched/internal/sampling"
 	"github.com/evalsched/evalsched/internal/scheduler"
@@ -181,9 +182,22 @@ func TestSampledRetryAfterStopIsSkipped(t *testing.T) {
 	if sb, _ := s.Sampled("lab/sweep/b"); !sb.Stopped {
 		t.Fatalf("not stopped after 5 of 6 passed: %+v", sb.Estimate)
 	}
-	s.TaskStopped(ctx, jobs[0].ID, 1, Exit{Infrastructure: true, Reason: "spot"}, t0)
-	if j, _ := s.Job(jobs[0].ID); j.State != Skipped {
-		t.Errorf("a job returned after the stop is %s, want SKIPPED", j.State)
+	sb, _ := s.Sampled("lab/sweep/b")
+	later := t0.Add(time.Minute)
+	s.TaskStopped(ctx, jobs[0].ID, 1, Exit{Infrastructure: true, Reason: "spot"}, later)
+	// SKIPPED as the DynamoDB store ends it (TestRetryAfterStopIsSkipped
+	// there): the stop's reason, ended now, at the attempt that ran.
+	if j, _ := s.Job(jobs[0].ID); j.State != Skipped || j.Reason != sb.Reason || !j.EndedAt.Equal(later) || j.Attempt != 1 {
+		t.Errorf("a job returned after the stop is %s %q ended %v attempt %d, want SKIPPED %q ended %v attempt 1",
+			j.State, j.Reason, j.EndedAt, j.Attempt, sb.Reason, later)
+	}
+	released := 0
+	got, _ := s.Sampled("lab/sweep/b")
+	for _, st := range got.Strata {
+		released += st.Released
+	}
+	if released != 5 {
+		t.Errorf("released %d after the skip, want the 5 that ran", released)
 	}
 	if err := s.Check(); err != nil {
 		t.Error(err)

@@ -230,11 +230,11 @@ func (s *Store) Submit(_ context.Context, b BatchSpec, now time.Time) (created i
 	for i, js := range b.Jobs {
 		id := scheduler.JobID(b.Account, b.Project, b.Batch, js.Key)
 		if old, ok := s.jobs[id]; ok {
-			c.Job(b, i, old.Model, old.Env)
+			c.Job(b, i, old.Model, old.Env, old.stratum) // another part's, or this one's again: counted once
 			continue
 		}
 		if f, dup := first[js.Key]; dup {
-			c.Job(b, i, cmp.Or(b.Jobs[f].Model, b.Model), b.Jobs[f].Env)
+			c.Job(b, i, cmp.Or(b.Jobs[f].Model, b.Model), b.Jobs[f].Env, b.Jobs[f].Stratum)
 			continue
 		}
 		first[js.Key] = i
@@ -402,9 +402,8 @@ func (q *queue) take() *Job {
 // putBack returns a job to waiting, in its place by age.
 func (q *queue) putBack(j *Job) {
 	if q.sampled != nil {
-		if q.sampled.putBack(j) {
-			q.waiting++
-		}
+		q.sampled.putBack(j)
+		q.waiting++
 		return
 	}
 	i, _ := slices.BinarySearchFunc(q.back, j.Seq, func(b *Job, seq int64) int { return cmp.Compare(b.Seq, seq) })
@@ -445,6 +444,14 @@ func (s *Store) RecordLaunches(_ context.Context, now time.Time, results []sched
 func (s *Store) retry(j *Job, reason string, now time.Time) {
 	if j.Attempt >= j.MaxAttempts {
 		s.end(j, Failed, fmt.Sprintf("%s (attempt %d of %d)", reason, j.Attempt, j.MaxAttempts), now)
+		return
+	}
+	if sb := j.queue.sampled; sb != nil && sb.stopped {
+		// Its sampled batch stopped: it ends SKIPPED with the stop's
+		// reason, as the jobs waiting at the stop did, at the attempt
+		// that ran (the DynamoDB store does the same).
+		sb.strata[j.stratum].counts.Released--
+		s.end(j, Skipped, sb.reason, now)
 		return
 	}
 	s.release(j)
