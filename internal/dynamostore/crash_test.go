@@ -228,3 +228,66 @@ func TestSubmitWaitsForTheLockOfACrashedSubmit(t *testing.T) {
 	}
 	check(t, s)
 }
+
+// TestCrashDuringSampledSubmit stops the second message of a sampled
+// batch (part 2 of 2, or a second message of a batch without parts) at
+// each of its calls — before the call reaches DynamoDB, or after it did
+// with the answer lost — and redelivers it: whatever the crash point
+// (before the registration, between it and the wait items, between those
+// and the message's mark, at the part's mark), every waiting job has its
+// wait item (checkErr) and is claimed, and the strata count each job once
+// — the second message repeats 20 of the first's jobs, 5 of which were
+// claimed before.
+func TestCrashDuringSampledSubmit(t *testing.T) {
+	for _, parts := range []int{2, 0} {
+		t.Run(fmt.Sprintf("parts=%d", parts), func(t *testing.T) { crashDuringSampledSubmit(t, parts) })
+	}
+}
+
+func crashDuringSampledSubmit(t *testing.T, parts int) {
+	ctx := context.Background()
+	p1, p2 := sampledRange("c", 0, 40, min(parts, 1), parts), sampledRange("c", 20, 80, parts, parts)
+	later := t0.Add(17 * time.Minute) // past the crashed Submit's lock
+	const want = "x:27 y:27 z:26"     // k000 … k079, by i mod 3
+
+	s, c := newStore(t)
+	submit(t, s, p1)
+	commit(t, s, grant(t0, p1, 5))
+	c.reset()
+	if _, err := s.Submit(ctx, p2, t0); err != nil {
+		t.Fatal(err)
+	}
+	calls := c.stats().Calls
+	t.Logf("an undisturbed sampled part 2 makes %d calls: %v", calls, c.stats().ByOp)
+	if got := strataSizes(t, s, "acme/p/c"); got != want {
+		t.Fatalf("undisturbed: strata %s, want %s", got, want)
+	}
+
+	for _, after := range []bool{false, true} {
+		for failAt := 1; failAt <= calls; failAt++ {
+			t.Run(fmt.Sprintf("after=%v/call=%d", after, failAt), func(t *testing.T) {
+				t.Parallel()
+				s, c := newStore(t)
+				submit(t, s, p1)
+				commit(t, s, grant(t0, p1, 5))
+				c.failAt, c.failAfter = failAt, after
+				if _, err := s.Submit(ctx, p2, t0); err != nil && !errors.Is(err, errCrash) {
+					t.Fatalf("got %v, want the injected crash or nil", err)
+				}
+				retry := New(client, s.tables, defaults())
+				if _, err := retry.Submit(ctx, p2, later); err != nil {
+					t.Fatal(err)
+				}
+				if err := checkErr(dump(t, s)); err != nil {
+					t.Fatal(err)
+				}
+				if got := strataSizes(t, retry, "acme/p/c"); got != want {
+					t.Errorf("strata %s, want %s", got, want)
+				}
+				if got := commit(t, retry, grant(later, p1, 100)); len(got) != 75 {
+					t.Errorf("claimed %d, want the 75 waiting", len(got))
+				}
+			})
+		}
+	}
+}

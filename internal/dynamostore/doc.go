@@ -28,7 +28,7 @@
 //	BATCHES                     <a>#<p>#<b>#<model>  the queue catalog Batches lists
 //	PAUSES                      <scope>      a pause (apart from the pin of the scope)
 //	SEQ                         SEQ          the queues' submission order
-//	SAMPLED#<a>#<p>#<b>         PARAMS, PART#<n>, STRATUM#<name>  a sampled batch (sampled.go)
+//	SAMPLED#<a>#<p>#<b>         PARAMS, JOBS#<token>, WAITS#<part>#<digest>, STRATUM#<name>  a sampled batch (sampled.go)
 //	WAIT#<a>#<p>#<b>#<stratum>  <rank>#<key>  a sampled batch's waiting job (release.go)
 //
 // # Access patterns and cost

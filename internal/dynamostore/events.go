@@ -133,7 +133,7 @@ func (s *Store) recordLaunch(ctx context.Context, j jobItem, r scheduler.LaunchR
 			// claiming pass's time, which PendingRaise compares with the limit state's Mark().
 			applied, err = s.setLaunched(ctx, j, r.TaskARN, now)
 		} else {
-			applied, err = s.apply(ctx, j, c, nil, now)
+			applied, err = s.persist(ctx, j, c, nil, now)
 		}
 		if err != nil || applied {
 			return err
@@ -191,7 +191,7 @@ func (s *Store) TaskStarted(ctx context.Context, jobID string, attempt int, now 
 		if !ok {
 			return nil
 		}
-		applied, err := s.apply(ctx, j, c, nil, now)
+		applied, err := s.persist(ctx, j, c, nil, now)
 		if err != nil {
 			return fmt.Errorf("task started for %s: %w", jobID, err)
 		}
@@ -224,7 +224,7 @@ func (s *Store) TaskStopped(ctx context.Context, jobID string, attempt int, exit
 		if !ok {
 			return nil
 		}
-		applied, err := s.apply(ctx, j, c, &exit, now)
+		applied, err := s.persist(ctx, j, c, &exit, now)
 		if err != nil {
 			return fmt.Errorf("task stopped for %s: %w", jobID, err)
 		}
@@ -245,8 +245,25 @@ func (j jobItem) current() job.Current {
 	return job.Current{State: j.State, Attempt: j.Attempt, MaxAttempts: j.MaxAttempts}
 }
 
+// persist writes a job.Apply change (apply). A retry refused because the
+// job's sampled batch stopped meanwhile ends SKIPPED instead, with the
+// stop's reason and at the attempt that ran, as the jobs waiting at the
+// stop did (memstore does the same).
+func (s *Store) persist(ctx context.Context, j jobItem, c job.Change, exit *job.Exit, now time.Time) (bool, error) {
+	applied, err := s.apply(ctx, j, c, exit, now)
+	if c.To != job.Waiting || !errors.Is(err, errStopped) {
+		return applied, err
+	}
+	stop, err := s.stopReason(ctx, j.batchID())
+	if err != nil {
+		return false, err
+	}
+	c.To, c.Attempt, c.Reason, c.Waiting, c.Backs = job.Skipped, j.Attempt, stop, 0, 0
+	return s.apply(ctx, j, c, exit, now)
+}
+
 // outcomeAttr is the queue item's count of the jobs that ended so.
-var outcomeAttr = map[job.State]string{job.Succeeded: "succeeded", job.Failed: "failed", job.Cancelled: "cancelled"}
+var outcomeAttr = map[job.State]string{job.Succeeded: "succeeded", job.Failed: "failed", job.Cancelled: "cancelled", job.Skipped: "skipped"}
 
 // apply writes a job.Apply change of a job out of CLAIMED, LAUNCHED or
 // RUNNING in one transaction with the counters it moves: the model's
@@ -269,7 +286,7 @@ func (s *Store) apply(ctx context.Context, j jobItem, c job.Change, exit *job.Ex
 	case c.To == job.Waiting:
 		u = u.Set(name("attempt"), value(c.Attempt)).Remove(name(attrInflight)).
 			Remove(name("task_arn")).Remove(name("claimed_at")).Remove(name("launched_at")).Remove(name("started_at"))
-	case c.To.Ended(): // SUCCEEDED, FAILED, CANCELLED
+	case c.To.Ended(): // SUCCEEDED, FAILED, CANCELLED, SKIPPED (a retry after its batch's stop)
 		u = s.expiry(u.Set(name("ended_at"), value(stamp(now))).Remove(name(attrInflight)), now)
 	}
 	if c.Reason != "" {
@@ -326,7 +343,7 @@ func (s *Store) apply(ctx context.Context, j jobItem, c job.Change, exit *job.Ex
 	// queue.
 	qu := expression.Add(name("running"), value(running))
 	switch c.To {
-	case job.Succeeded, job.Failed, job.Cancelled:
+	case job.Succeeded, job.Failed, job.Cancelled, job.Skipped:
 		qu = qu.Add(name(outcomeAttr[c.To]), value(1))
 	case job.Waiting:
 		qu = qu.Add(name("waiting"), value(c.Waiting)).Set(name(attrActive), value(activeKey(j.Model)))
@@ -341,15 +358,33 @@ func (s *Store) apply(ctx context.Context, j jobItem, c job.Change, exit *job.Ex
 	if err := add(updateItem(s.tables.State, key(j.Queue, skQueue), qu, name(attrPK).AttributeExists())); err != nil {
 		return false, err
 	}
+	stopCheck := -1 // the index of the stop mark's check, if any
 	switch {
 	case c.To == job.Waiting && j.Stratum != "":
 		// A sampled batch's job goes back in its stratum's rank order and
-		// is no longer released (release.go).
+		// is no longer released (release.go) — unless the batch stopped.
+		// Guard: a job of a sampled batch waits again only while its batch
+		// has no stop mark; the stop writes its mark before it reads the
+		// waiting jobs to skip, so a retry either waits before that read
+		// (and is skipped) or is refused here (and skipped by retry).
+		// Without it TestRetryRacingTheStopIsSkipped fails (make mutate:
+		// sampled-retry-stopped).
+		notStopped := name(attrStopReason).AttributeNotExists()
+		stopCheck = len(items)
+		if err := add(conditionCheck(s.tables.State, key(sampledPK(j.batchID()), skParams), notStopped)); err != nil {
+			return false, err
+		}
 		w, err := attributevalue.MarshalMap(waitOf(j, c.Attempt))
 		if err != nil {
 			return false, err
 		}
 		items = append(items, putItem(s.tables.State, w))
+		if err := add(updateItem(s.tables.State, key(sampledPK(j.batchID()), stratumPrefix+j.Stratum),
+			expression.Add(name(attrReleased), value(-1)), expression.ConditionBuilder{})); err != nil {
+			return false, err
+		}
+	case c.To == job.Skipped:
+		// A retry after the stop: released no more, as a waiting job.
 		if err := add(updateItem(s.tables.State, key(sampledPK(j.batchID()), stratumPrefix+j.Stratum),
 			expression.Add(name(attrReleased), value(-1)), expression.ConditionBuilder{})); err != nil {
 			return false, err
@@ -363,8 +398,15 @@ func (s *Store) apply(ctx context.Context, j jobItem, c job.Change, exit *job.Ex
 	}
 
 	err := s.transact(ctx, items, token())
-	if cancelReasons(err) != nil {
+	if reasons := cancelReasons(err); reasons != nil {
+		if stopCheck >= 0 && stopCheck < len(reasons) && reasons[stopCheck] == "ConditionalCheckFailed" {
+			return false, errStopped
+		}
 		return false, nil
 	}
 	return err == nil, err
 }
+
+// errStopped is apply's answer to a retry of a job whose sampled batch
+// has stopped: nothing was written.
+var errStopped = errors.New("the sampled batch has stopped")

@@ -57,3 +57,15 @@ func deleteItem(table string, k map[string]types.AttributeValue, cond expression
 func putItem(table string, item map[string]types.AttributeValue) types.TransactWriteItem {
 	return types.TransactWriteItem{Put: &types.Put{TableName: aws.String(table), Item: item}}
 }
+
+// conditionCheck builds a transaction ConditionCheck.
+func conditionCheck(table string, k map[string]types.AttributeValue, cond expression.ConditionBuilder) (types.TransactWriteItem, error) {
+	e, err := expression.NewBuilder().WithCondition(cond).Build()
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		TableName: aws.String(table), Key: k, ConditionExpression: e.Condition(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+	}}, nil
+}

@@ -22,14 +22,17 @@ import (
 // A sampled batch's items, beside its jobs (each job item carries its
 // stratum):
 //
-//	SAMPLED#<a>#<p>#<b>  PARAMS            moe, confidence, min_per_stratum
-//	  same pk            PART#<n>          the part's jobs per stratum (n 0: a batch of one message)
+//	SAMPLED#<a>#<p>#<b>  PARAMS            moe, confidence, min_per_stratum; stop_reason once stopped
+//	  same pk            JOBS#<token>      strata: the jobs one registration registered, per stratum
+//	  same pk            WAITS#<part>#<digest>  a message's wait items are written
 //	  same pk            STRATUM#<name>    results, passes: RecordResult adds to them;
 //	                                       released: claims add, retries take back
 //	WAIT#<a>#<p>#<b>#<stratum>  <rank>#<key>  a waiting job, in release order (release.go)
 //
-// A part's item is written whole, so a redelivered message writes the same
-// counts again; the strata's sizes are the sums over the parts. The result
+// A JOBS# item is written in the transaction that registers its jobs, so
+// a job counts once whatever part or message repeats it, and the strata's
+// sizes are the sums over the JOBS# items (and the PART# items of the
+// first release, which counted a repeated job twice). The result
 // counters move in the transaction that records the verdict on the job,
 // the released counts in the claim's and the retry's.
 //
@@ -41,22 +44,56 @@ import (
 const (
 	sampledPrefix  = "SAMPLED#"
 	skParams       = "PARAMS"
-	partPrefix     = "PART#"
+	partPrefix     = "PART#"  // sizes, as the first release wrote them: read, no longer written
+	jobsPrefix     = "JOBS#"  // sizes: a registration's jobs per stratum
+	waitsPrefix    = "WAITS#" // a message's wait items are written
 	stratumPrefix  = "STRATUM#"
 	attrStrataJobs = "strata"
+	// attrStopReason on the PARAMS item is the stop's mark: the reason
+	// its jobs were skipped with, written once, before the skip.
+	attrStopReason = "stop_reason"
 )
 
 func sampledPK(batch string) string { return sampledPrefix + strings.ReplaceAll(batch, "/", "#") }
 
-// registerSampling writes a sampled message's wait items (its jobs are
-// claimable from then on), then its parameters and its part's jobs per
-// stratum: the part's mark, last. A redelivery of a message whose part
-// item exists writes nothing; one that crashed before it writes the wait
-// items again (stale ones, of jobs claimed meanwhile, a claim deletes).
+// sampledItems are a sampled registration's items, in the transaction
+// that registers its jobs (submit.go): the batch's parameters (updates
+// that set every attribute, not puts: the intake's role updates items and
+// never puts one; a stop's mark stays) and the strata of the jobs it
+// registers, under a key of its own (the Submit's lock token). A job
+// registered once is counted once: a part or message that repeats it
+// skips it and counts nothing for it, a redelivery after the registration
+// registers and counts nothing, and one after a crash before it counts
+// what it registers then.
+func (s *Store) sampledItems(b memstore.BatchSpec, owner string, strata map[string]int) ([]types.TransactWriteItem, error) {
+	pk := sampledPK(b.Account + "/" + b.Project + "/" + b.Batch)
+	params, err := updateItem(s.tables.State, key(pk, skParams),
+		expression.Set(name("moe"), value(b.Sampling.MOE)).
+			Set(name("confidence"), value(b.Sampling.Confidence)).
+			Set(name("min_per_stratum"), value(b.Sampling.MinPerStratum)), expression.ConditionBuilder{})
+	if err != nil {
+		return nil, err
+	}
+	sizes, err := updateItem(s.tables.State, key(pk, jobsPrefix+owner),
+		expression.Set(name(attrStrataJobs), value(strata)).Set(name("part"), value(b.Part)), expression.ConditionBuilder{})
+	if err != nil {
+		return nil, err
+	}
+	return []types.TransactWriteItem{params, sizes}, nil
+}
+
+// registerSampling writes a sampled message's wait items once its jobs
+// are registered (they are claimable from then on), then the message's
+// mark (its part and digest): a redelivery of a message whose mark exists
+// writes nothing; one that crashed before it writes the wait items again
+// (stale ones, of jobs claimed meanwhile, a claim deletes). The mark is
+// per message, not per part: a batch without parts may take several
+// messages, each with its own jobs to make claimable.
 func (s *Store) registerSampling(ctx context.Context, b memstore.BatchSpec) error {
 	pk := sampledPK(b.Account + "/" + b.Project + "/" + b.Batch)
+	mark := key(pk, waitsPrefix+strconv.Itoa(b.Part)+"#"+b.PartSum())
 	done, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(s.tables.State), Key: key(pk, partPrefix+strconv.Itoa(b.Part)), ConsistentRead: aws.Bool(true),
+		TableName: aws.String(s.tables.State), Key: mark, ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
 		return fmt.Errorf("register sampling: %w", err)
@@ -67,25 +104,12 @@ func (s *Store) registerSampling(ctx context.Context, b memstore.BatchSpec) erro
 	if err := s.putWaits(ctx, b); err != nil {
 		return fmt.Errorf("register sampling: write waiting jobs: %w", err)
 	}
-	strata := map[string]int{}
-	for _, j := range b.Jobs {
-		strata[j.Stratum]++
-	}
-	// Updates that set every attribute, not puts: the intake's role
-	// updates items and never puts one.
-	params, err := updateItem(s.tables.State, key(pk, skParams),
-		expression.Set(name("moe"), value(b.Sampling.MOE)).
-			Set(name("confidence"), value(b.Sampling.Confidence)).
-			Set(name("min_per_stratum"), value(b.Sampling.MinPerStratum)), expression.ConditionBuilder{})
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.tables.State), Key: mark,
+		UpdateExpression:          aws.String("SET jobs = :n"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":n": number(int64(len(b.Jobs)))},
+	})
 	if err != nil {
-		return fmt.Errorf("register sampling: %w", err)
-	}
-	part, err := updateItem(s.tables.State, key(pk, partPrefix+strconv.Itoa(b.Part)),
-		expression.Set(name(attrStrataJobs), value(strata)), expression.ConditionBuilder{})
-	if err != nil {
-		return fmt.Errorf("register sampling: %w", err)
-	}
-	if err := s.transact(ctx, []types.TransactWriteItem{params, part}, token()); err != nil {
 		return fmt.Errorf("register sampling of %s/%s/%s part %d: %w", b.Account, b.Project, b.Batch, b.Part, err)
 	}
 	return nil
@@ -120,6 +144,7 @@ func (s *Store) Sampled(ctx context.Context, batch string) (memstore.SampledBatc
 	var (
 		p      sampling.Params
 		found  bool
+		stop   string // the stop's mark
 		strata = map[string]*sampling.Stratum{}
 	)
 	stratum := func(n string) *sampling.Stratum {
@@ -139,12 +164,14 @@ func (s *Store) Sampled(ctx context.Context, batch string) (memstore.SampledBatc
 				MOE  float64 `dynamodbav:"moe"`
 				Conf float64 `dynamodbav:"confidence"`
 				Min  int     `dynamodbav:"min_per_stratum"`
+				Stop string  `dynamodbav:"stop_reason"`
 			}
 			if err := attributevalue.UnmarshalMap(it, &v); err != nil {
 				return memstore.SampledBatch{}, false, fmt.Errorf("read sampling of %s: %w", batch, err)
 			}
 			p, found = sampling.Params{MOE: v.MOE, Confidence: v.Conf, MinPerStratum: v.Min}, true
-		case strings.HasPrefix(sk.Value, partPrefix):
+			stop = v.Stop
+		case strings.HasPrefix(sk.Value, jobsPrefix), strings.HasPrefix(sk.Value, partPrefix):
 			var v struct {
 				Strata map[string]int `dynamodbav:"strata"`
 			}
@@ -174,7 +201,7 @@ func (s *Store) Sampled(ctx context.Context, batch string) (memstore.SampledBatc
 	if err != nil {
 		return memstore.SampledBatch{}, false, fmt.Errorf("read sampling of %s: %w", batch, err)
 	}
-	out := memstore.SampledBatch{Batch: batch, Params: p}
+	out := memstore.SampledBatch{Batch: batch, Params: p, Stopped: stop != "", Reason: stop}
 	var counts []sampling.Stratum
 	for _, n := range slices.Sorted(maps.Keys(strata)) {
 		c := *strata[n]
@@ -205,23 +232,53 @@ const skipStep = 1000
 
 // stopIfDone ends the waiting jobs of j's sampled batch SKIPPED when its
 // stop rule holds (every part in): after a counted result, the one event
-// that moves the estimate. A sampled batch runs one model, so its waiting
-// jobs are in one queue. Idempotent: run again (a redelivered result, a
-// crash half way), it skips what is still waiting.
+// that moves the estimate. It first marks the stop on the batch's PARAMS
+// item (the reason, kept from the first stop), then reads the queue: a
+// retry that put a job back before the mark is among the jobs read and
+// skipped; one after it is refused by the mark and skips its job itself
+// (events.go). A sampled batch runs one model, so its waiting jobs are in
+// one queue. Idempotent: run again (a redelivered result, a crash half
+// way), it skips what is still waiting, with the marked reason.
 func (s *Store) stopIfDone(ctx context.Context, j jobItem, now time.Time) error {
+	batch := j.batchID()
+	sb, _, err := s.Sampled(ctx, batch)
+	if err != nil || !sb.Estimate.Stop && !sb.Stopped {
+		return err
+	}
+	reason := sb.Reason
+	if !sb.Stopped {
+		e := sb.Estimate
+		reason = fmt.Sprintf("sampling stopped: pass rate %.4f ± %.4f at %g%% confidence after %d of %d results",
+			e.Mean, e.HalfWidth, sb.Params.Confidence*100, e.Results, e.Jobs)
+		res, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: aws.String(s.tables.State), Key: key(sampledPK(batch), skParams),
+			UpdateExpression:          aws.String("SET #r = if_not_exists(#r, :r)"),
+			ExpressionAttributeNames:  map[string]string{"#r": attrStopReason},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":r": &types.AttributeValueMemberS{Value: reason}},
+			ReturnValues:              types.ReturnValueUpdatedNew,
+		})
+		if err != nil {
+			return fmt.Errorf("mark the stop of %s: %w", batch, err)
+		}
+		reason = text(res.Attributes[attrStopReason]) // another stop's, if it marked first
+	}
 	q, ok, err := s.readQueue(ctx, j.Queue)
 	if err != nil || !ok || q.Waiting == 0 {
 		return err
 	}
-	batch := j.Account + "/" + j.Project + "/" + j.Batch
-	sb, _, err := s.Sampled(ctx, batch)
-	if err != nil || !sb.Estimate.Stop {
-		return err
-	}
-	e := sb.Estimate
-	reason := fmt.Sprintf("sampling stopped: pass rate %.4f ± %.4f at %g%% confidence after %d of %d results",
-		e.Mean, e.HalfWidth, sb.Params.Confidence*100, e.Results, e.Jobs)
 	return s.skipRest(ctx, q, reason, now)
+}
+
+// stopReason reads the stop mark of a sampled batch.
+func (s *Store) stopReason(ctx context.Context, batch string) (string, error) {
+	res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.tables.State), Key: key(sampledPK(batch), skParams), ConsistentRead: aws.Bool(true),
+		ProjectionExpression: aws.String("#r"), ExpressionAttributeNames: map[string]string{"#r": attrStopReason},
+	})
+	if err != nil {
+		return "", fmt.Errorf("read the stop of %s: %w", batch, err)
+	}
+	return text(res.Item[attrStopReason]), nil
 }
 
 // skipRest moves every waiting job of the queue, at or past its cursor and
@@ -272,9 +329,10 @@ func (s *Store) skipRest(ctx context.Context, q queueItem, reason string, now ti
 		}
 	}
 	// Guard: the queue leaves the active index only while nothing waits in
-	// it, else a job retried after the skip read would wait where no pass
-	// looks. Without it TestStopKeepsAQueueARetryCameBackTo fails (make
-	// mutate: sampled-skip-emptying).
+	// it, else a job registered after the skip read (a new message of a
+	// batch without parts) would wait where no pass looks. Without it
+	// TestStopKeepsAQueueANewMessageCameTo fails (make mutate:
+	// sampled-skip-emptying).
 	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.tables.State), Key: key(q.PK, skQueue),
 		UpdateExpression: aws.String("REMOVE #a"), ConditionExpression: aws.String("waiting = :z"),

@@ -3,6 +3,8 @@ package dynamostore
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -141,19 +143,21 @@ func TestStopLeavesAJobClaimedMeanwhile(t *testing.T) {
 	check(t, s)
 }
 
-// TestStopKeepsAQueueARetryCameBackTo: after the stop skipped every
+// TestStopKeepsAQueueANewMessageCameTo: after the stop skipped every
 // waiting job, and before it takes the queue out of the active index, a
-// running job's task is lost and the job waits again. The removal's
-// condition (nothing waiting) refuses it: the queue stays in the snapshot
-// with its one waiting job, which a pass can still see.
-func TestStopKeepsAQueueARetryCameBackTo(t *testing.T) {
+// new message of the batch (one without parts may add jobs) registers a
+// job. The removal's condition (nothing waiting) refuses it: the queue
+// stays in the snapshot with its one waiting job, which a pass can still
+// see. (A retry at that moment no longer waits: the stop's mark skips it,
+// TestRetryRacingTheStopIsSkipped.)
+func TestStopKeepsAQueueANewMessageCameTo(t *testing.T) {
 	ctx := context.Background()
 	s, c := newStore(t)
 	other := otherWriter(s)
 	b := stopBatch()
 	submit(t, s, b)
-	first := commit(t, s, grant(t0, b, 1))[0]
-	launchAll(t, s, []scheduler.Job{first})
+	late := b
+	late.Jobs = []memstore.JobSpec{{Key: "late", Stratum: "a"}}
 	var o sync.Once
 	c.before = func(op string, in any) {
 		u, ok := in.(*dynamodb.UpdateItemInput)
@@ -161,8 +165,8 @@ func TestStopKeepsAQueueARetryCameBackTo(t *testing.T) {
 			return
 		}
 		o.Do(func() {
-			if err := other.TaskStopped(ctx, first.ID, 1, memstore.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
-				t.Error(err)
+			if n, err := other.Submit(ctx, late, t0); n != 1 || err != nil {
+				t.Errorf("the new message: %d created, %v", n, err)
 			}
 		})
 	}
@@ -173,15 +177,98 @@ func TestStopKeepsAQueueARetryCameBackTo(t *testing.T) {
 		if q.Batch == "s" {
 			found = true
 			if q.Waiting != 1 {
-				t.Errorf("the queue shows %d waiting, want the retried job", q.Waiting)
+				t.Errorf("the queue shows %d waiting, want the new job", q.Waiting)
 			}
 		}
 	}
 	if !found {
-		t.Error("the queue left the snapshot with a retried job waiting in it")
+		t.Error("the queue left the snapshot with a new job waiting in it")
 	}
-	if j, _, _ := s.Job(ctx, first.ID); j.State != memstore.Waiting || j.Attempt != 2 {
-		t.Errorf("the retried job is %s attempt %d, want WAITING attempt 2", j.State, j.Attempt)
+	if j, _, _ := s.Job(ctx, scheduler.JobID("acme", "p", "s", "late")); j.State != memstore.Waiting {
+		t.Errorf("the new job is %s, want WAITING", j.State)
 	}
 	check(t, s)
+}
+
+// skippedAfterStop checks that a job returned to waiting after its batch
+// stopped ended SKIPPED instead, with the stop's reason, at the attempt
+// that ran, and that nothing of its batch waits.
+func skippedAfterStop(t *testing.T, s *Store, b memstore.BatchSpec, ids ...string) {
+	t.Helper()
+	ctx := context.Background()
+	sb, _, err := s.Sampled(ctx, b.Account+"/"+b.Project+"/"+b.Batch)
+	if err != nil || !sb.Stopped || !strings.HasPrefix(sb.Reason, "sampling stopped: ") {
+		t.Fatalf("Sampled: stopped %v %q, %v; want the stop marked with its reason", sb.Stopped, sb.Reason, err)
+	}
+	for _, id := range ids {
+		j, _, _ := s.Job(ctx, id)
+		if j.State != memstore.Skipped || j.Reason != sb.Reason || j.Attempt != 1 || j.EndedAt.IsZero() {
+			t.Errorf("job %s is %s %q attempt %d ended %v; want SKIPPED with the stop's reason %q at attempt 1",
+				j.Key, j.State, j.Reason, j.Attempt, j.EndedAt, sb.Reason)
+		}
+	}
+	for _, q := range snapshot(t, s).Queues {
+		if q.Batch == b.Batch {
+			t.Errorf("the stopped batch's queue waits: %+v", q)
+		}
+	}
+	rows, err := s.Batches(ctx, scheduler.Scope{Account: b.Account, Project: b.Project, Batch: b.Batch})
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("Batches: %v %v", rows, err)
+	}
+	if got := counts(t, s)[memstore.Skipped]; rows[0].Waiting != 0 || rows[0].Skipped != got {
+		t.Errorf("counts %+v, want 0 waiting and the %d SKIPPED", rows[0], got)
+	}
+	check(t, s)
+}
+
+// TestRetryAfterStopIsSkipped: two jobs are out when their sampled batch
+// stops; then one's task is lost (an infrastructure exit) and the other's
+// launch comes back for a retry. Neither waits again: both end SKIPPED
+// with the stop's reason, as memstore ends them
+// (TestSampledRetryAfterStopIsSkipped there), counters consistent.
+func TestRetryAfterStopIsSkipped(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	b := stopBatch()
+	submit(t, s, b)
+	out := commit(t, s, grant(t0, b, 2))
+	launchAll(t, s, out[:1])
+	runUntilStopped(t, s, b)
+	if err := s.TaskStopped(ctx, out[0].ID, 1, memstore.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordLaunches(ctx, t0, []scheduler.LaunchResult{{JobID: out[1].ID, Attempt: 1, Status: scheduler.Retry, Reason: "capacity"}}); err != nil {
+		t.Fatal(err)
+	}
+	skippedAfterStop(t, s, b, out[0].ID, out[1].ID)
+}
+
+// TestRetryRacingTheStopIsSkipped: a running job's task is lost; after the
+// retry read the job, and before its transaction, another writer records
+// the results that stop the batch (the stop reads the job still RUNNING,
+// so it does not skip it). The retry's check of the stop mark refuses the
+// transaction; read again, the job ends SKIPPED, not waiting in a stopped
+// batch.
+func TestRetryRacingTheStopIsSkipped(t *testing.T) {
+	ctx := context.Background()
+	s, c := newStore(t)
+	other := otherWriter(s)
+	b := stopBatch()
+	submit(t, s, b)
+	first := commit(t, s, grant(t0, b, 1))[0]
+	launchAll(t, s, []scheduler.Job{first})
+	var o sync.Once
+	c.before = func(op string, in any) {
+		tx, ok := in.(*dynamodb.TransactWriteItemsInput)
+		if op != "TransactWriteItems" || !ok || !slices.ContainsFunc(tx.TransactItems, func(it types.TransactWriteItem) bool { return it.ConditionCheck != nil }) {
+			return
+		}
+		o.Do(func() { runUntilStopped(t, other, b) })
+	}
+	if err := s.TaskStopped(ctx, first.ID, 1, memstore.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
+		t.Fatal(err)
+	}
+	c.before = nil
+	skippedAfterStop(t, s, b, first.ID)
 }

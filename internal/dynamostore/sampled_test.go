@@ -2,9 +2,11 @@ package dynamostore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/sampling"
@@ -143,4 +145,81 @@ func TestSampledStopSkipsTheRest(t *testing.T) {
 		t.Errorf("claimed %d jobs of a stopped batch", len(got))
 	}
 	check(t, s) // the retried job's back item went with its skip
+}
+
+// sampledRange is jobs [from, to) of a sampled batch whose stop rule is
+// far off, stratum x, y or z by i mod 3; part p of parts (0, 0: a message
+// without parts).
+func sampledRange(name string, from, to, p, parts int) memstore.BatchSpec {
+	b := memstore.BatchSpec{Account: "acme", Project: "p", Batch: name, Model: "gpt", Tier: 1, Part: p, Parts: parts,
+		Sampling: &sampling.Params{MOE: 0.01, Confidence: 0.9, MinPerStratum: 2}}
+	for i := from; i < to; i++ {
+		b.Jobs = append(b.Jobs, memstore.JobSpec{Key: fmt.Sprintf("k%03d", i), Stratum: []string{"x", "y", "z"}[i%3], Env: map[string]string{"I": fmt.Sprint(i)}})
+	}
+	return b
+}
+
+// strataSizes is the sizes of a sampled batch's strata, "x:n y:n z:n".
+func strataSizes(t testing.TB, s *Store, batch string) string {
+	t.Helper()
+	sb, ok, err := s.Sampled(context.Background(), batch)
+	if err != nil || !ok {
+		t.Fatalf("Sampled(%s): %v, %v", batch, ok, err)
+	}
+	var out []string
+	for _, st := range sb.Strata {
+		out = append(out, fmt.Sprintf("%s:%d", st.Name, st.Jobs))
+	}
+	return strings.Join(out, " ")
+}
+
+// TestSampledRepeatedKeyCountsOnce: a job key repeated across two parts
+// (or two messages without parts) of a sampled batch is one job — the
+// second copy is skipped as already stored — and counts once in its
+// stratum's size, as in memstore; every waiting job of both is claimable.
+// A copy in another stratum is a conflict naming jobs[i].stratum.
+func TestSampledRepeatedKeyCountsOnce(t *testing.T) {
+	ctx := context.Background()
+	for _, parts := range []int{2, 0} {
+		t.Run(fmt.Sprintf("parts=%d", parts), func(t *testing.T) {
+			s, _ := newStore(t)
+			m := memstore.New(scheduler.ModelConfig{})
+			p1, p2 := sampledRange("r", 0, 30, min(parts, 1), parts), sampledRange("r", 20, 45, parts, parts)
+			for _, st := range []interface {
+				Submit(context.Context, memstore.BatchSpec, time.Time) (int, error)
+			}{s, m} {
+				for _, p := range []memstore.BatchSpec{p1, p2, p2} { // p2 redelivered
+					if _, err := st.Submit(ctx, p, t0); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			want := "x:15 y:15 z:15" // k000 … k044 once
+			if got := strataSizes(t, s, "acme/p/r"); got != want {
+				t.Errorf("DynamoDB strata %s, want %s", got, want)
+			}
+			ms, _ := m.Sampled("acme/p/r")
+			var mem []string
+			for _, st := range ms.Strata {
+				mem = append(mem, fmt.Sprintf("%s:%d", st.Name, st.Jobs))
+			}
+			if got := strings.Join(mem, " "); got != want {
+				t.Errorf("memstore strata %s, want %s", got, want)
+			}
+			check(t, s) // every waiting job has its wait item
+			if got := commit(t, s, grant(t0, p1, 60)); len(got) != 45 {
+				t.Errorf("claimed %d, want the 45 jobs", len(got))
+			}
+
+			moved := sampledRange("r", 44, 46, parts, parts) // k044 in another stratum
+			if parts > 0 {
+				moved.Part = 2
+			}
+			moved.Jobs[0].Stratum = "x"
+			_, err := s.Submit(ctx, moved, t0)
+			if !errors.Is(err, memstore.ErrConflict) || !strings.Contains(err.Error(), `jobs[0].stratum: "x", but the stored job "k044" is in stratum "z"`) {
+				t.Errorf("a key moved to another stratum: %v, want a conflict naming jobs[0].stratum", err)
+			}
+		})
+	}
 }

@@ -150,7 +150,7 @@ func (s *Store) submit(ctx context.Context, b memstore.BatchSpec, now time.Time)
 	for i, js := range b.Jobs {
 		mdl := cmp.Or(js.Model, b.Model)
 		if prev, dup := first[js.Key]; dup {
-			conflicts.Job(b, i, cmp.Or(prev.Model, b.Model), prev.Env)
+			conflicts.Job(b, i, cmp.Or(prev.Model, b.Model), prev.Env, prev.Stratum)
 			continue
 		}
 		first[js.Key] = js
@@ -176,7 +176,7 @@ func (s *Store) submit(ctx context.Context, b memstore.BatchSpec, now time.Time)
 			case !exists || !isReg[j.id]:
 				kept = append(kept, j) // new, or left unregistered by a crashed Submit
 			default:
-				conflicts.Job(b, j.i, o.Model, o.Env)
+				conflicts.Job(b, j.i, o.Model, o.Env, o.Stratum) // registered by another part (or this one): counted there
 			}
 		}
 		jobs = kept
@@ -322,6 +322,20 @@ func (s *Store) submit(ctx context.Context, b memstore.BatchSpec, now time.Time)
 			items = append(items, it)
 		}
 	}
+	if b.Sampling != nil {
+		// A sampled batch's parameters and the strata of the jobs this
+		// registration registers, in its transaction: each job counts
+		// once, in the registration that made it waiting (sampled.go).
+		strata := map[string]int{}
+		for _, j := range jobs {
+			strata[j.spec.Stratum]++
+		}
+		sampled, err := s.sampledItems(b, owner, strata)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", where, err)
+		}
+		items = append(items, sampled...)
+	}
 	// The release records the batch's terms (its first message's) and
 	// this part's digest, which later messages are checked against.
 	rel := expression.Add(name("jobs"), value(len(jobs))).Remove(name("lock_owner")).Remove(name("lock_until")).
@@ -338,7 +352,8 @@ func (s *Store) submit(ctx context.Context, b memstore.BatchSpec, now time.Time)
 	}
 	// The lock goes last, with the last queues: a crash between two
 	// transactions leaves it held and the redelivery finds the first ones'
-	// jobs registered.
+	// jobs registered. (A sampled batch runs one model: its queue, its
+	// sampling items and the lock are one transaction.)
 	for start := 0; start < len(items); start += transactMax - 1 {
 		part := items[start:min(start+transactMax-1, len(items))]
 		last := start+transactMax-1 >= len(items)

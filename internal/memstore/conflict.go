@@ -22,7 +22,7 @@ var ErrConflict = errors.New("conflicts with the stored batch")
 // reason "field: rule" with the message's field named as the contract
 // names it (docs/batch-format.md): tier, task_definition, timeout_seconds,
 // max_attempts, part, parts, sampling (sampling.moe, sampling.confidence,
-// sampling.min_per_stratum), jobs[i].model, jobs[i].env.
+// sampling.min_per_stratum), jobs[i].model, jobs[i].env, jobs[i].stratum.
 type ConflictError struct {
 	Batch   string   // account/project/batch
 	Reasons []string // at most maxReasons, the last then saying how many more
@@ -114,11 +114,16 @@ func (c *Conflicts) sampling(got, stored sampling.Params) {
 }
 
 // Job adds how job i of b disagrees with the stored job of its key, which
-// runs model with env.
-func (c *Conflicts) Job(b BatchSpec, i int, model string, env map[string]string) {
+// runs model with env in stratum ("" outside a sampled batch). A job
+// counts in one stratum's size, whatever part repeats it: another stratum
+// would weigh it twice, so it is a conflict too.
+func (c *Conflicts) Job(b BatchSpec, i int, model string, env map[string]string, stratum string) {
 	j := b.Jobs[i]
 	if m := cmp.Or(j.Model, b.Model); m != model {
 		c.add("jobs[%d].model: %q, but the stored job %q runs %q", i, m, j.Key, model)
+	}
+	if j.Stratum != stratum {
+		c.add("jobs[%d].stratum: %q, but the stored job %q is in stratum %q", i, j.Stratum, j.Key, stratum)
 	}
 	if !maps.Equal(j.Env, env) {
 		all := map[string]bool{}

@@ -127,19 +127,14 @@ func (sb *sampledBatch) take() *Job {
 	return r.job
 }
 
-// putBack returns a job of the batch to waiting, in its rank's place, and
-// reports false when the batch has stopped: the job is skipped instead.
-func (sb *sampledBatch) putBack(j *Job) bool {
+// putBack returns a job of the batch to waiting, in its rank's place (a
+// stopped batch's job is skipped instead: Store.retry).
+func (sb *sampledBatch) putBack(j *Job) {
 	st := sb.strata[j.stratum]
 	st.counts.Released--
-	if sb.stopped {
-		j.State, j.Reason = Skipped, sb.reason
-		return false
-	}
 	r := rankedJob{sampling.Rank(sb.id, j.Key), j}
 	i, _ := slices.BinarySearchFunc(st.back, r, compareRanked)
 	st.back = slices.Insert(st.back, i, r)
-	return true
 }
 
 // RecordResult records a job's verdict for an attempt. A result of

@@ -2,10 +2,12 @@ package memstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/evalsched/evalsched/internal/sampling"
 	"github.com/evalsched/evalsched/internal/scheduler"
@@ -181,9 +183,22 @@ func TestSampledRetryAfterStopIsSkipped(t *testing.T) {
 	if sb, _ := s.Sampled("lab/sweep/b"); !sb.Stopped {
 		t.Fatalf("not stopped after 5 of 6 passed: %+v", sb.Estimate)
 	}
-	s.TaskStopped(ctx, jobs[0].ID, 1, Exit{Infrastructure: true, Reason: "spot"}, t0)
-	if j, _ := s.Job(jobs[0].ID); j.State != Skipped {
-		t.Errorf("a job returned after the stop is %s, want SKIPPED", j.State)
+	sb, _ := s.Sampled("lab/sweep/b")
+	later := t0.Add(time.Minute)
+	s.TaskStopped(ctx, jobs[0].ID, 1, Exit{Infrastructure: true, Reason: "spot"}, later)
+	// SKIPPED as the DynamoDB store ends it (TestRetryAfterStopIsSkipped
+	// there): the stop's reason, ended now, at the attempt that ran.
+	if j, _ := s.Job(jobs[0].ID); j.State != Skipped || j.Reason != sb.Reason || !j.EndedAt.Equal(later) || j.Attempt != 1 {
+		t.Errorf("a job returned after the stop is %s %q ended %v attempt %d, want SKIPPED %q ended %v attempt 1",
+			j.State, j.Reason, j.EndedAt, j.Attempt, sb.Reason, later)
+	}
+	released := 0
+	got, _ := s.Sampled("lab/sweep/b")
+	for _, st := range got.Strata {
+		released += st.Released
+	}
+	if released != 5 {
+		t.Errorf("released %d after the skip, want the 5 that ran", released)
 	}
 	if err := s.Check(); err != nil {
 		t.Error(err)
@@ -208,5 +223,42 @@ func TestSampledWaitsForAllParts(t *testing.T) {
 	other.Sampling.MinPerStratum = 7
 	if _, err := s.Submit(ctx, other, t0); err == nil || !strings.Contains(err.Error(), "sampling.min_per_stratum: 7, but the batch was stored with 1") {
 		t.Errorf("a part with other sampling: %v", err)
+	}
+}
+
+// TestSampledRepeatedKeyCountsOnce: a key repeated in part 2 of a sampled
+// batch is the job part 1 stored (skipped, not created again): its
+// stratum's size counts it once. A copy in another stratum is refused
+// whole as a conflict naming jobs[i].stratum (it would weigh the job in
+// two strata). The DynamoDB store does the same
+// (TestSampledRepeatedKeyCountsOnce there).
+func TestSampledRepeatedKeyCountsOnce(t *testing.T) {
+	ctx := context.Background()
+	s := New(scheduler.ModelConfig{})
+	p1, p2 := sampledSpec("b", 10, 1), sampledSpec("b", 15, 1) // a000…a014, b000…b014: a000…a009, b000…b009 repeated
+	p1.Part, p1.Parts, p2.Part, p2.Parts = 1, 2, 2, 2
+	if n, err := s.Submit(ctx, p1, t0); n != 20 || err != nil {
+		t.Fatalf("part 1: %d, %v", n, err)
+	}
+	if n, err := s.Submit(ctx, p2, t0); n != 10 || err != nil {
+		t.Fatalf("part 2: %d created, %v; want the 10 new", n, err)
+	}
+	sb, _ := s.Sampled("lab/sweep/b")
+	for _, st := range sb.Strata {
+		if st.Jobs != 15 {
+			t.Errorf("stratum %s counts %d jobs, want 15", st.Name, st.Jobs)
+		}
+	}
+	moved := sampledSpec("c", 2, 1)
+	if _, err := s.Submit(ctx, moved, t0); err != nil {
+		t.Fatal(err)
+	}
+	moved.Jobs[1].Stratum = "b" // a001
+	_, err := s.Submit(ctx, moved, t0)
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `jobs[1].stratum: "b", but the stored job "a001" is in stratum "a"`) {
+		t.Errorf("a key moved to another stratum: %v, want a conflict naming jobs[1].stratum", err)
+	}
+	if err := s.Check(); err != nil {
+		t.Error(err)
 	}
 }

@@ -179,11 +179,11 @@ func (s *Store) Submit(_ context.Context, b job.BatchSpec, now time.Time) (creat
 	for i, js := range b.Jobs {
 		id := scheduler.JobID(b.Account, b.Project, b.Batch, js.Key)
 		if old, ok := s.jobs[id]; ok {
-			c.Job(b, i, old.Model, old.Env)
+			c.Job(b, i, old.Model, old.Env, old.stratum) // another part's, or this one's again: counted once
 			continue
 		}
 		if f, dup := first[js.Key]; dup {
-			c.Job(b, i, cmp.Or(b.Jobs[f].Model, b.Model), b.Jobs[f].Env)
+			c.Job(b, i, cmp.Or(b.Jobs[f].Model, b.Model), b.Jobs[f].Env, b.Jobs[f].Stratum)
 			continue
 		}
 		first[js.Key] = i
@@ -351,9 +351,8 @@ func (q *queue) take() *Job {
 // putBack returns a job to waiting, in its place by age.
 func (q *queue) putBack(j *Job) {
 	if q.sampled != nil {
-		if q.sampled.putBack(j) {
-			q.waiting++
-		}
+		q.sampled.putBack(j)
+		q.waiting++
 		return
 	}
 	i, _ := slices.BinarySearchFunc(q.back, j.Seq, func(b *Job, seq int64) int { return cmp.Compare(b.Seq, seq) })
@@ -417,6 +416,13 @@ func (s *Store) apply(j *Job, c job.Change, exit job.Exit, now time.Time) {
 	switch {
 	case c.To == job.Running:
 		j.StartedAt = now
+	case c.To == job.Waiting && j.queue.sampled != nil && j.queue.sampled.stopped:
+		// Its sampled batch stopped: it ends SKIPPED with the stop's
+		// reason, as the jobs waiting at the stop did, at the attempt
+		// that ran (the DynamoDB store does the same).
+		sb := j.queue.sampled
+		sb.strata[j.stratum].counts.Released--
+		j.State, j.Attempt, j.Reason, j.EndedAt = job.Skipped, c.Attempt-1, sb.reason, now
 	case c.To == job.Waiting:
 		j.TaskARN, j.LaunchedAt, j.Reason = "", time.Time{}, c.Reason
 		j.queue.putBack(j)

@@ -241,7 +241,13 @@ var Mutations = []Mutation{
 		ExpressionAttributeNames: map[string]string{"#a": attrActive}, ExpressionAttributeValues: map[string]types.AttributeValue{":z": &types.AttributeValueMemberN{Value: "0"}},`,
 			`UpdateExpression: aws.String("REMOVE #a"),
 		ExpressionAttributeNames: map[string]string{"#a": attrActive},`}},
-		Pkg: "./internal/dynamostore", Tests: []string{"TestStopKeepsAQueueARetryCameBackTo"},
+		Pkg: "./internal/dynamostore", Tests: []string{"TestStopKeepsAQueueANewMessageCameTo"},
+	},
+	{
+		Name: "sampled-retry-stopped", Why: "a job of a stopped sampled batch never waits again: its retry ends it SKIPPED",
+		File:  "internal/dynamostore/events.go",
+		Edits: []Edit{{`notStopped := name(attrStopReason).AttributeNotExists()`, `notStopped := ` + always}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestRetryRacingTheStopIsSkipped"},
 	},
 	{
 		Name: "sampled-claim-job", Why: "a sampled claim takes only a job still WAITING at the attempt read",

@@ -87,11 +87,12 @@ var functions = []function{
 			apiOf[intake.Sender]("sqs"),                // invalid messages to the dead-letter queue
 		},
 		unused: map[string]string{
-			"dynamodb:PutItem":       "Submit writes jobs and chunks with BatchWriteItem; its transactions only update",
-			"dynamodb:DeleteItem":    "a crashed Submit's chunk items go with BatchWriteItem deletes",
-			"dynamodb:Scan":          "only a pass scans (the models and pins tables)",
-			"dynamodb:CreateTable":   notInAWS,
-			"dynamodb:DescribeTable": notInAWS,
+			"dynamodb:PutItem":            "Submit writes jobs and chunks with BatchWriteItem; its transactions only update",
+			"dynamodb:DeleteItem":         "a crashed Submit's chunk items go with BatchWriteItem deletes",
+			"dynamodb:ConditionCheckItem": "only a retry (scheduler, task events) checks an item it does not write",
+			"dynamodb:Scan":               "only a pass scans (the models and pins tables)",
+			"dynamodb:CreateTable":        notInAWS,
+			"dynamodb:DescribeTable":      notInAWS,
 		},
 		tables: []string{"state"},
 		env: []string{
@@ -106,11 +107,12 @@ var functions = []function{
 			apiOf[intake.Sender]("sqs"),                // invalid results to the dead-letter queue
 		},
 		unused: map[string]string{
-			"dynamodb:PutItem":        "RecordResult and the skip of a stopped sampled batch only update",
-			"dynamodb:Scan":           "only a pass scans",
-			"dynamodb:BatchWriteItem": "RecordResult writes in transactions",
-			"dynamodb:CreateTable":    notInAWS,
-			"dynamodb:DescribeTable":  notInAWS,
+			"dynamodb:PutItem":            "RecordResult and the skip of a stopped sampled batch only update",
+			"dynamodb:ConditionCheckItem": "only a retry (scheduler, task events) checks an item it does not write",
+			"dynamodb:Scan":               "only a pass scans",
+			"dynamodb:BatchWriteItem":     "RecordResult writes in transactions",
+			"dynamodb:CreateTable":        notInAWS,
+			"dynamodb:DescribeTable":      notInAWS,
 		},
 		tables: []string{"state"},
 		env:    []string{"EVALSCHED_TABLE_PREFIX", "EVALSCHED_DLQ_URL"},
