@@ -100,6 +100,10 @@ type State struct {
 	// Recent holds the running count of the last passes, so a datapoint
 	// measured a while ago is compared with the load it measured.
 	Recent []Sample
+	// Held is the slots held once the last pass had admitted (running +
+	// starting + admitted): what admission measured against Limit. The
+	// pass sets it after admission; 0 = not known (the load stands in).
+	Held int
 }
 
 // Sample is the running count at one pass.
@@ -188,10 +192,17 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 	// settled once most of its launches run; only datapoints measured after
 	// that say anything about it.
 	load := in.Running + in.Starting
+	// The limit binds when admission finds it full. The load now misses
+	// the jobs that ended since the last pass filled it: with short jobs
+	// behind long container starts a fifth of the slots turn over between
+	// two passes, and the load alone would never look like it fills the
+	// limit that admission keeps hitting.
+	held := max(load, st.Held)
+	binds := float64(held) >= cfg.BindingShare*float64(cur)
 	switch {
 	case st.RaisedBy == 0: // never raised: every datapoint counts
 	case next.FilledAt.IsZero():
-		if float64(load) >= cfg.BindingShare*float64(cur) {
+		if binds {
 			next.FilledAt = in.Now
 		}
 	case next.SettledAt.IsZero() && float64(in.PendingRaise) <= (1-cfg.RaiseSettled)*float64(st.RaisedBy):
@@ -258,8 +269,8 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 		if in.Failing {
 			return hold("depth %s < target %s, but the gateway's error rate says the provider fails", num(depth), num(m.Target))
 		}
-		if float64(load) < cfg.BindingShare*float64(cur) {
-			return hold("limit %d not binding (%d running+starting)", cur, load)
+		if !binds {
+			return hold("limit %d not binding (%d running+starting, %d held after the last admission)", cur, load, st.Held)
 		}
 		// (A raise still being launched is not binding: handled above.)
 		switch {

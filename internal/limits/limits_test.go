@@ -30,6 +30,7 @@ func (s *stb) raised(by int, filled, settled *time.Duration) *stb {
 	}
 	return s
 }
+func (s *stb) held(n int) *stb         { s.Held = n; return s }
 func (s *stb) ceiling(n int) *stb      { s.Ceiling, s.CeilingAt = n, t0.Add(-time.Hour); return s }
 func (s *stb) freshCeiling(n int) *stb { s.Ceiling, s.CeilingAt = n, t0.Add(-time.Minute); return s }
 func (s *stb) ranAt(ago time.Duration, running int) *stb {
@@ -60,6 +61,8 @@ func TestNext(t *testing.T) {
 		{"inside the band holds", gpt, steady(1000), in(35, 990, 10, 500), 1000, Held, "within 20..60"},
 		{"nothing waiting holds", gpt, steady(1000), in(0, 990, 10, 0), 1000, Held, "nothing waiting"},
 		{"no windup below a non-binding limit", gpt, steady(1000), in(0, 400, 10, 50), 1000, Held, "not binding"},
+		{"a limit admission filled binds though jobs ended since", gpt, steady(1000).held(1000), in(0, 780, 100, 500), 4000, Raised, "raise ×4"},
+		{"a limit admission did not fill does not bind", gpt, steady(1000).held(500), in(0, 480, 10, 500), 1000, Held, "500 held after the last admission"},
 		{"a raise still being launched does not bind", gpt, steady(400).raised(200, nil, nil), in(0, 300, 50, 900), 400, Held, "not binding"},
 		{"a raise still starting holds", gpt, steady(400).raised(200, d(-30), nil), Input{Now: t0, DepthAt: t0.Add(-20 * time.Second), Running: 250, Starting: 150, Waiting: 900, PendingRaise: 150}, 400, Held, "150 of the last raise's 200 launches still starting"},
 		{"a settled raise waits for a datapoint after it", gpt, steady(400).raised(200, d(-60), d(-10)), in(0, 390, 10, 900), 400, Held, "no datapoint yet"},
