@@ -93,8 +93,13 @@ type State struct {
 	Smoothed  float64   // exponentially smoothed depth
 	SeenAt    time.Time // measurement time of the newest datapoint folded in
 	PeakSince float64   // highest datapoint measured since SettledAt
-	// Ceiling is the load at which the depth last went past the target: a
-	// cold raise goes fast up to it and carefully beyond. 0 = not yet seen.
+	// Ceiling is the knee: the running jobs at which the depth reaches the
+	// target, from the last reading past it (running then − excess depth:
+	// past the knee each job more queues one call). A far-below raise
+	// grows the running jobs fast up to FastUpTo of it and carefully
+	// beyond. It counts running jobs, not slots: the provider sees only
+	// those, and with long container starts most slots are starting.
+	// 0 = not yet seen.
 	Ceiling   int
 	CeilingAt time.Time // when Ceiling was last seen
 	// Recent holds the running count of the last passes, so a datapoint
@@ -231,6 +236,9 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 	}
 	depth := next.Smoothed
 
+	// The datapoint measured the jobs running then, not the load now.
+	measured := st.runningAt(in.DepthAt, in.Running)
+
 	low, high := m.Target*(1-cfg.Band), m.Target*(1+cfg.Band)
 	switch {
 	// 4. Over: lower in proportion to the overshoot, anchored on the load.
@@ -238,7 +246,6 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 		// The datapoint measured the jobs running then; jobs that ended
 		// since have already lowered the load.
 		excess := depth - m.Target
-		measured := st.runningAt(in.DepthAt, in.Running)
 		if measured == 0 {
 			// None of ours ran when the depth was measured: the queue is
 			// someone else's (or a failing provider's), not a sign of too
@@ -246,7 +253,6 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 			return hold("depth %s > target %s, but none of its jobs ran when it was measured", num(depth), num(m.Target))
 		}
 		want := clamp(measured+in.Starting-int(math.Ceil(cfg.LowerGain*excess)), m.Min, m.Max)
-		next.Ceiling, next.CeilingAt = want, in.Now
 		// Lowering evicts nothing: running jobs drain as they end. Falling
 		// at most DrainShare of the slots they free keeps a trickle of
 		// admissions, so tiers and project turns still act during a drain.
@@ -257,6 +263,10 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 		if want >= cur {
 			return hold("depth %s > target %s, draining: %d running+starting, limit %d", num(depth), num(m.Target), load, cur)
 		}
+		// The knee, where the depth is the target, from the reading that
+		// lowered; a drain's later readings pair an old queue with the
+		// fewer jobs left running and would put it far too low.
+		next.Ceiling, next.CeilingAt = max(1, measured-int(math.Ceil(excess))), in.Now
 		next.Limit = want
 		return Decision{State: next, Action: Lowered, Reason: fmt.Sprintf(
 			"lower to %d: depth %s > target %s, %d running+starting", want, num(depth), num(m.Target), load)}
@@ -288,16 +298,18 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 		if next.Ceiling > 0 && cfg.CeilingTTL > 0 && in.Now.Sub(next.CeilingAt) > cfg.CeilingTTL {
 			next.Ceiling = 0 // an old saturation says little about the provider now
 		}
-		fastTo := int(cfg.FastUpTo * float64(next.Ceiling))
-		if next.PeakSince <= cfg.FarBelow*m.Target && (next.Ceiling == 0 || cur < fastTo) {
+		fastTo := cfg.FastUpTo * float64(next.Ceiling)
+		if next.PeakSince <= cfg.FarBelow*m.Target && (next.Ceiling == 0 || float64(measured) < fastTo) {
 			// Every reading since the last raise settled was far below:
 			// fast, but not up to where the provider saturated before.
+			// The knee counts running jobs, so the limit grows by the
+			// share the running jobs may grow: its starting slots grow
+			// with them.
 			f = cfg.FastFactor
-			want = int(math.Ceil(float64(cur) * f))
-			if next.Ceiling > 0 && want > fastTo {
-				want = fastTo
-				f = float64(want) / float64(cur)
+			if next.Ceiling > 0 && measured > 0 {
+				f = max(1, min(f, fastTo/float64(measured)))
 			}
+			want = max(want, int(math.Ceil(float64(cur)*f)))
 		}
 		want = clamp(want, m.Min, m.Max)
 		if want == cur && cur < m.Max {

@@ -100,8 +100,28 @@ func TestDrainKeepsATrickleOfAdmissions(t *testing.T) {
 	if dec.State.Limit != 1810 {
 		t.Errorf("got limit %d (%s), want 1810: 1800 running + 10 of the 100 freed slots", dec.State.Limit, dec.Reason)
 	}
-	if dec.State.Ceiling == 0 {
-		t.Error("a lowering did not record the ceiling")
+	if dec.State.Ceiling != 1440 {
+		t.Errorf("knee %d, want 1440: the 1800 running less the 360 queued calls past the target", dec.State.Ceiling)
+	}
+}
+
+// The knee counts running jobs, not slots: after a drain with long
+// container starts most slots are starting, and a far-below reading may
+// grow the limit by the share the running jobs may grow up to the knee.
+func TestKneeCountsRunningJobs(t *testing.T) {
+	cfg := DefaultConfig()
+	m := Model{Target: 9, Min: 1, Max: 10000}
+	st := State{Limit: 532, Ceiling: 394, CeilingAt: t0.Add(-2 * time.Minute)}
+	dec := Next(cfg, m, st, in(0, 200, 300, 9000))
+	if dec.Action != Raised || dec.State.Limit != 839 {
+		t.Errorf("got %s to %d (%s), want a raise to 839: ×(0.8·394/200) of 532, 200 of its slots running", dec.Action, dec.State.Limit, dec.Reason)
+	}
+	// A drain's later reading pairs the old queue with fewer jobs running:
+	// it holds and leaves the knee where the lowering put it.
+	st = State{Limit: 500, Ceiling: 394, CeilingAt: t0.Add(-time.Minute), Smoothed: 60, SeenAt: t0.Add(-30 * time.Second)}
+	dec = Next(cfg, m, st, in(50, 70, 440, 9000))
+	if dec.Action != Held || dec.State.Ceiling != 394 {
+		t.Errorf("got %s, knee %d (%s), want a hold with the knee at 394", dec.Action, dec.State.Ceiling, dec.Reason)
 	}
 }
 
