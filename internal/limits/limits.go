@@ -244,7 +244,10 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 	}
 	fresh := in.DepthAt.After(st.SeenAt)
 	if fresh {
-		if st.SeenAt.IsZero() {
+		if st.SeenAt.IsZero() || in.DepthAt.Sub(st.SeenAt) > cfg.MaxAge {
+			// The smoothed depth is as stale as its newest reading: after
+			// the limit held (a breaker open through an error burst, no
+			// datapoints) it is no part of the depth now.
 			next.Smoothed = in.Depth
 		} else {
 			next.Smoothed = cfg.Smoothing*in.Depth + (1-cfg.Smoothing)*st.Smoothed

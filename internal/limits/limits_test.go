@@ -241,3 +241,15 @@ func TestFastRaiseFollowsTheJobsLifetime(t *testing.T) {
 		}
 	}
 }
+
+// A smoothed depth is as stale as its newest reading: after the limit held
+// through an error burst (the breaker open, no datapoints folded in), the
+// overshoot read before the burst must not lower the limit after it.
+func TestAStaleSmoothedDepthIsForgotten(t *testing.T) {
+	st := steady(2180).State
+	st.Smoothed, st.SeenAt = 1100, t0.Add(-15*time.Minute)
+	dec := Next(DefaultConfig(), Model{Target: 4, Min: 1, Max: 10000}, st, in(0, 33, 0, 14000))
+	if dec.Action == Lowered || dec.State.Smoothed != 0 {
+		t.Errorf("got %s to %d, smoothed %g (%s); want the fresh 0 alone, no lowering", dec.Action, dec.State.Limit, dec.State.Smoothed, dec.Reason)
+	}
+}
