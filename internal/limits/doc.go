@@ -20,7 +20,10 @@
 //     never above the current limit. Each queued call is a job the provider
 //     cannot serve now, so the excess depth counts jobs too many; anchoring on the
 //     load (running + starting), not on the limit, keeps repeated passes over
-//     the same stale overshoot from compounding.
+//     the same stale overshoot from compounding. The reading that lowers
+//     records the knee: the jobs running then less the excess depth (past
+//     the knee each job more queues one call), in running jobs, since the
+//     provider sees only those.
 //  4. under: depth < target·(1−Band) → raise ×f with
 //     f = 1 + (FastFactor−1)·gap², gap = (target − depth)/target, only when
 //     work waits, the limit binds (load ≥ BindingShare·limit: no windup while
@@ -29,6 +32,15 @@
 //     RaiseSettled of the previous raise's launches are running (the dead time).
 //     At depth 0 the factor is FastFactor, so a cold model grows geometrically,
 //     one step per container start, and reaches ~1,000 from 10 within minutes.
+//     Jobs that end within a raise's cycle (launch, start, datapoint) drain
+//     an overshoot before the reading that shows it, so for them the
+//     growth FastFactor − 1 scales with the cycle over a job's lifetime
+//     (running / the smoothed end rate), at most twice.
+//     Under a known knee the factor is at most FastUpTo·knee / the jobs the
+//     datapoint saw running: the limit grows by the share the running jobs
+//     may grow (with long container starts most slots are starting).
+//     The limit binds when the slots held after the last pass's admissions
+//     (State.Held) or the load now reach BindingShare of it.
 //
 // Otherwise it holds. The result is clamped to [min, max]. Every decision carries
 // a reason an operator can read in the pass log.

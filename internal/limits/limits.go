@@ -93,14 +93,31 @@ type State struct {
 	Smoothed  float64   // exponentially smoothed depth
 	SeenAt    time.Time // measurement time of the newest datapoint folded in
 	PeakSince float64   // highest datapoint measured since SettledAt
-	// Ceiling is the load at which the depth last went past the target: a
-	// cold raise goes fast up to it and carefully beyond. 0 = not yet seen.
+	// Ceiling is the knee: the running jobs at which the depth reaches the
+	// target, from the last reading past it (running then − excess depth:
+	// past the knee each job more queues one call). A far-below raise
+	// grows the running jobs fast up to FastUpTo of it and carefully
+	// beyond. It counts running jobs, not slots: the provider sees only
+	// those, and with long container starts most slots are starting.
+	// 0 = not yet seen.
 	Ceiling   int
 	CeilingAt time.Time // when Ceiling was last seen
 	// Recent holds the running count of the last passes, so a datapoint
 	// measured a while ago is compared with the load it measured.
 	Recent []Sample
+	// Held is the slots held once the last pass had admitted (running +
+	// starting + admitted): what admission measured against Limit. The
+	// pass sets it after admission; 0 = not known (the load stands in).
+	Held int
+	// EndRate is the model's jobs ending a second, smoothed over passes:
+	// with the jobs running it gives how long a job holds its slot, the
+	// time an overshoot takes to drain. 0 = no job ended yet.
+	EndRate float64
 }
+
+// endWeight is the weight of a pass's ends in State.EndRate: ends come in
+// waves, so a handful of passes (a minute at 10 s) make the estimate.
+const endWeight = 0.2
 
 // Sample is the running count at one pass.
 type Sample struct {
@@ -173,6 +190,18 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 	cur := clamp(st.Limit, m.Min, m.Max)
 	next := st
 	next.Limit = cur
+	if n := len(st.Recent); n > 0 {
+		if dt := in.Now.Sub(st.Recent[n-1].At).Seconds(); dt > 0 {
+			rate := float64(in.Ended) / dt
+			if st.EndRate == 0 {
+				if in.Ended > 0 {
+					next.EndRate = rate
+				}
+			} else {
+				next.EndRate = endWeight*rate + (1-endWeight)*st.EndRate
+			}
+		}
+	}
 	next.Recent = append(slices.Clone(st.Recent[max(0, len(st.Recent)-recentKeep+1):]), Sample{At: in.Now, Running: in.Running})
 	hold := func(format string, a ...any) Decision {
 		return Decision{State: next, Action: Held, Reason: "hold: " + fmt.Sprintf(format, a...)}
@@ -188,10 +217,17 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 	// settled once most of its launches run; only datapoints measured after
 	// that say anything about it.
 	load := in.Running + in.Starting
+	// The limit binds when admission finds it full. The load now misses
+	// the jobs that ended since the last pass filled it: with short jobs
+	// behind long container starts a fifth of the slots turn over between
+	// two passes, and the load alone would never look like it fills the
+	// limit that admission keeps hitting.
+	held := max(load, st.Held)
+	binds := float64(held) >= cfg.BindingShare*float64(cur)
 	switch {
 	case st.RaisedBy == 0: // never raised: every datapoint counts
 	case next.FilledAt.IsZero():
-		if float64(load) >= cfg.BindingShare*float64(cur) {
+		if binds {
 			next.FilledAt = in.Now
 		}
 	case next.SettledAt.IsZero() && float64(in.PendingRaise) <= (1-cfg.RaiseSettled)*float64(st.RaisedBy):
@@ -208,7 +244,10 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 	}
 	fresh := in.DepthAt.After(st.SeenAt)
 	if fresh {
-		if st.SeenAt.IsZero() {
+		if st.SeenAt.IsZero() || in.DepthAt.Sub(st.SeenAt) > cfg.MaxAge {
+			// The smoothed depth is as stale as its newest reading: after
+			// the limit held (a breaker open through an error burst, no
+			// datapoints) it is no part of the depth now.
 			next.Smoothed = in.Depth
 		} else {
 			next.Smoothed = cfg.Smoothing*in.Depth + (1-cfg.Smoothing)*st.Smoothed
@@ -220,6 +259,9 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 	}
 	depth := next.Smoothed
 
+	// The datapoint measured the jobs running then, not the load now.
+	measured := st.runningAt(in.DepthAt, in.Running)
+
 	low, high := m.Target*(1-cfg.Band), m.Target*(1+cfg.Band)
 	switch {
 	// 4. Over: lower in proportion to the overshoot, anchored on the load.
@@ -227,7 +269,6 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 		// The datapoint measured the jobs running then; jobs that ended
 		// since have already lowered the load.
 		excess := depth - m.Target
-		measured := st.runningAt(in.DepthAt, in.Running)
 		if measured == 0 {
 			// None of ours ran when the depth was measured: the queue is
 			// someone else's (or a failing provider's), not a sign of too
@@ -235,7 +276,6 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 			return hold("depth %s > target %s, but none of its jobs ran when it was measured", num(depth), num(m.Target))
 		}
 		want := clamp(measured+in.Starting-int(math.Ceil(cfg.LowerGain*excess)), m.Min, m.Max)
-		next.Ceiling, next.CeilingAt = want, in.Now
 		// Lowering evicts nothing: running jobs drain as they end. Falling
 		// at most DrainShare of the slots they free keeps a trickle of
 		// admissions, so tiers and project turns still act during a drain.
@@ -246,6 +286,10 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 		if want >= cur {
 			return hold("depth %s > target %s, draining: %d running+starting, limit %d", num(depth), num(m.Target), load, cur)
 		}
+		// The knee, where the depth is the target, from the reading that
+		// lowered; a drain's later readings pair an old queue with the
+		// fewer jobs left running and would put it far too low.
+		next.Ceiling, next.CeilingAt = max(1, measured-int(math.Ceil(excess))), in.Now
 		next.Limit = want
 		return Decision{State: next, Action: Lowered, Reason: fmt.Sprintf(
 			"lower to %d: depth %s > target %s, %d running+starting", want, num(depth), num(m.Target), load)}
@@ -258,8 +302,8 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 		if in.Failing {
 			return hold("depth %s < target %s, but the gateway's error rate says the provider fails", num(depth), num(m.Target))
 		}
-		if float64(load) < cfg.BindingShare*float64(cur) {
-			return hold("limit %d not binding (%d running+starting)", cur, load)
+		if !binds {
+			return hold("limit %d not binding (%d running+starting, %d held after the last admission)", cur, load, st.Held)
 		}
 		// (A raise still being launched is not binding: handled above.)
 		switch {
@@ -277,16 +321,18 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 		if next.Ceiling > 0 && cfg.CeilingTTL > 0 && in.Now.Sub(next.CeilingAt) > cfg.CeilingTTL {
 			next.Ceiling = 0 // an old saturation says little about the provider now
 		}
-		fastTo := int(cfg.FastUpTo * float64(next.Ceiling))
-		if next.PeakSince <= cfg.FarBelow*m.Target && (next.Ceiling == 0 || cur < fastTo) {
+		fastTo := cfg.FastUpTo * float64(next.Ceiling)
+		if next.PeakSince <= cfg.FarBelow*m.Target && (next.Ceiling == 0 || float64(measured) < fastTo) {
 			// Every reading since the last raise settled was far below:
 			// fast, but not up to where the provider saturated before.
-			f = cfg.FastFactor
-			want = int(math.Ceil(float64(cur) * f))
-			if next.Ceiling > 0 && want > fastTo {
-				want = fastTo
-				f = float64(want) / float64(cur)
+			// The knee counts running jobs, so the limit grows by the
+			// share the running jobs may grow: its starting slots grow
+			// with them.
+			f = fastFactor(cfg, next.EndRate, cmp.Or(next.fewestRunning(), in.Running), in.Now.Sub(st.RaisedAt))
+			if next.Ceiling > 0 && measured > 0 {
+				f = max(1, min(f, fastTo/float64(measured)))
 			}
+			want = max(want, int(math.Ceil(float64(cur)*f)))
 		}
 		want = clamp(want, m.Min, m.Max)
 		if want == cur && cur < m.Max {
@@ -302,6 +348,38 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 			"raise ×%.3g: depth %s < target %s, %d waiting", f, num(depth), num(m.Target), in.Waiting)}
 	}
 	return hold("depth %s within %s..%s of target %s", num(depth), num(low), num(high), num(m.Target))
+}
+
+// fewestRunning is the fewest jobs running over the recent passes: the
+// jobs ending now started a lifetime ago, when fewer ran than now while
+// the limit grows, so Little's law over the current count would make a
+// lifetime too long by the growth since.
+func (s State) fewestRunning() int {
+	if len(s.Recent) == 0 {
+		return 0
+	}
+	n := s.Recent[0].Running
+	for _, r := range s.Recent[1:] {
+		n = min(n, r.Running)
+	}
+	return n
+}
+
+// fastFactor is the far-below raise. An overshoot cannot be undone, only
+// drained as jobs end; FastFactor is the raise for jobs that run at least
+// one raise's cycle (launch, container start, datapoint). Jobs that run
+// shorter drain an overshoot within the cycle, before the reading that
+// shows it: the raise's growth (FastFactor − 1) scales with the cycle's
+// share of a lifetime, at most twice (a lifetime from a few ends is noisy;
+// ×7 at the default). Before any job ended the lifetime is unknown:
+// FastFactor.
+func fastFactor(cfg Config, endRate float64, running int, cycle time.Duration) float64 {
+	if endRate <= 0 || running <= 0 {
+		return cfg.FastFactor
+	}
+	life := float64(running) / endRate // seconds a job holds its slot
+	share := min(2, max(1, cycle.Seconds()/life))
+	return 1 + (cfg.FastFactor-1)*share
 }
 
 func (c Config) withDefaults() Config {

@@ -30,6 +30,7 @@ func (s *stb) raised(by int, filled, settled *time.Duration) *stb {
 	}
 	return s
 }
+func (s *stb) held(n int) *stb         { s.Held = n; return s }
 func (s *stb) ceiling(n int) *stb      { s.Ceiling, s.CeilingAt = n, t0.Add(-time.Hour); return s }
 func (s *stb) freshCeiling(n int) *stb { s.Ceiling, s.CeilingAt = n, t0.Add(-time.Minute); return s }
 func (s *stb) ranAt(ago time.Duration, running int) *stb {
@@ -60,6 +61,8 @@ func TestNext(t *testing.T) {
 		{"inside the band holds", gpt, steady(1000), in(35, 990, 10, 500), 1000, Held, "within 20..60"},
 		{"nothing waiting holds", gpt, steady(1000), in(0, 990, 10, 0), 1000, Held, "nothing waiting"},
 		{"no windup below a non-binding limit", gpt, steady(1000), in(0, 400, 10, 50), 1000, Held, "not binding"},
+		{"a limit admission filled binds though jobs ended since", gpt, steady(1000).held(1000), in(0, 780, 100, 500), 4000, Raised, "raise ×4"},
+		{"a limit admission did not fill does not bind", gpt, steady(1000).held(500), in(0, 480, 10, 500), 1000, Held, "500 held after the last admission"},
 		{"a raise still being launched does not bind", gpt, steady(400).raised(200, nil, nil), in(0, 300, 50, 900), 400, Held, "not binding"},
 		{"a raise still starting holds", gpt, steady(400).raised(200, d(-30), nil), Input{Now: t0, DepthAt: t0.Add(-20 * time.Second), Running: 250, Starting: 150, Waiting: 900, PendingRaise: 150}, 400, Held, "150 of the last raise's 200 launches still starting"},
 		{"a settled raise waits for a datapoint after it", gpt, steady(400).raised(200, d(-60), d(-10)), in(0, 390, 10, 900), 400, Held, "no datapoint yet"},
@@ -97,8 +100,28 @@ func TestDrainKeepsATrickleOfAdmissions(t *testing.T) {
 	if dec.State.Limit != 1810 {
 		t.Errorf("got limit %d (%s), want 1810: 1800 running + 10 of the 100 freed slots", dec.State.Limit, dec.Reason)
 	}
-	if dec.State.Ceiling == 0 {
-		t.Error("a lowering did not record the ceiling")
+	if dec.State.Ceiling != 1440 {
+		t.Errorf("knee %d, want 1440: the 1800 running less the 360 queued calls past the target", dec.State.Ceiling)
+	}
+}
+
+// The knee counts running jobs, not slots: after a drain with long
+// container starts most slots are starting, and a far-below reading may
+// grow the limit by the share the running jobs may grow up to the knee.
+func TestKneeCountsRunningJobs(t *testing.T) {
+	cfg := DefaultConfig()
+	m := Model{Target: 9, Min: 1, Max: 10000}
+	st := State{Limit: 532, Ceiling: 394, CeilingAt: t0.Add(-2 * time.Minute)}
+	dec := Next(cfg, m, st, in(0, 200, 300, 9000))
+	if dec.Action != Raised || dec.State.Limit != 839 {
+		t.Errorf("got %s to %d (%s), want a raise to 839: ×(0.8·394/200) of 532, 200 of its slots running", dec.Action, dec.State.Limit, dec.Reason)
+	}
+	// A drain's later reading pairs the old queue with fewer jobs running:
+	// it holds and leaves the knee where the lowering put it.
+	st = State{Limit: 500, Ceiling: 394, CeilingAt: t0.Add(-time.Minute), Smoothed: 60, SeenAt: t0.Add(-30 * time.Second)}
+	dec = Next(cfg, m, st, in(50, 70, 440, 9000))
+	if dec.Action != Held || dec.State.Ceiling != 394 {
+		t.Errorf("got %s, knee %d (%s), want a hold with the knee at 394", dec.Action, dec.State.Ceiling, dec.Reason)
 	}
 }
 
@@ -180,4 +203,53 @@ func FuzzNext(f *testing.F) {
 			t.Fatal("decision without a reason")
 		}
 	})
+}
+
+// Jobs that end within a raise's cycle drain an overshoot before the
+// reading that shows it: the far-below raise's growth scales with the
+// cycle's share of a job's lifetime, at most twice; longer or unknown
+// lifetimes keep FastFactor.
+func TestFastRaiseFollowsTheJobsLifetime(t *testing.T) {
+	cfg := DefaultConfig()
+	m := Model{Target: 40, Min: 1, Max: 100000}
+	raise := func(endRate float64) int {
+		st := steady(100).State
+		st.RaisedAt, st.RaisedBy = t0.Add(-100*time.Second), 75
+		st.FilledAt, st.SettledAt = t0.Add(-90*time.Second), t0.Add(-60*time.Second)
+		st.EndRate = endRate
+		st.Recent = []Sample{{At: t0.Add(-10 * time.Second), Running: 100}}
+		in := in(0, 100, 0, 9000)
+		in.Ended = int(endRate * 10)
+		dec := Next(cfg, m, st, in)
+		if dec.Action != Raised {
+			t.Fatalf("end rate %g/s: %s (%s), want a raise", endRate, dec.Action, dec.Reason)
+		}
+		return dec.State.Limit
+	}
+	for _, c := range []struct {
+		endRate float64 // 100 running: lifetime 100/endRate s, cycle 100 s
+		want    int
+	}{
+		{0, 400},   // no job ended yet: FastFactor
+		{0.5, 400}, // 200-s jobs outlast the cycle: FastFactor
+		{1, 400},   // 100-s jobs: one cycle
+		{2, 700},   // 50-s jobs: ×(1 + 3·2)
+		{10, 700},  // 10-s jobs: the growth at most doubled
+	} {
+		if got := raise(c.endRate); got != c.want {
+			t.Errorf("end rate %g/s: limit %d, want %d", c.endRate, got, c.want)
+		}
+	}
+}
+
+// A smoothed depth is as stale as its newest reading: after the limit held
+// through an error burst (the breaker open, no datapoints folded in), the
+// overshoot read before the burst must not lower the limit after it.
+func TestAStaleSmoothedDepthIsForgotten(t *testing.T) {
+	st := steady(2180).State
+	st.Smoothed, st.SeenAt = 1100, t0.Add(-15*time.Minute)
+	dec := Next(DefaultConfig(), Model{Target: 4, Min: 1, Max: 10000}, st, in(0, 33, 0, 14000))
+	if dec.Action == Lowered || dec.State.Smoothed != 0 {
+		t.Errorf("got %s to %d, smoothed %g (%s); want the fresh 0 alone, no lowering", dec.Action, dec.State.Limit, dec.State.Smoothed, dec.Reason)
+	}
 }

@@ -246,6 +246,12 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 		}
 		mp.Why = why(mp, m.Config.Enabled, free[i])
 	}
+	// What admission left held against each limit, for the next pass's
+	// binding check: jobs that end before it free slots this pass filled.
+	for i := range plan.Models {
+		mp := &plan.Models[i]
+		mp.State.Limit.Held = mp.Running + mp.Starting + mp.Admitted
+	}
 	return plan
 }
 

@@ -289,3 +289,32 @@ func TestDecideErrorBurst(t *testing.T) {
 		t.Errorf("the pass it closed admitted %d, want %d (up to the limit, within the launch budget)", mp.Admitted, want)
 	}
 }
+
+// A limit admission keeps filling binds even when jobs end between passes:
+// short jobs free a share of the slots before the next pass counts them,
+// and the controller must see the limit as admission saw it (held after
+// its admissions), not the load left after they ended.
+func TestALimitAdmissionFilledBindsThoughJobsEnded(t *testing.T) {
+	cfg := DefaultConfig()
+	far := map[string]Depth{"a": {Value: 0, At: now.Add(-20 * time.Second)}}
+	queues := []Queue{queue("a", "lab", "p", "b", 1, 5000)}
+
+	// Pass 1: 60 running, the limit of 100 is filled.
+	first := Decide(cfg, Snapshot{Models: []Model{newModel("a", 100).running(60).obj()}, Queues: queues}, far, now)
+	mp := first.Models[0]
+	if mp.Admitted != 40 || mp.State.Limit.Held != 100 {
+		t.Fatalf("pass 1 admitted %d, held %d; want 40 and 100", mp.Admitted, mp.State.Limit.Held)
+	}
+
+	// Pass 2: 20 of them ended meanwhile; 80 hold a slot, under 90 % of the
+	// limit, yet the limit was what kept jobs waiting.
+	m := newModel("a", 100).running(60).starting(20).obj()
+	m.State = mp.State
+	later := now.Add(10 * time.Second)
+	m.Outcomes = breaker.Outcomes{OK: 20}
+	second := Decide(cfg, Snapshot{Models: []Model{m}, Queues: queues}, map[string]Depth{"a": {Value: 0, At: later.Add(-20 * time.Second)}}, later)
+	got := second.Models[0]
+	if got.Limit.Action != limits.Raised || got.State.Limit.Limit <= 100 {
+		t.Fatalf("pass 2: %s to %d (%s), want a raise: admission filled the limit", got.Limit.Action, got.State.Limit.Limit, got.Limit.Reason)
+	}
+}

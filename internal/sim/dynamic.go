@@ -67,8 +67,18 @@ func schedulerConfig(sc *Scenario, opt Options) scheduler.Config {
 		LaunchRate: sc.LaunchRatePerS, LaunchBurst: sc.LaunchBurst, PassInterval: time.Duration(sc.PassIntervalS) * time.Second, Shards: 1,
 	}.Pass(0)
 	cfg.Limits = lc
-	cfg.Breaker = breaker.DefaultConfig() // exit codes alone: no gateway error rate is read
+	cfg.Breaker = breakerConfig()
 	return cfg
+}
+
+// breakerConfig is the breaker as a deployment that configured the
+// gateway's error metric (EVALSCHED_ERROR_METRIC_NAME) runs it: the
+// simulator's gateway counts every call and error, so Depths carries the
+// rate and the breaker closes on it instead of waiting for whole jobs.
+func breakerConfig() breaker.Config {
+	c := breaker.DefaultConfig()
+	c.GatewayThreshold = breaker.DefaultGatewayThreshold
+	return c
 }
 
 func newDynamic(e *engine, opt Options) (*dynamicPolicy, error) {
@@ -164,17 +174,31 @@ func (d *dynamicPolicy) Depths(_ context.Context, models []string, _ time.Time) 
 		if !ok {
 			continue
 		}
+		// The error rate comes in the same GetMetricData call: the same
+		// period, delay and missing datapoints as the depth. A period
+		// without calls says nothing of the provider (production's reader
+		// leaves it out too).
+		var dp scheduler.Depth
+		if g, ok := e.gatewayRateSeen(i); ok && g.Calls > 0 {
+			dp.ErrorRate, dp.Calls, dp.ErrorAt = g.Rate(), float64(g.Calls), g.At
+		}
 		v, at, ok := e.depthSeen(i)
 		if !ok {
+			if !dp.ErrorAt.IsZero() {
+				out[name] = dp
+			}
 			continue
 		}
 		if ep != nil && (ep.model < 0 || ep.model == i) {
 			d.fx.plan.count(FaultMetrics)
 			switch ep.mode {
 			case metricsMissing:
-				continue
+				continue // the call's datapoints for the model, rate too
 			case metricsStale:
 				if v, at, ok = e.depthAt(i, at-600*time.Second); !ok {
+					if !dp.ErrorAt.IsZero() {
+						out[name] = dp
+					}
 					continue
 				}
 			case metricsTenfold:
@@ -183,7 +207,8 @@ func (d *dynamicPolicy) Depths(_ context.Context, models []string, _ time.Time) 
 				v = 0
 			}
 		}
-		out[name] = scheduler.Depth{Value: v, At: Epoch.Add(at)}
+		dp.Value, dp.At = v, Epoch.Add(at)
+		out[name] = dp
 	}
 	return out, nil
 }
@@ -191,8 +216,7 @@ func (d *dynamicPolicy) Depths(_ context.Context, models []string, _ time.Time) 
 // GatewayRates returns each model's gateway error/429 rate as a pass at
 // the simulated now would read it from CloudWatch: the same period, delay
 // and missing datapoints as Depths (one GetMetricData call reads both).
-// The pass does not read it yet; once the depth reading carries an error
-// rate, Depths fills it from here.
+// Depths carries the same rate to the pass (Depth.ErrorRate).
 func (d *dynamicPolicy) GatewayRates(models []string) map[string]GatewayRate {
 	out := make(map[string]GatewayRate, len(models))
 	for _, name := range models {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -113,6 +114,23 @@ func TestGatewayErrorRate(t *testing.T) {
 	}
 	if !ok || g.Calls != want.Calls || g.Errors != want.Errors || g.Calls == 0 || !g.At.Equal(Epoch.Add(30*time.Second)) {
 		t.Errorf("pass at 60 s read %+v (ok %v), want %d errors of %d calls over the period at 30 s", g, ok, want.Errors, want.Calls)
+	}
+	// The dynamic policy's pass reads it with the depth, as production's
+	// reader does when the operator configures the error metric.
+	d, err := newDynamic(e, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.cfg.Breaker.GatewayThreshold <= 0 {
+		t.Errorf("the simulated breaker reads no gateway rate (threshold %g)", d.cfg.Breaker.GatewayThreshold)
+	}
+	name := sc.Models[0].Name
+	got, err := d.Depths(context.Background(), []string{name}, d.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dp := got[name]; dp.ErrorRate != g.Rate() || dp.Calls != float64(g.Calls) || !dp.ErrorAt.Equal(g.At) || dp.At.IsZero() {
+		t.Errorf("the pass read %+v, want the error rate %g of %d calls at %v beside the depth", dp, g.Rate(), g.Calls, g.At)
 	}
 }
 
