@@ -32,10 +32,6 @@
 //     RaiseSettled of the previous raise's launches are running (the dead time).
 //     At depth 0 the factor is FastFactor, so a cold model grows geometrically,
 //     one step per container start, and reaches ~1,000 from 10 within minutes.
-//     Jobs that end within a raise's cycle (launch, start, datapoint) drain
-//     an overshoot before the reading that shows it, so for them the
-//     growth FastFactor − 1 scales with the cycle over a job's lifetime
-//     (running / the smoothed end rate), at most twice.
 //     Under a known knee the factor is at most FastUpTo·knee / the jobs the
 //     datapoint saw running: the limit grows by the share the running jobs
 //     may grow (with long container starts most slots are starting).

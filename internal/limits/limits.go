@@ -109,15 +109,7 @@ type State struct {
 	// starting + admitted): what admission measured against Limit. The
 	// pass sets it after admission; 0 = not known (the load stands in).
 	Held int
-	// EndRate is the model's jobs ending a second, smoothed over passes:
-	// with the jobs running it gives how long a job holds its slot, the
-	// time an overshoot takes to drain. 0 = no job ended yet.
-	EndRate float64
 }
-
-// endWeight is the weight of a pass's ends in State.EndRate: ends come in
-// waves, so a handful of passes (a minute at 10 s) make the estimate.
-const endWeight = 0.2
 
 // Sample is the running count at one pass.
 type Sample struct {
@@ -190,18 +182,6 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 	cur := clamp(st.Limit, m.Min, m.Max)
 	next := st
 	next.Limit = cur
-	if n := len(st.Recent); n > 0 {
-		if dt := in.Now.Sub(st.Recent[n-1].At).Seconds(); dt > 0 {
-			rate := float64(in.Ended) / dt
-			if st.EndRate == 0 {
-				if in.Ended > 0 {
-					next.EndRate = rate
-				}
-			} else {
-				next.EndRate = endWeight*rate + (1-endWeight)*st.EndRate
-			}
-		}
-	}
 	next.Recent = append(slices.Clone(st.Recent[max(0, len(st.Recent)-recentKeep+1):]), Sample{At: in.Now, Running: in.Running})
 	hold := func(format string, a ...any) Decision {
 		return Decision{State: next, Action: Held, Reason: "hold: " + fmt.Sprintf(format, a...)}
@@ -328,7 +308,7 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 			// The knee counts running jobs, so the limit grows by the
 			// share the running jobs may grow: its starting slots grow
 			// with them.
-			f = fastFactor(cfg, next.EndRate, cmp.Or(next.fewestRunning(), in.Running), in.Now.Sub(st.RaisedAt))
+			f = cfg.FastFactor
 			if next.Ceiling > 0 && measured > 0 {
 				f = max(1, min(f, fastTo/float64(measured)))
 			}
@@ -348,38 +328,6 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 			"raise ×%.3g: depth %s < target %s, %d waiting", f, num(depth), num(m.Target), in.Waiting)}
 	}
 	return hold("depth %s within %s..%s of target %s", num(depth), num(low), num(high), num(m.Target))
-}
-
-// fewestRunning is the fewest jobs running over the recent passes: the
-// jobs ending now started a lifetime ago, when fewer ran than now while
-// the limit grows, so Little's law over the current count would make a
-// lifetime too long by the growth since.
-func (s State) fewestRunning() int {
-	if len(s.Recent) == 0 {
-		return 0
-	}
-	n := s.Recent[0].Running
-	for _, r := range s.Recent[1:] {
-		n = min(n, r.Running)
-	}
-	return n
-}
-
-// fastFactor is the far-below raise. An overshoot cannot be undone, only
-// drained as jobs end; FastFactor is the raise for jobs that run at least
-// one raise's cycle (launch, container start, datapoint). Jobs that run
-// shorter drain an overshoot within the cycle, before the reading that
-// shows it: the raise's growth (FastFactor − 1) scales with the cycle's
-// share of a lifetime, at most twice (a lifetime from a few ends is noisy;
-// ×7 at the default). Before any job ended the lifetime is unknown:
-// FastFactor.
-func fastFactor(cfg Config, endRate float64, running int, cycle time.Duration) float64 {
-	if endRate <= 0 || running <= 0 {
-		return cfg.FastFactor
-	}
-	life := float64(running) / endRate // seconds a job holds its slot
-	share := min(2, max(1, cycle.Seconds()/life))
-	return 1 + (cfg.FastFactor-1)*share
 }
 
 func (c Config) withDefaults() Config {

@@ -205,43 +205,6 @@ func FuzzNext(f *testing.F) {
 	})
 }
 
-// Jobs that end within a raise's cycle drain an overshoot before the
-// reading that shows it: the far-below raise's growth scales with the
-// cycle's share of a job's lifetime, at most twice; longer or unknown
-// lifetimes keep FastFactor.
-func TestFastRaiseFollowsTheJobsLifetime(t *testing.T) {
-	cfg := DefaultConfig()
-	m := Model{Target: 40, Min: 1, Max: 100000}
-	raise := func(endRate float64) int {
-		st := steady(100).State
-		st.RaisedAt, st.RaisedBy = t0.Add(-100*time.Second), 75
-		st.FilledAt, st.SettledAt = t0.Add(-90*time.Second), t0.Add(-60*time.Second)
-		st.EndRate = endRate
-		st.Recent = []Sample{{At: t0.Add(-10 * time.Second), Running: 100}}
-		in := in(0, 100, 0, 9000)
-		in.Ended = int(endRate * 10)
-		dec := Next(cfg, m, st, in)
-		if dec.Action != Raised {
-			t.Fatalf("end rate %g/s: %s (%s), want a raise", endRate, dec.Action, dec.Reason)
-		}
-		return dec.State.Limit
-	}
-	for _, c := range []struct {
-		endRate float64 // 100 running: lifetime 100/endRate s, cycle 100 s
-		want    int
-	}{
-		{0, 400},   // no job ended yet: FastFactor
-		{0.5, 400}, // 200-s jobs outlast the cycle: FastFactor
-		{1, 400},   // 100-s jobs: one cycle
-		{2, 700},   // 50-s jobs: ×(1 + 3·2)
-		{10, 700},  // 10-s jobs: the growth at most doubled
-	} {
-		if got := raise(c.endRate); got != c.want {
-			t.Errorf("end rate %g/s: limit %d, want %d", c.endRate, got, c.want)
-		}
-	}
-}
-
 // A smoothed depth is as stale as its newest reading: after the limit held
 // through an error burst (the breaker open, no datapoints folded in), the
 // overshoot read before the burst must not lower the limit after it.
