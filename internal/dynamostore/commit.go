@@ -345,25 +345,12 @@ func (s *Store) take(ctx context.Context, g scheduler.Grant, at time.Time, cance
 			items = append(items, it)
 		}
 
-		err = s.transact(ctx, items, tok)
-		if cancelReasons(err) != nil {
-			// Another pass, an event or a cancel moved the queue or a job
-			// between our reads and the write: nothing was written; read again.
-			if conflicts++; conflicts > maxConflicts {
-				return out, fmt.Errorf("gave up after %d conflicting attempts: %w", conflicts, err)
-			}
-			// A random pause, so that racing writers do not meet again.
-			if err := jitter(ctx, time.Duration(conflicts)*10*time.Millisecond); err != nil {
-				return out, err
-			}
-			continue
-		}
+		applied, err := s.writeClaim(ctx, pk, items, tok, &conflicts)
 		if err != nil {
-			// The answer was lost. The queue item tells whether this
-			// transaction was applied: its last_claim is our token.
-			if q2, ok, rerr := s.readQueue(ctx, pk); rerr != nil || !ok || q2.LastClaim != tok {
-				return out, err
-			}
+			return out, err
+		}
+		if !applied {
+			continue // read again
 		}
 		for _, j := range taken {
 			out = append(out, j.schedulerJob())
@@ -540,4 +527,26 @@ func (s *Store) CancelWatched(ctx context.Context, scope scheduler.Scope, now ti
 		}
 	}
 	return n, nil
+}
+
+// writeClaim writes one queue's claim transaction, whose queue update sets
+// last_claim to tok. applied false: another pass, an event or a cancel
+// moved the queue or a job between the reads and the write, nothing was
+// written, and the caller reads again after a random pause (so that racing
+// writers do not meet again), up to maxConflicts times. A lost answer is
+// settled by the queue item: its last_claim is tok if the write was applied.
+func (s *Store) writeClaim(ctx context.Context, pk string, items []types.TransactWriteItem, tok string, conflicts *int) (bool, error) {
+	err := s.transact(ctx, items, tok)
+	if cancelReasons(err) != nil {
+		if *conflicts++; *conflicts > maxConflicts {
+			return false, fmt.Errorf("gave up after %d conflicting attempts: %w", *conflicts, err)
+		}
+		return false, jitter(ctx, time.Duration(*conflicts)*10*time.Millisecond)
+	}
+	if err != nil {
+		if q, ok, rerr := s.readQueue(ctx, pk); rerr != nil || !ok || q.LastClaim != tok {
+			return false, err
+		}
+	}
+	return true, nil
 }

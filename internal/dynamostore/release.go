@@ -263,25 +263,13 @@ func (s *Store) claimSampled(ctx context.Context, g scheduler.Grant, at time.Tim
 			items = append(items, it)
 		}
 
-		err = s.transact(ctx, items, tok)
-		if cancelReasons(err) != nil {
-			// Another claim, an event or a cancel moved a job or the
-			// queue between the reads and the write: nothing was written.
-			if conflicts++; conflicts > maxConflicts {
-				return out, fmt.Errorf("gave up after %d conflicting attempts: %w", conflicts, err)
-			}
-			clear(empty) // a retry may have refilled a stratum
-			if err := jitter(ctx, time.Duration(conflicts)*10*time.Millisecond); err != nil {
-				return out, err
-			}
-			continue
-		}
+		applied, err := s.writeClaim(ctx, pk, items, tok, &conflicts)
 		if err != nil {
-			// The answer was lost: the queue's last_claim tells whether
-			// this transaction was applied.
-			if q2, ok, rerr := s.readQueue(ctx, pk); rerr != nil || !ok || q2.LastClaim != tok {
-				return out, err
-			}
+			return out, err
+		}
+		if !applied {
+			clear(empty) // a retry may have refilled a stratum
+			continue
 		}
 		for _, j := range taken {
 			out = append(out, j.schedulerJob())
