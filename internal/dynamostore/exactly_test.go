@@ -37,6 +37,12 @@ func once(op string, f func()) func(string, any) {
 // transaction that writes an item of partition pk: the claim (or event)
 // of that job, not the model states' transaction before it.
 func beforeClaimOf(pk string, f func()) func(string, any) {
+	return beforeUpdate(func(u *types.Update) bool { return text(u.Key[attrPK]) == pk }, f)
+}
+
+// beforeUpdate returns a hook that runs f once, before the first
+// transaction holding an update that match accepts.
+func beforeUpdate(match func(*types.Update) bool, f func()) func(string, any) {
 	var o sync.Once
 	return func(op string, in any) {
 		tx, ok := in.(*dynamodb.TransactWriteItemsInput)
@@ -44,7 +50,7 @@ func beforeClaimOf(pk string, f func()) func(string, any) {
 			return
 		}
 		for _, it := range tx.TransactItems {
-			if it.Update != nil && text(it.Update.Key[attrPK]) == pk {
+			if it.Update != nil && match(it.Update) {
 				o.Do(f)
 				return
 			}

@@ -57,24 +57,14 @@ func runUntilStopped(t *testing.T, s *Store, b memstore.BatchSpec) []scheduler.J
 // beforeSkip returns a hook that runs f once, before the first transaction
 // that writes a job SKIPPED: the stop's, after its read of the waiting jobs.
 func beforeSkip(f func()) func(string, any) {
-	var o sync.Once
-	return func(op string, in any) {
-		tx, ok := in.(*dynamodb.TransactWriteItemsInput)
-		if op != "TransactWriteItems" || !ok {
-			return
-		}
-		for _, it := range tx.TransactItems {
-			if it.Update == nil {
-				continue
-			}
-			for _, v := range it.Update.ExpressionAttributeValues {
-				if s, ok := v.(*types.AttributeValueMemberS); ok && s.Value == string(memstore.Skipped) {
-					o.Do(f)
-					return
-				}
+	return beforeUpdate(func(u *types.Update) bool {
+		for _, v := range u.ExpressionAttributeValues {
+			if s, ok := v.(*types.AttributeValueMemberS); ok && s.Value == string(memstore.Skipped) {
+				return true
 			}
 		}
-	}
+		return false
+	}, f)
 }
 
 // TestRacingResultDeliveriesCountOnce: two deliveries of one sampled job's
