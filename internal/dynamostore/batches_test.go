@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -27,14 +27,14 @@ func TestBatchesCountsEveryState(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	stop := func(i int, e memstore.Exit) {
+	stop := func(i int, e job.Exit) {
 		if err := s.TaskStopped(ctx, jobs[i].ID, jobs[i].Attempt, e, t0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	stop(0, memstore.Exit{Code: 0})
-	stop(1, memstore.Exit{Code: 3})
-	stop(2, memstore.Exit{Code: -1, Infrastructure: true, Reason: "spot"})
+	stop(0, job.Exit{Code: 0})
+	stop(1, job.Exit{Code: 3})
+	stop(2, job.Exit{Code: -1, Infrastructure: true, Reason: "spot"})
 	want := func(label string, w BatchCounts) {
 		t.Helper()
 		got, err := s.Batches(ctx, scheduler.Scope{Account: "lab"})
@@ -54,8 +54,8 @@ func TestBatchesCountsEveryState(t *testing.T) {
 	if n, err := s.Cancel(ctx, scheduler.Scope{Account: "lab"}, t0); err != nil || n != 2 {
 		t.Fatalf("cancel: %d %v", n, err)
 	}
-	stop(3, memstore.Exit{Code: 0})
-	stop(4, memstore.Exit{Code: -1, Cancelled: true})
+	stop(3, job.Exit{Code: 0})
+	stop(4, job.Exit{Code: -1, Cancelled: true})
 	want("finished", BatchCounts{Succeeded: 2, Failed: 1, Cancelled: 3})
 	all, err := s.Batches(ctx, scheduler.Scope{})
 	if err != nil || len(all) != 2 || all[0].Account != "acme" || all[0].Waiting != 2 {

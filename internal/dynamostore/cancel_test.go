@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -26,7 +26,7 @@ func TestCancelTakesTheWaitingJobsOfTheScope(t *testing.T) {
 		t.Fatalf("got %d, %v; want b1's 141 waiting jobs (150 − 10 claimed + 1 retried)", n, err)
 	}
 	c := counts(t, s)
-	if c[memstore.Cancelled] != 141 || c[memstore.Claimed] != 9 || c[memstore.Waiting] != 5 {
+	if c[job.Cancelled] != 141 || c[job.Claimed] != 9 || c[job.Waiting] != 5 {
 		t.Errorf("got %v, want 141 cancelled, 9 claimed kept, b2's 5 waiting", c)
 	}
 	if err := checkErr(dump(t, s)); err != nil {
@@ -37,7 +37,7 @@ func TestCancelTakesTheWaitingJobsOfTheScope(t *testing.T) {
 	if len(snap.Queues) != 1 || snap.Queues[0].Batch != "b2" {
 		t.Errorf("got queues %+v, want only b2", snap.Queues)
 	}
-	if j := jobAt(t, s, b1, 149); j.State != memstore.Cancelled {
+	if j := jobAt(t, s, b1, 149); j.State != job.Cancelled {
 		t.Errorf("got %s, want CANCELLED", j.State)
 	}
 }
@@ -59,7 +59,7 @@ func TestSubmitRecordsTheParts(t *testing.T) {
 	if err != nil || total != 3 || !slices.Equal(seen, []int{2, 3}) {
 		t.Fatalf("got parts %v of %d, %v; want 2 and 3 of 3", seen, total, err)
 	}
-	if c := counts(t, s); c[memstore.Waiting] != 8 {
+	if c := counts(t, s); c[job.Waiting] != 8 {
 		t.Errorf("got %v, want the 8 jobs of two parts waiting", c)
 	}
 	if _, total, _ := s.BatchParts(ctx, "lab", "sweep", "none"); total != 0 {
@@ -80,10 +80,10 @@ func TestStoppedByAnOperatorEndsCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, j := range jobs { // one running, one still starting
-		if err := s.TaskStopped(ctx, j.ID, 1, memstore.Exit{Code: -1, Cancelled: true, Reason: "cancelled by an operator"}, t0); err != nil {
+		if err := s.TaskStopped(ctx, j.ID, 1, job.Exit{Code: -1, Cancelled: true, Reason: "cancelled by an operator"}, t0); err != nil {
 			t.Fatal(err)
 		}
-		if got := jobAt(t, s, b, slices.IndexFunc(b.Jobs, func(js memstore.JobSpec) bool { return js.Key == j.Key })); got.State != memstore.Cancelled || got.Reason != "cancelled by an operator" {
+		if got := jobAt(t, s, b, slices.IndexFunc(b.Jobs, func(js job.JobSpec) bool { return js.Key == j.Key })); got.State != job.Cancelled || got.Reason != "cancelled by an operator" {
 			t.Errorf("job %s: got %s %q, want CANCELLED", j.Key, got.State, got.Reason)
 		}
 	}

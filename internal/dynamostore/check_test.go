@@ -11,7 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 
-	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/job"
 )
 
 // tableDump is every item of a state table, decoded by kind.
@@ -113,13 +113,13 @@ func checkErr(d tableDump) error {
 			w := waitOf(j, j.Attempt)
 			rel := sampledPK(j.batchID()) + " " + stratumPrefix + j.Stratum
 			switch j.State {
-			case memstore.Waiting:
+			case job.Waiting:
 				if got, ok := d.waits[w.PK+" "+w.SK]; !ok || got.ID != j.ID {
 					fail("sampled job %s waits without its wait item: lost", j.Key)
 				}
-			case memstore.Claimed, memstore.Launched, memstore.Running, memstore.Succeeded, memstore.Failed:
+			case job.Claimed, job.Launched, job.Running, job.Succeeded, job.Failed:
 				released[rel]++
-			case memstore.Cancelled:
+			case job.Cancelled:
 				if j.ClaimedAt != "" { // stopped by an operator once claimed
 					released[rel]++
 				}
@@ -129,10 +129,10 @@ func checkErr(d tableDump) error {
 			}
 		}
 		switch j.State {
-		case memstore.Running:
+		case job.Running:
 			running[j.Model]++
 			projects[projectPK(j.Account, j.Project)]++
-		case memstore.Claimed, memstore.Launched:
+		case job.Claimed, job.Launched:
 			starting[j.Model]++
 			if j.ClaimedAt == "" {
 				fail("job %s is %s without claimed_at", j.Key, j.State)
@@ -141,7 +141,7 @@ func checkErr(d tableDump) error {
 				pending[j.Model] = map[string]int64{}
 			}
 			pending[j.Model][j.ClaimedAt]++
-		case memstore.Waiting:
+		case job.Waiting:
 			waiting[j.Queue]++
 		}
 	}
@@ -222,7 +222,7 @@ func checkErr(d tableDump) error {
 		for _, b := range d.backs[pk] {
 			back[b.Pos] = b
 			j := d.jobs[b.ID]
-			if j.State != memstore.Waiting || j.Pos != b.Pos || j.Attempt != b.Attempt || b.Pos >= q.Next {
+			if j.State != job.Waiting || j.Pos != b.Pos || j.Attempt != b.Attempt || b.Pos >= q.Next {
 				fail("queue %s: back item at %d for job %s in %s at %d attempt %d", pk, b.Pos, j.Key, j.State, j.Pos, j.Attempt)
 			}
 		}
@@ -231,14 +231,14 @@ func checkErr(d tableDump) error {
 		// move claims or cancels there, so a job claimed past it means the
 		// cursor moved back (a claim written from a stale read).
 		for _, j := range d.jobs {
-			if j.Queue == pk && !q.Sampled && j.State == memstore.Waiting && j.Pos < q.Next {
+			if j.Queue == pk && !q.Sampled && j.State == job.Waiting && j.Pos < q.Next {
 				if _, ok := back[j.Pos]; !ok {
 					fail("queue %s: job %s waits at %d behind the cursor %d with no back item: lost", pk, j.Key, j.Pos, q.Next)
 				}
 			}
 			// A sampled batch's stop skips jobs past the cursor, leaving it;
 			// its claims leave the cursor (release.go).
-			if j.Queue == pk && !q.Sampled && j.State != memstore.Waiting && j.State != memstore.Skipped && j.Pos >= q.Next {
+			if j.Queue == pk && !q.Sampled && j.State != job.Waiting && j.State != job.Skipped && j.Pos >= q.Next {
 				fail("queue %s: job %s is %s at %d, past the cursor %d: the cursor moved back", pk, j.Key, j.State, j.Pos, q.Next)
 			}
 		}
@@ -247,9 +247,9 @@ func checkErr(d tableDump) error {
 }
 
 // counts returns the jobs per state.
-func counts(t testing.TB, s *Store) map[memstore.State]int {
+func counts(t testing.TB, s *Store) map[job.State]int {
 	t.Helper()
-	out := map[memstore.State]int{}
+	out := map[job.State]int{}
 	for _, j := range dump(t, s).jobs {
 		out[j.State]++
 	}

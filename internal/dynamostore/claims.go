@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -113,7 +113,7 @@ func (s *Store) claimBatched(ctx context.Context, at time.Time, claims []*grantC
 		for i, id := range qids {
 			// A job not waiting at its place was cancelled: the cursor
 			// passes it, as take does.
-			if j, ok := jobs[id]; ok && j.State == memstore.Waiting && j.Pos == u.c.q.Next+int64(i) {
+			if j, ok := jobs[id]; ok && j.State == job.Waiting && j.Pos == u.c.q.Next+int64(i) {
 				u.taken = append(u.taken, j)
 			}
 		}
@@ -219,11 +219,11 @@ func (s *Store) writeClaimTxn(ctx context.Context, at time.Time, t *claimTxn) {
 			// twice: TestBatchedClaimsFromOneSnapshot (make mutate:
 			// batched-claim-job-and-cursor).
 			it, err := updateItem(s.tables.State, key(j.PK, skJob),
-				expression.Set(name("state"), value(memstore.Claimed)).
+				expression.Set(name("state"), value(job.Claimed)).
 					Set(name("tier"), value(u.c.g.Tier)).
 					Set(name("claimed_at"), value(atKey)).
 					Set(name(attrInflight), value(inflightShard(j.ID))),
-				name("state").Equal(value(memstore.Waiting)).And(name("attempt").Equal(value(j.Attempt))))
+				name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt))))
 			if err != nil {
 				fail(err)
 				return
@@ -289,7 +289,7 @@ func (s *Store) writeClaimTxn(ctx context.Context, at time.Time, t *claimTxn) {
 	case err == nil:
 		for _, u := range t.units {
 			for _, j := range u.taken {
-				j.State, j.Tier, j.ClaimedAt = memstore.Claimed, u.c.g.Tier, atKey
+				j.State, j.Tier, j.ClaimedAt = job.Claimed, u.c.g.Tier, atKey
 				u.c.jobs = append(u.c.jobs, j.schedulerJob())
 			}
 			// Jobs passed over (cancelled) leave the grant short: take

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -39,7 +39,7 @@ func planFromSnapshot(at time.Time, snap scheduler.Snapshot, n int) scheduler.Pl
 func TestClaimsAreBatchedAcrossQueues(t *testing.T) {
 	ctx := context.Background()
 	s, c := newStore(t)
-	var batches []memstore.BatchSpec
+	var batches []job.BatchSpec
 	for i := range 150 {
 		b := batch("lab", fmt.Sprintf("p%d", i%7), fmt.Sprintf("b%03d", i), fmt.Sprintf("m%d", i%5), -1, 3)
 		batches = append(batches, b)
@@ -119,7 +119,7 @@ func TestBatchedClaimOfAQueueThatMoved(t *testing.T) {
 	moving := batch("lab", "sweep", "moving", "gpt", -1, 10)
 	emptying := batch("lab", "sweep", "emptying", "gpt", -1, 2)
 	steady := batch("lab", "other", "steady", "claude", -1, 5)
-	for _, b := range []memstore.BatchSpec{moving, emptying, steady} {
+	for _, b := range []job.BatchSpec{moving, emptying, steady} {
 		submit(t, s, b)
 	}
 	snap := snapshot(t, s)
@@ -227,7 +227,7 @@ func TestLaunchesAreRecordedInTransactions(t *testing.T) {
 	if st := c.stats(); st.Calls != 2 || st.ByOp["TransactWriteItems"] != 2 {
 		t.Errorf("recording 150 launches made %v, want 2 transactions", st.ByOp)
 	}
-	if n := counts(t, s)[memstore.Launched]; n != 150 {
+	if n := counts(t, s)[job.Launched]; n != 150 {
 		t.Fatalf("%d launched, want 150", n)
 	}
 
@@ -243,10 +243,10 @@ func TestLaunchesAreRecordedInTransactions(t *testing.T) {
 	}
 	st := c.stats()
 	t.Logf("with one stale result: %v", st.ByOp)
-	if j := jobAt(t, s, b, 270); j.State != memstore.Claimed {
+	if j := jobAt(t, s, b, 270); j.State != job.Claimed {
 		t.Errorf("the stale result's job is %s, want CLAIMED (untouched)", j.State)
 	}
-	if n := counts(t, s)[memstore.Launched]; n != 299 {
+	if n := counts(t, s)[job.Launched]; n != 299 {
 		t.Errorf("%d launched, want 299", n)
 	}
 	check(t, s)
@@ -321,7 +321,7 @@ func TestUnknownLaunchesAreLeftClaimed(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if j := jobAt(t, s, b, 0); j.State != memstore.Claimed || j.Attempt != 1 {
+	if j := jobAt(t, s, b, 0); j.State != job.Claimed || j.Attempt != 1 {
 		t.Errorf("got %s attempt %d, want CLAIMED attempt 1", j.State, j.Attempt)
 	}
 	if m := modelOf(t, snapshot(t, s), "gpt"); m.Starting != 2 {
@@ -402,7 +402,7 @@ func TestLostAnswerDuringBatchedClaim(t *testing.T) {
 					t.Fatalf("retry: %v", err)
 				}
 			}
-			if got := counts(t, s)[memstore.Claimed]; got != len(jobs) || got != 120 {
+			if got := counts(t, s)[job.Claimed]; got != len(jobs) || got != 120 {
 				t.Fatalf("got %d claimed in the table and %d returned, want 120 both", got, len(jobs))
 			}
 			check(t, s)

@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/evalsched/evalsched/internal/job"
-	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -261,25 +260,25 @@ func (s *Store) take(ctx context.Context, g scheduler.Grant, at time.Time, cance
 		var items []types.TransactWriteItem
 		var taken []jobItem
 		take := func(j jobItem) error {
-			u := expression.Set(name("state"), value(memstore.Claimed)).
+			u := expression.Set(name("state"), value(job.Claimed)).
 				Set(name("tier"), value(g.Tier)).
 				Set(name("claimed_at"), value(atKey)).
 				Set(name(attrInflight), value(inflightShard(j.ID)))
 			if cancel {
-				u = s.expiry(expression.Set(name("state"), value(memstore.Cancelled)).
+				u = s.expiry(expression.Set(name("state"), value(job.Cancelled)).
 					Set(name("ended_at"), value(atKey)).
 					Set(name("reason"), value(job.OperatorCancelReason)), at)
 			}
 			// Guard: the job is claimed (or cancelled) only if still WAITING at the
 			// attempt read. Without it TestClaimSkipsAJobThatLeftWaitingAfterItWasRead
 			// fails (make mutate: slow-claim-job).
-			cond := name("state").Equal(value(memstore.Waiting)).And(name("attempt").Equal(value(j.Attempt)))
+			cond := name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt)))
 			it, err := updateItem(s.tables.State, key(j.PK, skJob), u, cond)
 			if err != nil {
 				return err
 			}
 			items = append(items, it)
-			j.State, j.Tier, j.ClaimedAt = memstore.Claimed, g.Tier, atKey
+			j.State, j.Tier, j.ClaimedAt = job.Claimed, g.Tier, atKey
 			taken = append(taken, j)
 			return nil
 		}
@@ -294,7 +293,7 @@ func (s *Store) take(ctx context.Context, g scheduler.Grant, at time.Time, cance
 			items = append(items, it)
 			// A back item whose job is not waiting at that place is stale:
 			// it is deleted without a claim, never left to block the queue.
-			if j, ok := jobs[b.ID]; ok && j.State == memstore.Waiting && j.Attempt == b.Attempt && j.Pos == b.Pos {
+			if j, ok := jobs[b.ID]; ok && j.State == job.Waiting && j.Attempt == b.Attempt && j.Pos == b.Pos {
 				if err := take(j); err != nil {
 					return out, err
 				}
@@ -303,7 +302,7 @@ func (s *Store) take(ctx context.Context, g scheduler.Grant, at time.Time, cance
 		for i, id := range ids {
 			// A job that is not waiting at its place was cancelled: the
 			// cursor passes it.
-			if j, ok := jobs[id]; ok && j.State == memstore.Waiting && j.Pos == q.Next+int64(i) {
+			if j, ok := jobs[id]; ok && j.State == job.Waiting && j.Pos == q.Next+int64(i) {
 				if err := take(j); err != nil {
 					return out, err
 				}
@@ -315,7 +314,7 @@ func (s *Store) take(ctx context.Context, g scheduler.Grant, at time.Time, cance
 			Add(name("waiting"), value(-k)).
 			Add(name("backs"), value(-int64(len(backs))))
 		if cancel {
-			u = u.Add(name(outcomeAttr[memstore.Cancelled]), value(k))
+			u = u.Add(name(outcomeAttr[job.Cancelled]), value(k))
 		}
 		// Guard: the cursor moves only from where this claim read it, never back
 		// over another pass's claims. Without it

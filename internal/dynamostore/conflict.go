@@ -7,7 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/sampling"
 )
 
@@ -23,7 +23,7 @@ const (
 	attrPartSums = "part_sums"
 )
 
-// termsItem is memstore.Terms as the batch item's "terms" map holds it.
+// termsItem is job.Terms as the batch item's "terms" map holds it.
 type termsItem struct {
 	Tier           int    `dynamodbav:"tier"`
 	TaskDefinition string `dynamodbav:"task_definition"`
@@ -36,15 +36,15 @@ type termsItem struct {
 	MinPerStratum int     `dynamodbav:"min_per_stratum,omitempty"`
 }
 
-func toTermsItem(t memstore.Terms) termsItem {
+func toTermsItem(t job.Terms) termsItem {
 	return termsItem{
 		Tier: t.Tier, TaskDefinition: t.TaskDefinition, TimeoutSeconds: t.TimeoutSeconds, MaxAttempts: t.MaxAttempts, Parts: t.Parts,
 		MOE: t.Sampling.MOE, Confidence: t.Sampling.Confidence, MinPerStratum: t.Sampling.MinPerStratum,
 	}
 }
 
-func (ti termsItem) terms() memstore.Terms {
-	return memstore.Terms{
+func (ti termsItem) terms() job.Terms {
+	return job.Terms{
 		Tier: ti.Tier, TaskDefinition: ti.TaskDefinition, TimeoutSeconds: ti.TimeoutSeconds, MaxAttempts: ti.MaxAttempts, Parts: ti.Parts,
 		Sampling: sampling.Params{MOE: ti.MOE, Confidence: ti.Confidence, MinPerStratum: ti.MinPerStratum},
 	}
@@ -52,7 +52,7 @@ func (ti termsItem) terms() memstore.Terms {
 
 // storedTerms reads the terms and the digest of part from a batch item;
 // ok is false when the item has no terms.
-func storedTerms(item map[string]types.AttributeValue, part int) (t memstore.Terms, sum string, ok bool) {
+func storedTerms(item map[string]types.AttributeValue, part int) (t job.Terms, sum string, ok bool) {
 	av, found := item[attrTerms]
 	if !found {
 		return t, "", false
@@ -73,6 +73,6 @@ func storedTerms(item map[string]types.AttributeValue, part int) (t memstore.Ter
 }
 
 // partSumValue is the set of one part's digest, for ADD part_sums.
-func partSumValue(b memstore.BatchSpec) *types.AttributeValueMemberSS {
+func partSumValue(b job.BatchSpec) *types.AttributeValueMemberSS {
 	return &types.AttributeValueMemberSS{Value: []string{strconv.Itoa(b.Part) + ":" + b.PartSum()}}
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -79,9 +79,9 @@ func claimedOnce(t *testing.T, d tableDump, after bool, max int, commits ...[]sc
 	var stranded []jobItem
 	for _, j := range d.jobs {
 		switch {
-		case j.State == memstore.Claimed && !returned[j.ID]:
+		case j.State == job.Claimed && !returned[j.ID]:
 			stranded = append(stranded, j)
-		case j.State != memstore.Claimed && returned[j.ID]:
+		case j.State != job.Claimed && returned[j.ID]:
 			t.Errorf("job %s returned but %s", j.Key, j.State)
 		}
 	}
@@ -125,7 +125,7 @@ func TestLostAnswerDuringClaim(t *testing.T) {
 			if len(jobs) != 120 && len(jobs) != maxClaimJobs {
 				t.Fatalf("got %d jobs, want 120, or the first transaction's %d", len(jobs), maxClaimJobs)
 			}
-			if got := counts(t, s)[memstore.Claimed]; got != len(jobs) {
+			if got := counts(t, s)[job.Claimed]; got != len(jobs) {
 				t.Fatalf("got %d claimed in the table, want the %d returned", got, len(jobs))
 			}
 			check(t, s)
@@ -139,7 +139,7 @@ func TestLostAnswerDuringClaim(t *testing.T) {
 func TestCrashDuringSubmit(t *testing.T) {
 	ctx := context.Background()
 	all := batch("lab", "sweep", "b1", "gpt", 2, 100)
-	part := func(from, to int) memstore.BatchSpec {
+	part := func(from, to int) job.BatchSpec {
 		p := all
 		p.Jobs = all.Jobs[from:to]
 		return p

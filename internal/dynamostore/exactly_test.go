@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -81,7 +81,7 @@ func settle(t testing.TB, s *Store) {
 func TestBatchedClaimsFromOneSnapshot(t *testing.T) {
 	b, c := newStore(t)
 	a := otherWriter(b)
-	var batches []memstore.BatchSpec
+	var batches []job.BatchSpec
 	for i := range 6 {
 		batches = append(batches, batch("lab", "p", fmt.Sprintf("b%d", i), fmt.Sprintf("m%d", i%3), -1, 5))
 		submit(t, b, batches[i])
@@ -152,14 +152,14 @@ func TestBatchedClaimFromAStaleSnapshotKeepsTheCursor(t *testing.T) {
 }
 
 // batchQueue is the key of a one-model batch's queue item.
-func batchQueue(b memstore.BatchSpec) string {
+func batchQueue(b job.BatchSpec) string {
 	return queuePK(scheduler.QueueKey{Account: b.Account, Project: b.Project, Batch: b.Batch, Model: b.Model})
 }
 
 // cancelByHand takes job id out of WAITING the way a writer that does not
 // move the queue's cursor would (an operator's console edit, a tool of
 // another release): the job and the queue's counts, nothing else.
-func cancelByHand(t testing.TB, s *Store, b memstore.BatchSpec, i int) {
+func cancelByHand(t testing.TB, s *Store, b job.BatchSpec, i int) {
 	t.Helper()
 	id := scheduler.JobID(b.Account, b.Project, b.Batch, b.Jobs[i].Key)
 	qpk := batchQueue(b)
@@ -167,7 +167,7 @@ func cancelByHand(t testing.TB, s *Store, b memstore.BatchSpec, i int) {
 		{Update: &types.Update{TableName: aws.String(s.tables.State), Key: key(jobPK(id), skJob),
 			UpdateExpression:          aws.String("SET #s = :c"),
 			ExpressionAttributeNames:  map[string]string{"#s": "state"},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":c": &types.AttributeValueMemberS{Value: string(memstore.Cancelled)}}}},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":c": &types.AttributeValueMemberS{Value: string(job.Cancelled)}}}},
 		{Update: &types.Update{TableName: aws.String(s.tables.State), Key: key(qpk, skQueue),
 			UpdateExpression:          aws.String("ADD waiting :m, cancelled :p"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":m": number(-1), ":p": number(1)}}},
@@ -200,7 +200,7 @@ func TestClaimSkipsAJobThatLeftWaitingAfterItWasRead(t *testing.T) {
 			if want := []string{b.Jobs[1].Key, b.Jobs[2].Key}; !slices.Equal(keys(got), want) {
 				t.Errorf("claimed %v, want %v", keys(got), want)
 			}
-			if j := jobAt(t, s, b, 0); j.State != memstore.Cancelled {
+			if j := jobAt(t, s, b, 0); j.State != job.Cancelled {
 				t.Errorf("job 0 is %s, want CANCELLED as the other writer left it", j.State)
 			}
 			check(t, s)
@@ -253,11 +253,11 @@ func TestRacingStopEventsEndAJobOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.before = once("TransactWriteItems", func() {
-		if err := other.TaskStopped(ctx, jobs[0].ID, 1, memstore.Exit{Code: 0}, t0.Add(time.Minute)); err != nil {
+		if err := other.TaskStopped(ctx, jobs[0].ID, 1, job.Exit{Code: 0}, t0.Add(time.Minute)); err != nil {
 			t.Error(err)
 		}
 	})
-	if err := s.TaskStopped(ctx, jobs[0].ID, 1, memstore.Exit{Code: 0}, t0.Add(time.Minute)); err != nil {
+	if err := s.TaskStopped(ctx, jobs[0].ID, 1, job.Exit{Code: 0}, t0.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	c.before = nil
@@ -294,10 +294,10 @@ func TestLateLaunchResultsChangeNothing(t *testing.T) {
 	if err := s.RecordLaunches(ctx, t0, []scheduler.LaunchResult{launched(jobs[0]), launched(jobs[1])}); err != nil {
 		t.Fatal(err)
 	}
-	if j := jobAt(t, s, b, 0); j.State != memstore.Running {
+	if j := jobAt(t, s, b, 0); j.State != job.Running {
 		t.Errorf("job 0 is %s after a repeated launch result, want RUNNING", j.State)
 	}
-	if j := jobAt(t, s, b, 1); j.State != memstore.Waiting || j.Attempt != 2 {
+	if j := jobAt(t, s, b, 1); j.State != job.Waiting || j.Attempt != 2 {
 		t.Errorf("job 1 is %s attempt %d after attempt 1's late result, want WAITING attempt 2", j.State, j.Attempt)
 	}
 	check(t, s)
@@ -314,7 +314,7 @@ func TestLateLaunchResultsChangeNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.before = nil
-	if j := jobAt(t, s, b, 2); j.State != memstore.Running {
+	if j := jobAt(t, s, b, 2); j.State != job.Running {
 		t.Errorf("job 2 is %s, want RUNNING: its task started before the launch was recorded", j.State)
 	}
 	check(t, s)
@@ -334,7 +334,7 @@ func TestBatchedClaimTakesARetriedJobFirst(t *testing.T) {
 	launchAll(t, s, jobs)
 	settle(t, s)
 	plan := planFromSnapshot(t0, snapshot(t, s), 1)
-	if err := s.TaskStopped(ctx, jobs[0].ID, 1, memstore.Exit{Infrastructure: true, Reason: "SpotInterruption"}, t0); err != nil {
+	if err := s.TaskStopped(ctx, jobs[0].ID, 1, job.Exit{Infrastructure: true, Reason: "SpotInterruption"}, t0); err != nil {
 		t.Fatal(err)
 	}
 	got := commit(t, s, plan)
@@ -468,7 +468,7 @@ func TestEventOfAJobWithoutAQueueCreatesNone(t *testing.T) {
 	if _, err := client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(s.tables.State), Key: key(qpk, skQueue)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.TaskStopped(ctx, jobs[0].ID, 1, memstore.Exit{Code: 0}, t0); err == nil {
+	if err := s.TaskStopped(ctx, jobs[0].ID, 1, job.Exit{Code: 0}, t0); err == nil {
 		t.Error("the event of a job without a queue item gave no error")
 	}
 	if q, ok := dump(t, s).queues[qpk]; ok {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -37,10 +37,10 @@ func TestInFlightFollowsTheJobs(t *testing.T) {
 	if err := s.TaskStarted(ctx, jobs[0].ID, 1, t0.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.TaskStopped(ctx, jobs[1].ID, 1, memstore.Exit{Code: 0}, t0.Add(time.Minute)); err != nil {
+	if err := s.TaskStopped(ctx, jobs[1].ID, 1, job.Exit{Code: 0}, t0.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.TaskStopped(ctx, jobs[2].ID, 1, memstore.Exit{Infrastructure: true, Reason: "SpotInterruption"}, t0.Add(time.Minute)); err != nil {
+	if err := s.TaskStopped(ctx, jobs[2].ID, 1, job.Exit{Infrastructure: true, Reason: "SpotInterruption"}, t0.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	got = states()

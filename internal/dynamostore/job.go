@@ -8,14 +8,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
 // Job is a copy of one job's item, for the CLI and tests.
 type Job struct {
 	scheduler.Job
-	State      memstore.State
+	State      job.State
 	Pos        int64 // place in its queue: submission order
 	SubmitAt   time.Time
 	ClaimedAt  time.Time // the claiming pass's time
@@ -23,7 +23,7 @@ type Job struct {
 	StartedAt  time.Time
 	EndedAt    time.Time
 	TaskARN    string
-	Exit       memstore.Exit
+	Exit       job.Exit
 	Reason     string // why it failed (or was last retried)
 }
 
@@ -48,7 +48,7 @@ func (j *jobItem) job() Job {
 		Job: j.schedulerJob(), State: j.State, Pos: j.Pos,
 		SubmitAt: t(j.SubmitAt), ClaimedAt: t(j.ClaimedAt), LaunchedAt: t(j.LaunchedAt),
 		StartedAt: t(j.StartedAt), EndedAt: t(j.EndedAt), TaskARN: j.TaskARN, Reason: j.Reason,
-		Exit: memstore.Exit{Code: j.ExitCode, ProviderError: j.ProviderError, Infrastructure: j.Infrastructure, Reason: j.ExitReason},
+		Exit: job.Exit{Code: j.ExitCode, ProviderError: j.ProviderError, Infrastructure: j.Infrastructure, Reason: j.ExitReason},
 	}
 }
 

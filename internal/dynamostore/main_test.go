@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/localaws"
-	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -82,15 +82,15 @@ func newStore(t testing.TB) (*Store, *counter) {
 	return New(c, tables, defaults()), c
 }
 
-func batch(account, project, name, model string, tier, n int) memstore.BatchSpec {
-	b := memstore.BatchSpec{Account: account, Project: project, Batch: name, Model: model, Tier: tier}
+func batch(account, project, name, model string, tier, n int) job.BatchSpec {
+	b := job.BatchSpec{Account: account, Project: project, Batch: name, Model: model, Tier: tier}
 	for i := range n {
-		b.Jobs = append(b.Jobs, memstore.JobSpec{Key: fmt.Sprintf("%s-%04d", name, i), Env: map[string]string{"I": fmt.Sprint(i)}})
+		b.Jobs = append(b.Jobs, job.JobSpec{Key: fmt.Sprintf("%s-%04d", name, i), Env: map[string]string{"I": fmt.Sprint(i)}})
 	}
 	return b
 }
 
-func submit(t testing.TB, s *Store, b memstore.BatchSpec) {
+func submit(t testing.TB, s *Store, b job.BatchSpec) {
 	t.Helper()
 	n, err := s.Submit(context.Background(), b, t0)
 	if err != nil {
@@ -103,7 +103,7 @@ func submit(t testing.TB, s *Store, b memstore.BatchSpec) {
 
 // grant is a plan claiming n jobs of one queue at time at; its model state
 // is left as the plan found it.
-func grant(at time.Time, b memstore.BatchSpec, n int) scheduler.Plan {
+func grant(at time.Time, b job.BatchSpec, n int) scheduler.Plan {
 	k := scheduler.QueueKey{Account: b.Account, Project: b.Project, Batch: b.Batch, Model: b.Model}
 	return scheduler.Plan{At: at, Models: []scheduler.ModelPlan{{
 		Model: b.Model, Grants: []scheduler.Grant{{Queue: k, Tier: 1, Count: n}},

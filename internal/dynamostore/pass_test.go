@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/passtest"
 	"github.com/evalsched/evalsched/internal/priority"
@@ -23,8 +24,8 @@ type world struct {
 	sched   *scheduler.Scheduler
 	l       *passtest.Launcher
 	started func(id string, attempt int, now time.Time) error
-	stopped func(id string, attempt int, exit memstore.Exit, now time.Time) error
-	counts  func() map[memstore.State]int
+	stopped func(id string, attempt int, exit job.Exit, now time.Time) error
+	counts  func() map[job.State]int
 	check   func() error
 	running []scheduler.Job // started, to succeed after the next pass
 }
@@ -40,7 +41,7 @@ func TestPassMatchesMemstore(t *testing.T) {
 		{Name: "gpt", Enabled: true, MinLimit: 1, MaxLimit: 60, TargetDepth: 40, InitialLimit: 8},
 		{Name: "claude", Enabled: true, MinLimit: 1, MaxLimit: 30, TargetDepth: 20, InitialLimit: 4},
 	}
-	batches := []memstore.BatchSpec{
+	batches := []job.BatchSpec{
 		batch("lab", "bulk", "old", "gpt", 2, 120),
 		batch("acme", "delivery", "new", "gpt", -1, 40),
 		batch("acme", "delivery", "mixed", "claude", 1, 30),
@@ -57,20 +58,20 @@ func TestPassMatchesMemstore(t *testing.T) {
 	mem := memstore.New(defaults())
 	worlds := []*world{
 		{name: "dynamostore", started: func(id string, a int, now time.Time) error { return dyn.TaskStarted(ctx, id, a, now) },
-			stopped: func(id string, a int, e memstore.Exit, now time.Time) error {
+			stopped: func(id string, a int, e job.Exit, now time.Time) error {
 				return dyn.TaskStopped(ctx, id, a, e, now)
 			},
-			counts: func() map[memstore.State]int { return counts(t, dyn) },
+			counts: func() map[job.State]int { return counts(t, dyn) },
 			check:  func() error { return checkErr(dump(t, dyn)) }},
 		{name: "memstore", started: func(id string, a int, now time.Time) error { return mem.TaskStarted(ctx, id, a, now) },
-			stopped: func(id string, a int, e memstore.Exit, now time.Time) error {
+			stopped: func(id string, a int, e job.Exit, now time.Time) error {
 				return mem.TaskStopped(ctx, id, a, e, now)
 			},
-			counts: func() map[memstore.State]int {
+			counts: func() map[job.State]int {
 				c := mem.Counts()
-				out := map[memstore.State]int{}
-				for st, n := range map[memstore.State]int{memstore.Waiting: c.Waiting, memstore.Claimed: c.Claimed, memstore.Launched: c.Launched,
-					memstore.Running: c.Running, memstore.Succeeded: c.Succeeded, memstore.Failed: c.Failed} {
+				out := map[job.State]int{}
+				for st, n := range map[job.State]int{job.Waiting: c.Waiting, job.Claimed: c.Claimed, job.Launched: c.Launched,
+					job.Running: c.Running, job.Succeeded: c.Succeeded, job.Failed: c.Failed} {
 					if n > 0 {
 						out[st] = n
 					}
@@ -134,7 +135,7 @@ func TestPassMatchesMemstore(t *testing.T) {
 			// or is lost to infrastructure, or fails on provider errors;
 			// half of those started a pass ago succeed, the rest run on.
 			for _, j := range w.running {
-				if err := w.stopped(j.ID, j.Attempt, memstore.Exit{Code: 0}, c.Now()); err != nil {
+				if err := w.stopped(j.ID, j.Attempt, job.Exit{Code: 0}, c.Now()); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -145,9 +146,9 @@ func TestPassMatchesMemstore(t *testing.T) {
 				var err error
 				switch {
 				case i%7 == 3:
-					err = w.stopped(j.ID, j.Attempt, memstore.Exit{Infrastructure: true, Reason: "spot"}, c.Now())
+					err = w.stopped(j.ID, j.Attempt, job.Exit{Infrastructure: true, Reason: "spot"}, c.Now())
 				case i%5 == 0 && j.Model == "claude":
-					err = w.stopped(j.ID, j.Attempt, memstore.Exit{Code: 1, ProviderError: true}, c.Now())
+					err = w.stopped(j.ID, j.Attempt, job.Exit{Code: 1, ProviderError: true}, c.Now())
 				default:
 					err = w.started(j.ID, j.Attempt, c.Now())
 					if i%2 == 0 {
@@ -187,14 +188,14 @@ func TestPassRetriesFailedLaunches(t *testing.T) {
 	if err != nil || rep.Launched != 2 || rep.Retried != 1 {
 		t.Fatalf("got launched %d retried %d err %v, want 2, 1, nil", rep.Launched, rep.Retried, err)
 	}
-	if j := jobAt(t, st, b, 1); j.State != memstore.Waiting || j.Attempt != 2 {
+	if j := jobAt(t, st, b, 1); j.State != job.Waiting || j.Attempt != 2 {
 		t.Fatalf("got %s attempt %d, want WAITING attempt 2", j.State, j.Attempt)
 	}
 	c.Add(10 * time.Second)
 	if _, err := s.Pass(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if j := jobAt(t, st, b, 1); j.State != memstore.Failed || !strings.Contains(j.Reason, "attempt 2 of 2") {
+	if j := jobAt(t, st, b, 1); j.State != job.Failed || !strings.Contains(j.Reason, "attempt 2 of 2") {
 		t.Fatalf("got %s (%q), want FAILED with the attempts in the reason", j.State, j.Reason)
 	}
 	check(t, st)

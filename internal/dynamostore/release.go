@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/sampling"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -82,7 +82,7 @@ func (j jobItem) batchID() string { return j.Account + "/" + j.Project + "/" + j
 // (registerSampling, after the jobs are registered). A job claimed since
 // an earlier delivery wrote its item gets a stale one, which a claim
 // deletes.
-func (s *Store) putWaits(ctx context.Context, b memstore.BatchSpec) error {
+func (s *Store) putWaits(ctx context.Context, b job.BatchSpec) error {
 	batch := b.Account + "/" + b.Project + "/" + b.Batch
 	reqs := make([]types.WriteRequest, 0, len(b.Jobs))
 	for _, js := range b.Jobs {
@@ -204,7 +204,7 @@ func (s *Store) claimSampled(ctx context.Context, g scheduler.Grant, at time.Tim
 		per := map[string]int64{}
 		for _, w := range waits {
 			j, ok := jobs[w.ID]
-			if !ok || j.State != memstore.Waiting {
+			if !ok || j.State != job.Waiting {
 				if err := s.dropStaleWait(ctx, w); err != nil {
 					return out, err
 				}
@@ -216,18 +216,18 @@ func (s *Store) claimSampled(ctx context.Context, g scheduler.Grant, at time.Tim
 			// Without it TestRacingSampledClaimsTakeAJobOnce fails (make
 			// mutate: sampled-claim-job).
 			it, err := updateItem(s.tables.State, key(j.PK, skJob),
-				expression.Set(name("state"), value(memstore.Claimed)).
+				expression.Set(name("state"), value(job.Claimed)).
 					Set(name("tier"), value(g.Tier)).
 					Set(name("claimed_at"), value(atKey)).
 					Set(name(attrInflight), value(inflightShard(j.ID))),
-				name("state").Equal(value(memstore.Waiting)).And(name("attempt").Equal(value(j.Attempt))))
+				name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt))))
 			if err != nil {
 				return out, err
 			}
 			// The wait item goes with the claim (whatever attempt it
 			// names: the job's condition makes the pair once).
 			items = append(items, it, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.tables.State), Key: key(w.PK, w.SK)}})
-			j.State, j.Tier, j.ClaimedAt = memstore.Claimed, g.Tier, atKey
+			j.State, j.Tier, j.ClaimedAt = job.Claimed, g.Tier, atKey
 			taken = append(taken, j)
 			per[j.Stratum]++
 		}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/sampling"
 	"github.com/evalsched/evalsched/internal/scheduler"
@@ -14,15 +15,15 @@ import (
 
 // neymanBatch has three strata of unequal size and pass rate, with a stop
 // rule far enough off that no test below reaches it.
-func neymanBatch() memstore.BatchSpec {
-	b := memstore.BatchSpec{Account: "acme", Project: "p", Batch: "n", Model: "gpt", Tier: 1,
+func neymanBatch() job.BatchSpec {
+	b := job.BatchSpec{Account: "acme", Project: "p", Batch: "n", Model: "gpt", Tier: 1,
 		Sampling: &sampling.Params{MOE: 0.01, Confidence: 0.9, MinPerStratum: 4}}
 	for st, n := range map[string]int{"easy": 80, "mid": 60, "hard": 30} {
 		for i := range n {
-			b.Jobs = append(b.Jobs, memstore.JobSpec{Key: fmt.Sprintf("%s%03d", st, i), Stratum: st})
+			b.Jobs = append(b.Jobs, job.JobSpec{Key: fmt.Sprintf("%s%03d", st, i), Stratum: st})
 		}
 	}
-	slices.SortFunc(b.Jobs, func(x, y memstore.JobSpec) int { return cmpStr(x.Key, y.Key) })
+	slices.SortFunc(b.Jobs, func(x, y job.JobSpec) int { return cmpStr(x.Key, y.Key) })
 	return b
 }
 
@@ -84,10 +85,10 @@ func TestSampledClaimsMatchMemstore(t *testing.T) {
 		}
 		for i, j := range dj {
 			if round == 2 && i == 0 { // its task is lost: back to waiting in both
-				if err := s.TaskStopped(ctx, j.ID, 1, memstore.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
+				if err := s.TaskStopped(ctx, j.ID, 1, job.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
 					t.Fatal(err)
 				}
-				if err := m.TaskStopped(ctx, j.ID, 1, memstore.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
+				if err := m.TaskStopped(ctx, j.ID, 1, job.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
 					t.Fatal(err)
 				}
 				continue
@@ -127,14 +128,14 @@ func TestSampledPartsReleaseInOneOrder(t *testing.T) {
 	s, _ := newStore(t)
 	m := memstore.New(scheduler.ModelConfig{})
 	params := &sampling.Params{MOE: 0.01, Confidence: 0.9, MinPerStratum: 1}
-	part := func(n int) memstore.BatchSpec {
-		b := memstore.BatchSpec{Account: "acme", Project: "p", Batch: "parts", Model: "gpt", Tier: 1, Sampling: params, Part: n, Parts: 2}
+	part := func(n int) job.BatchSpec {
+		b := job.BatchSpec{Account: "acme", Project: "p", Batch: "parts", Model: "gpt", Tier: 1, Sampling: params, Part: n, Parts: 2}
 		for i := range 40 {
-			b.Jobs = append(b.Jobs, memstore.JobSpec{Key: fmt.Sprintf("p%d-%02d", n, i), Stratum: "only"})
+			b.Jobs = append(b.Jobs, job.JobSpec{Key: fmt.Sprintf("p%d-%02d", n, i), Stratum: "only"})
 		}
 		return b
 	}
-	for _, p := range []memstore.BatchSpec{part(1), part(2)} {
+	for _, p := range []job.BatchSpec{part(1), part(2)} {
 		submit(t, s, p)
 		if _, err := m.Submit(ctx, p, t0); err != nil {
 			t.Fatal(err)
@@ -146,7 +147,7 @@ func TestSampledPartsReleaseInOneOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	var all []string
-	for _, p := range []memstore.BatchSpec{part(1), part(2)} {
+	for _, p := range []job.BatchSpec{part(1), part(2)} {
 		for _, j := range p.Jobs {
 			all = append(all, j.Key)
 		}
@@ -204,11 +205,11 @@ func TestSampledBatchedPathHandsOver(t *testing.T) {
 }
 
 // smallSampled is a sampled batch of n jobs in one stratum.
-func smallSampled(n int) memstore.BatchSpec {
-	b := memstore.BatchSpec{Account: "acme", Project: "p", Batch: "r", Model: "gpt", Tier: 1,
+func smallSampled(n int) job.BatchSpec {
+	b := job.BatchSpec{Account: "acme", Project: "p", Batch: "r", Model: "gpt", Tier: 1,
 		Sampling: &sampling.Params{MOE: 0.01, Confidence: 0.9, MinPerStratum: 1}}
 	for i := range n {
-		b.Jobs = append(b.Jobs, memstore.JobSpec{Key: fmt.Sprintf("r%02d", i), Stratum: "s"})
+		b.Jobs = append(b.Jobs, job.JobSpec{Key: fmt.Sprintf("r%02d", i), Stratum: "s"})
 	}
 	return b
 }
@@ -250,7 +251,7 @@ func TestSampledClaimKeepsAQueueARetryCameBackTo(t *testing.T) {
 	first := commit(t, s, grant(t0, b, 1))
 	launchAll(t, s, first)
 	c.before = beforeClaimOf(queuePK(scheduler.QueueKey{Account: "acme", Project: "p", Batch: "r", Model: "gpt"}), func() {
-		if err := other.TaskStopped(ctx, first[0].ID, 1, memstore.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
+		if err := other.TaskStopped(ctx, first[0].ID, 1, job.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
 			t.Error(err)
 		}
 	})
@@ -285,12 +286,12 @@ func TestStaleWaitItemKeepsARetryPutBackMeanwhile(t *testing.T) {
 	x := commit(t, s, grant(t0, b, 1))[0]
 	launchAll(t, s, []scheduler.Job{x})
 	redelivered := b
-	redelivered.Jobs = []memstore.JobSpec{{Key: x.Key, Stratum: "s"}}
+	redelivered.Jobs = []job.JobSpec{{Key: x.Key, Stratum: "s"}}
 	if err := s.putWaits(ctx, redelivered); err != nil {
 		t.Fatal(err)
 	}
 	c.before = once("DeleteItem", func() {
-		if err := other.TaskStopped(ctx, x.ID, 1, memstore.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
+		if err := other.TaskStopped(ctx, x.ID, 1, job.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
 			t.Error(err)
 		}
 	})
@@ -319,7 +320,7 @@ func TestSampledCancelThenRetry(t *testing.T) {
 	}
 	check(t, s)
 	last := running[len(running)-1]
-	if err := s.TaskStopped(ctx, last.ID, 1, memstore.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
+	if err := s.TaskStopped(ctx, last.ID, 1, job.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
 		t.Fatal(err)
 	}
 	got := commit(t, s, grant(t0, b, 5))

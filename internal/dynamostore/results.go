@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
 )
 
@@ -53,8 +54,8 @@ func (s *Store) RecordResult(ctx context.Context, jobID string, r memstore.Resul
 	// a job still waiting, is refused. Without either
 	// TestRecordResultPerAttempt fails.
 	cond := name("attempt").Equal(value(r.Attempt)).
-		And(name("state").In(value(memstore.Claimed), value(memstore.Launched), value(memstore.Running),
-			value(memstore.Succeeded), value(memstore.Failed)))
+		And(name("state").In(value(job.Claimed), value(job.Launched), value(job.Running),
+			value(job.Succeeded), value(job.Failed)))
 	counted := j.Stratum != "" && j.ResultAttempt == 0 // a sampled job counts once
 	if counted {
 		// Guard: a sampled job's verdict counts toward its stratum once:

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
 )
 
@@ -48,7 +49,7 @@ func TestRecordResultPerAttempt(t *testing.T) {
 
 	// The task is lost; attempt 2 runs and reports; attempt 1's late
 	// duplicate is stale.
-	if err := s.TaskStopped(ctx, j.ID, 1, memstore.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
+	if err := s.TaskStopped(ctx, j.ID, 1, job.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
 		t.Fatal(err)
 	}
 	j2 := commit(t, s, grant(t0, b, 1))[0]

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/sampling"
 )
@@ -65,7 +66,7 @@ func sampledPK(batch string) string { return sampledPrefix + strings.ReplaceAll(
 // skips it and counts nothing for it, a redelivery after the registration
 // registers and counts nothing, and one after a crash before it counts
 // what it registers then.
-func (s *Store) sampledItems(b memstore.BatchSpec, owner string, strata map[string]int) ([]types.TransactWriteItem, error) {
+func (s *Store) sampledItems(b job.BatchSpec, owner string, strata map[string]int) ([]types.TransactWriteItem, error) {
 	pk := sampledPK(b.Account + "/" + b.Project + "/" + b.Batch)
 	params, err := updateItem(s.tables.State, key(pk, skParams),
 		expression.Set(name("moe"), value(b.Sampling.MOE)).
@@ -89,7 +90,7 @@ func (s *Store) sampledItems(b memstore.BatchSpec, owner string, strata map[stri
 // (stale ones, of jobs claimed meanwhile, a claim deletes). The mark is
 // per message, not per part: a batch without parts may take several
 // messages, each with its own jobs to make claimable.
-func (s *Store) registerSampling(ctx context.Context, b memstore.BatchSpec) error {
+func (s *Store) registerSampling(ctx context.Context, b job.BatchSpec) error {
 	pk := sampledPK(b.Account + "/" + b.Project + "/" + b.Batch)
 	mark := key(pk, waitsPrefix+strconv.Itoa(b.Part)+"#"+b.PartSum())
 	done, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
@@ -314,7 +315,7 @@ func (s *Store) skipRest(ctx context.Context, q queueItem, reason string, now ti
 			}
 			var waiting []jobItem
 			for _, id := range ids {
-				if j, ok := jobs[id]; ok && j.State == memstore.Waiting {
+				if j, ok := jobs[id]; ok && j.State == job.Waiting {
 					waiting = append(waiting, j)
 				}
 			}
@@ -360,7 +361,7 @@ func (s *Store) skipJobs(ctx context.Context, pk string, jobs []jobItem, backOf 
 			if len(items)+2+btoi(back) > transactMax-1 {
 				break
 			}
-			u := s.expiry(expression.Set(name("state"), value(memstore.Skipped)).
+			u := s.expiry(expression.Set(name("state"), value(job.Skipped)).
 				Set(name("ended_at"), value(stamp(now))).
 				Set(name("reason"), value(reason)), now)
 			// Guard: a stop skips only a job still WAITING at the attempt it
@@ -369,7 +370,7 @@ func (s *Store) skipJobs(ctx context.Context, pk string, jobs []jobItem, backOf 
 			// TestStopLeavesAJobClaimedMeanwhile fails (make mutate:
 			// sampled-skip-job).
 			it, err := updateItem(s.tables.State, key(j.PK, skJob), u,
-				name("state").Equal(value(memstore.Waiting)).And(name("attempt").Equal(value(j.Attempt))))
+				name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt))))
 			if err != nil {
 				return err
 			}

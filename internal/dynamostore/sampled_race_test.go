@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/sampling"
 	"github.com/evalsched/evalsched/internal/scheduler"
@@ -22,11 +23,11 @@ import (
 
 // stopBatch is a sampled batch whose stop rule holds after a few dozen
 // results: stratum a always passes, b always fails.
-func stopBatch() memstore.BatchSpec {
-	b := memstore.BatchSpec{Account: "acme", Project: "p", Batch: "s", Model: "gpt", Tier: 1,
+func stopBatch() job.BatchSpec {
+	b := job.BatchSpec{Account: "acme", Project: "p", Batch: "s", Model: "gpt", Tier: 1,
 		Sampling: &sampling.Params{MOE: 0.2, Confidence: 0.9, MinPerStratum: 5}}
 	for i := range 100 {
-		b.Jobs = append(b.Jobs, memstore.JobSpec{Key: fmt.Sprintf("a%03d", i), Stratum: "a"}, memstore.JobSpec{Key: fmt.Sprintf("b%03d", i), Stratum: "b"})
+		b.Jobs = append(b.Jobs, job.JobSpec{Key: fmt.Sprintf("a%03d", i), Stratum: "a"}, job.JobSpec{Key: fmt.Sprintf("b%03d", i), Stratum: "b"})
 	}
 	return b
 }
@@ -34,7 +35,7 @@ func stopBatch() memstore.BatchSpec {
 // runUntilStopped claims one job at a time and records its verdict until
 // the batch's stop rule holds (the result that makes it hold skips the
 // rest); it returns the jobs that ran.
-func runUntilStopped(t *testing.T, s *Store, b memstore.BatchSpec) []scheduler.Job {
+func runUntilStopped(t *testing.T, s *Store, b job.BatchSpec) []scheduler.Job {
 	t.Helper()
 	ctx := context.Background()
 	var ran []scheduler.Job
@@ -59,7 +60,7 @@ func runUntilStopped(t *testing.T, s *Store, b memstore.BatchSpec) []scheduler.J
 func beforeSkip(f func()) func(string, any) {
 	return beforeUpdate(func(u *types.Update) bool {
 		for _, v := range u.ExpressionAttributeValues {
-			if s, ok := v.(*types.AttributeValueMemberS); ok && s.Value == string(memstore.Skipped) {
+			if s, ok := v.(*types.AttributeValueMemberS); ok && s.Value == string(job.Skipped) {
 				return true
 			}
 		}
@@ -120,7 +121,7 @@ func TestStopLeavesAJobClaimedMeanwhile(t *testing.T) {
 	if len(taken) != 1 {
 		t.Fatal("the stop skipped nothing")
 	}
-	if j, _, _ := s.Job(ctx, taken[0].ID); j.State != memstore.Claimed {
+	if j, _, _ := s.Job(ctx, taken[0].ID); j.State != job.Claimed {
 		t.Errorf("the job claimed meanwhile is %s, want CLAIMED", j.State)
 	}
 	rows, err := s.Batches(ctx, scheduler.Scope{Account: "acme", Project: "p", Batch: "s"})
@@ -147,7 +148,7 @@ func TestStopKeepsAQueueANewMessageCameTo(t *testing.T) {
 	b := stopBatch()
 	submit(t, s, b)
 	late := b
-	late.Jobs = []memstore.JobSpec{{Key: "late", Stratum: "a"}}
+	late.Jobs = []job.JobSpec{{Key: "late", Stratum: "a"}}
 	var o sync.Once
 	c.before = func(op string, in any) {
 		u, ok := in.(*dynamodb.UpdateItemInput)
@@ -174,7 +175,7 @@ func TestStopKeepsAQueueANewMessageCameTo(t *testing.T) {
 	if !found {
 		t.Error("the queue left the snapshot with a new job waiting in it")
 	}
-	if j, _, _ := s.Job(ctx, scheduler.JobID("acme", "p", "s", "late")); j.State != memstore.Waiting {
+	if j, _, _ := s.Job(ctx, scheduler.JobID("acme", "p", "s", "late")); j.State != job.Waiting {
 		t.Errorf("the new job is %s, want WAITING", j.State)
 	}
 	check(t, s)
@@ -183,7 +184,7 @@ func TestStopKeepsAQueueANewMessageCameTo(t *testing.T) {
 // skippedAfterStop checks that a job returned to waiting after its batch
 // stopped ended SKIPPED instead, with the stop's reason, at the attempt
 // that ran, and that nothing of its batch waits.
-func skippedAfterStop(t *testing.T, s *Store, b memstore.BatchSpec, ids ...string) {
+func skippedAfterStop(t *testing.T, s *Store, b job.BatchSpec, ids ...string) {
 	t.Helper()
 	ctx := context.Background()
 	sb, _, err := s.Sampled(ctx, b.Account+"/"+b.Project+"/"+b.Batch)
@@ -192,7 +193,7 @@ func skippedAfterStop(t *testing.T, s *Store, b memstore.BatchSpec, ids ...strin
 	}
 	for _, id := range ids {
 		j, _, _ := s.Job(ctx, id)
-		if j.State != memstore.Skipped || j.Reason != sb.Reason || j.Attempt != 1 || j.EndedAt.IsZero() {
+		if j.State != job.Skipped || j.Reason != sb.Reason || j.Attempt != 1 || j.EndedAt.IsZero() {
 			t.Errorf("job %s is %s %q attempt %d ended %v; want SKIPPED with the stop's reason %q at attempt 1",
 				j.Key, j.State, j.Reason, j.Attempt, j.EndedAt, sb.Reason)
 		}
@@ -206,7 +207,7 @@ func skippedAfterStop(t *testing.T, s *Store, b memstore.BatchSpec, ids ...strin
 	if err != nil || len(rows) != 1 {
 		t.Fatalf("Batches: %v %v", rows, err)
 	}
-	if got := counts(t, s)[memstore.Skipped]; rows[0].Waiting != 0 || rows[0].Skipped != got {
+	if got := counts(t, s)[job.Skipped]; rows[0].Waiting != 0 || rows[0].Skipped != got {
 		t.Errorf("counts %+v, want 0 waiting and the %d SKIPPED", rows[0], got)
 	}
 	check(t, s)
@@ -225,7 +226,7 @@ func TestRetryAfterStopIsSkipped(t *testing.T) {
 	out := commit(t, s, grant(t0, b, 2))
 	launchAll(t, s, out[:1])
 	runUntilStopped(t, s, b)
-	if err := s.TaskStopped(ctx, out[0].ID, 1, memstore.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
+	if err := s.TaskStopped(ctx, out[0].ID, 1, job.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.RecordLaunches(ctx, t0, []scheduler.LaunchResult{{JobID: out[1].ID, Attempt: 1, Status: scheduler.Retry, Reason: "capacity"}}); err != nil {
@@ -256,7 +257,7 @@ func TestRetryRacingTheStopIsSkipped(t *testing.T) {
 		}
 		o.Do(func() { runUntilStopped(t, other, b) })
 	}
-	if err := s.TaskStopped(ctx, first.ID, 1, memstore.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
+	if err := s.TaskStopped(ctx, first.ID, 1, job.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
 		t.Fatal(err)
 	}
 	c.before = nil

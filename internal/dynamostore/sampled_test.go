@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/sampling"
 	"github.com/evalsched/evalsched/internal/scheduler"
@@ -22,10 +23,10 @@ func TestSampledCountsResults(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t)
 	params := &sampling.Params{MOE: 0.5, Confidence: 0.9, MinPerStratum: 1}
-	part := func(n int, strata ...string) memstore.BatchSpec {
-		b := memstore.BatchSpec{Account: "acme", Project: "p", Batch: "b", Model: "gpt", Tier: 1, Sampling: params, Part: n, Parts: 2}
+	part := func(n int, strata ...string) job.BatchSpec {
+		b := job.BatchSpec{Account: "acme", Project: "p", Batch: "b", Model: "gpt", Tier: 1, Sampling: params, Part: n, Parts: 2}
 		for i, st := range strata {
-			b.Jobs = append(b.Jobs, memstore.JobSpec{Key: fmt.Sprintf("p%d-%02d", n, i), Stratum: st})
+			b.Jobs = append(b.Jobs, job.JobSpec{Key: fmt.Sprintf("p%d-%02d", n, i), Stratum: st})
 		}
 		return b
 	}
@@ -84,15 +85,15 @@ func TestSampledCountsResults(t *testing.T) {
 func TestSampledStopSkipsTheRest(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t)
-	b := memstore.BatchSpec{Account: "acme", Project: "p", Batch: "s", Model: "gpt", Tier: 1,
+	b := job.BatchSpec{Account: "acme", Project: "p", Batch: "s", Model: "gpt", Tier: 1,
 		Sampling: &sampling.Params{MOE: 0.2, Confidence: 0.9, MinPerStratum: 5}}
 	for i := range 150 {
-		b.Jobs = append(b.Jobs, memstore.JobSpec{Key: fmt.Sprintf("a%03d", i), Stratum: "a"}, memstore.JobSpec{Key: fmt.Sprintf("b%03d", i), Stratum: "b"})
+		b.Jobs = append(b.Jobs, job.JobSpec{Key: fmt.Sprintf("a%03d", i), Stratum: "a"}, job.JobSpec{Key: fmt.Sprintf("b%03d", i), Stratum: "b"})
 	}
 	submit(t, s, b)
 	// A retried job waits among the rest: the skip takes it too.
 	first := commit(t, s, grant(t0, b, 1))[0]
-	if err := s.TaskStopped(ctx, first.ID, 1, memstore.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
+	if err := s.TaskStopped(ctx, first.ID, 1, job.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
 		t.Fatal(err)
 	}
 	ran := 0
@@ -129,12 +130,12 @@ func TestSampledStopSkipsTheRest(t *testing.T) {
 	for _, js := range b.Jobs {
 		j, _, _ := s.Job(ctx, scheduler.JobID(b.Account, b.Project, b.Batch, js.Key))
 		switch j.State {
-		case memstore.Skipped:
+		case job.Skipped:
 			skipped++
 			if !strings.HasPrefix(j.Reason, "sampling stopped: pass rate 0.5") {
 				t.Errorf("job %s skipped with reason %q", js.Key, j.Reason)
 			}
-		case memstore.Waiting:
+		case job.Waiting:
 			t.Errorf("job %s still waits", js.Key)
 		}
 	}
@@ -150,11 +151,11 @@ func TestSampledStopSkipsTheRest(t *testing.T) {
 // sampledRange is jobs [from, to) of a sampled batch whose stop rule is
 // far off, stratum x, y or z by i mod 3; part p of parts (0, 0: a message
 // without parts).
-func sampledRange(name string, from, to, p, parts int) memstore.BatchSpec {
-	b := memstore.BatchSpec{Account: "acme", Project: "p", Batch: name, Model: "gpt", Tier: 1, Part: p, Parts: parts,
+func sampledRange(name string, from, to, p, parts int) job.BatchSpec {
+	b := job.BatchSpec{Account: "acme", Project: "p", Batch: name, Model: "gpt", Tier: 1, Part: p, Parts: parts,
 		Sampling: &sampling.Params{MOE: 0.01, Confidence: 0.9, MinPerStratum: 2}}
 	for i := from; i < to; i++ {
-		b.Jobs = append(b.Jobs, memstore.JobSpec{Key: fmt.Sprintf("k%03d", i), Stratum: []string{"x", "y", "z"}[i%3], Env: map[string]string{"I": fmt.Sprint(i)}})
+		b.Jobs = append(b.Jobs, job.JobSpec{Key: fmt.Sprintf("k%03d", i), Stratum: []string{"x", "y", "z"}[i%3], Env: map[string]string{"I": fmt.Sprint(i)}})
 	}
 	return b
 }
@@ -186,9 +187,9 @@ func TestSampledRepeatedKeyCountsOnce(t *testing.T) {
 			m := memstore.New(scheduler.ModelConfig{})
 			p1, p2 := sampledRange("r", 0, 30, min(parts, 1), parts), sampledRange("r", 20, 45, parts, parts)
 			for _, st := range []interface {
-				Submit(context.Context, memstore.BatchSpec, time.Time) (int, error)
+				Submit(context.Context, job.BatchSpec, time.Time) (int, error)
 			}{s, m} {
-				for _, p := range []memstore.BatchSpec{p1, p2, p2} { // p2 redelivered
+				for _, p := range []job.BatchSpec{p1, p2, p2} { // p2 redelivered
 					if _, err := st.Submit(ctx, p, t0); err != nil {
 						t.Fatal(err)
 					}

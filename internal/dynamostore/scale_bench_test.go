@@ -37,7 +37,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/evalsched/evalsched/internal/emf"
-	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/passtest"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -293,15 +293,15 @@ func (sc scale) model(i int) string { return fmt.Sprintf("model-%03d", i) }
 // spec is batch i: the accounts, projects, models and tiers round-robin, as
 // internal/scheduler's BenchmarkDecide spreads them. Each job's env is
 // about 100 bytes, like the intake test's messages.
-func (sc scale) spec(i int) memstore.BatchSpec {
-	b := memstore.BatchSpec{
+func (sc scale) spec(i int) job.BatchSpec {
+	b := job.BatchSpec{
 		Account: fmt.Sprintf("acct-%d", i%7), Project: fmt.Sprintf("proj-%04d", i%sc.Projects),
 		Batch: fmt.Sprintf("batch-%05d", i), Model: sc.model(i % sc.Models), Tier: i % 3,
 		TaskDefinition: "eval-sandbox:7", TimeoutSeconds: 3600,
-		Jobs: make([]memstore.JobSpec, sc.PerQueue),
+		Jobs: make([]job.JobSpec, sc.PerQueue),
 	}
 	for k := range b.Jobs {
-		b.Jobs[k] = memstore.JobSpec{Key: fmt.Sprintf("task-%06d", k), Env: map[string]string{
+		b.Jobs[k] = job.JobSpec{Key: fmt.Sprintf("task-%06d", k), Env: map[string]string{
 			"TASK_ID": fmt.Sprintf("%06d", k), "SPLIT": "test", "PROMPT_SET": fmt.Sprintf("mmlu-pro-2026-%06d", k),
 		}}
 	}
@@ -404,7 +404,7 @@ func populateDirect(tb testing.TB, s *Store, sc scale, claimable int) time.Durat
 							PK: jobPK(id), SK: skJob, ID: id, Account: b.Account, Project: b.Project, Batch: b.Batch,
 							Key: js.Key, Model: b.Model, Env: js.Env, TaskDefinition: b.TaskDefinition,
 							TimeoutSeconds: b.TimeoutSeconds, MaxAttempts: cmp.Or(b.MaxAttempts, 3), Attempt: 1,
-							State: memstore.Waiting, Queue: pk, Pos: int64(pos), SubmitAt: submitAt,
+							State: job.Waiting, Queue: pk, Pos: int64(pos), SubmitAt: submitAt,
 						})
 					}
 				}
@@ -681,7 +681,7 @@ func runPasses(b *testing.B, tables Tables, sc scale, cfg scheduler.Config, ps p
 			if err := events.TaskStarted(ctx, r.JobID, r.Attempt, clk.Now().Add(2*time.Second)); err != nil {
 				return err
 			}
-			return events.TaskStopped(ctx, r.JobID, r.Attempt, memstore.Exit{}, clk.Now().Add(5*time.Second))
+			return events.TaskStopped(ctx, r.JobID, r.Attempt, job.Exit{}, clk.Now().Add(5*time.Second))
 		})
 		if err != nil {
 			b.Fatal(err)
@@ -885,7 +885,7 @@ func BenchmarkJobLifecycle(b *testing.B) {
 		}
 		take("started")
 		for _, j := range claimed {
-			if err := s.TaskStopped(ctx, j.ID, j.Attempt, memstore.Exit{}, at.Add(20*time.Minute)); err != nil {
+			if err := s.TaskStopped(ctx, j.ID, j.Attempt, job.Exit{}, at.Add(20*time.Minute)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -917,11 +917,11 @@ func BenchmarkSubmitMessage(b *testing.B) {
 			m := newMeter(dynamoDB(b))
 			s := New(m, tables, defaults())
 			const jobs = 10_000
-			msg := func(p int) memstore.BatchSpec {
-				bs := memstore.BatchSpec{Account: "acme", Project: "search-evals", Model: "gpt-5.5", Tier: -1, Jobs: make([]memstore.JobSpec, jobs)}
+			msg := func(p int) job.BatchSpec {
+				bs := job.BatchSpec{Account: "acme", Project: "search-evals", Model: "gpt-5.5", Tier: -1, Jobs: make([]job.JobSpec, jobs)}
 				for k := range bs.Jobs {
 					i := (p-1)*jobs + k
-					bs.Jobs[k] = memstore.JobSpec{Key: fmt.Sprintf("task-%06d", i), Env: map[string]string{
+					bs.Jobs[k] = job.JobSpec{Key: fmt.Sprintf("task-%06d", i), Env: map[string]string{
 						"TASK_ID": fmt.Sprintf("%06d", i), "SPLIT": "test", "PROMPT_SET": fmt.Sprintf("mmlu-pro-2026-%06d", i),
 					}}
 				}
@@ -988,7 +988,7 @@ func BenchmarkSubmitMessage(b *testing.B) {
 }
 
 // messageSize is the size of the version-1 JSON message of a batch.
-func messageSize(tb testing.TB, b memstore.BatchSpec) int {
+func messageSize(tb testing.TB, b job.BatchSpec) int {
 	tb.Helper()
 	var sb strings.Builder
 	fmt.Fprintf(&sb, `{"version":1,"account":%q,"project":%q,"batch":%q,"model":%q,"jobs":[`, b.Account, b.Project, "sweep-1", b.Model)
@@ -1038,7 +1038,7 @@ func logItemSizes(tb testing.TB, s *Store, sc scale) {
 	waiting, err := attributevalue.MarshalMap(jobItem{
 		PK: jobPK(id), SK: skJob, ID: id, Account: b.Account, Project: b.Project, Batch: b.Batch,
 		Key: b.Jobs[0].Key, Model: b.Model, Env: b.Jobs[0].Env, TaskDefinition: b.TaskDefinition,
-		TimeoutSeconds: b.TimeoutSeconds, MaxAttempts: 3, Attempt: 1, State: memstore.Waiting, Queue: q, SubmitAt: stamp(t0),
+		TimeoutSeconds: b.TimeoutSeconds, MaxAttempts: 3, Attempt: 1, State: job.Waiting, Queue: q, SubmitAt: stamp(t0),
 	})
 	if err != nil {
 		tb.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -199,7 +199,7 @@ type jobItem struct {
 	TimeoutSeconds int               `dynamodbav:"timeout_seconds,omitempty"`
 	MaxAttempts    int               `dynamodbav:"max_attempts"`
 	Attempt        int               `dynamodbav:"attempt"`
-	State          memstore.State    `dynamodbav:"state"`
+	State          job.State         `dynamodbav:"state"`
 	Queue          string            `dynamodbav:"queue"` // the queue item's pk
 	Pos            int64             `dynamodbav:"pos"`   // place in the queue: submission order
 	Tier           int               `dynamodbav:"tier,omitempty"`

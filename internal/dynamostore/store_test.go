@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/evalsched/evalsched/internal/breaker"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/limits"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/scheduler"
@@ -34,7 +35,7 @@ func commit(t testing.TB, s *Store, plan scheduler.Plan) []scheduler.Job {
 	return jobs
 }
 
-func jobAt(t testing.TB, s *Store, b memstore.BatchSpec, i int) Job {
+func jobAt(t testing.TB, s *Store, b job.BatchSpec, i int) Job {
 	t.Helper()
 	j, ok, err := s.Job(context.Background(), scheduler.JobID(b.Account, b.Project, b.Batch, b.Jobs[i].Key))
 	if err != nil || !ok {
@@ -85,7 +86,7 @@ func TestSubmitIsIdempotentAndReportsConflicts(t *testing.T) {
 		t.Fatalf("redelivery: got %d created, err %v; want 0, nil", n, err)
 	}
 	// A second part with one new job, one repeated and one changed.
-	part := memstore.BatchSpec{Account: "lab", Project: "sweep", Batch: "b1", Model: "gpt", Tier: 1, Jobs: []memstore.JobSpec{
+	part := job.BatchSpec{Account: "lab", Project: "sweep", Batch: "b1", Model: "gpt", Tier: 1, Jobs: []job.JobSpec{
 		b.Jobs[3],
 		{Key: b.Jobs[4].Key, Env: map[string]string{"I": "changed"}},
 		{Key: "late", Env: map[string]string{"I": "late"}},
@@ -125,7 +126,7 @@ func TestSubmitIsIdempotentAndReportsConflicts(t *testing.T) {
 		t.Errorf("concurrent deliveries created %v jobs, want 60 in all", created)
 	}
 	check(t, s)
-	if c := counts(t, s); c[memstore.Waiting] != 91 {
+	if c := counts(t, s); c[job.Waiting] != 91 {
 		t.Errorf("got %v, want 91 waiting", c)
 	}
 }
@@ -206,7 +207,7 @@ func TestClaimExactlyOnceUnderConcurrentPasses(t *testing.T) {
 		}
 	}
 	c := counts(t, s)
-	if c[memstore.Claimed] != len(seen) || c[memstore.Claimed]+c[memstore.Waiting] != 700 {
+	if c[job.Claimed] != len(seen) || c[job.Claimed]+c[job.Waiting] != 700 {
 		t.Fatalf("claimed %d, table has %v: want every claim returned and nothing lost", len(seen), c)
 	}
 	if len(seen) != passes*rounds*100 {
@@ -254,7 +255,7 @@ func TestRetriedJobsGoBackInTheirPlace(t *testing.T) {
 	if err := s.RecordLaunches(ctx, t0, rs); err != nil {
 		t.Fatal(err)
 	}
-	if j := jobAt(t, s, b, 1); j.State != memstore.Waiting || j.Attempt != 2 || j.Reason != "capacity" {
+	if j := jobAt(t, s, b, 1); j.State != job.Waiting || j.Attempt != 2 || j.Reason != "capacity" {
 		t.Fatalf("got %s attempt %d (%q), want WAITING attempt 2 (capacity)", j.State, j.Attempt, j.Reason)
 	}
 	// The same results again change nothing.
@@ -263,7 +264,7 @@ func TestRetriedJobsGoBackInTheirPlace(t *testing.T) {
 	}
 	check(t, s)
 	// b1-0000's task is lost to infrastructure: it goes back too, ahead.
-	if err := s.TaskStopped(ctx, got[0].ID, 1, memstore.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
+	if err := s.TaskStopped(ctx, got[0].ID, 1, job.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
 		t.Fatal(err)
 	}
 	got = commit(t, s, grant(t0.Add(10*time.Second), b, 3))
@@ -293,7 +294,7 @@ func TestAttemptsExhaustedFailWithTheReason(t *testing.T) {
 		}
 	}
 	j := jobAt(t, s, b, 0)
-	if j.State != memstore.Failed || !strings.Contains(j.Reason, "capacity (attempt 2 of 2)") || j.EndedAt.IsZero() {
+	if j.State != job.Failed || !strings.Contains(j.Reason, "capacity (attempt 2 of 2)") || j.EndedAt.IsZero() {
 		t.Fatalf("got %s (%q), want FAILED with the attempts in the reason", j.State, j.Reason)
 	}
 	if snap := snapshot(t, s); len(snap.Queues) != 0 || modelOf(t, snap, "gpt").Starting != 0 {
@@ -307,7 +308,7 @@ func TestAttemptsExhaustedFailWithTheReason(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j := jobAt(t, s, b2, 0); j.State != memstore.Failed || j.Reason != "bad task definition" {
+	if j := jobAt(t, s, b2, 0); j.State != job.Failed || j.Reason != "bad task definition" {
 		t.Errorf("got %s (%q), want FAILED with the reason", j.State, j.Reason)
 	}
 	check(t, s)
@@ -339,7 +340,7 @@ func TestTaskEventsAreIdempotentAndIgnoreStaleAttempts(t *testing.T) {
 	}
 	// Out of order: the stop arrives, then a late start of the same attempt.
 	for range 2 {
-		if err := s.TaskStopped(ctx, id, 1, memstore.Exit{Code: 0}, t0); err != nil {
+		if err := s.TaskStopped(ctx, id, 1, job.Exit{Code: 0}, t0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -348,28 +349,28 @@ func TestTaskEventsAreIdempotentAndIgnoreStaleAttempts(t *testing.T) {
 	}
 	// b1-0001 stops on provider errors straight from LAUNCHED; b1-0002
 	// fails on its own.
-	if err := s.TaskStopped(ctx, got[1].ID, 1, memstore.Exit{Code: 1, ProviderError: true}, t0); err != nil {
+	if err := s.TaskStopped(ctx, got[1].ID, 1, job.Exit{Code: 1, ProviderError: true}, t0); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.TaskStarted(ctx, got[2].ID, 1, t0); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.TaskStopped(ctx, got[2].ID, 1, memstore.Exit{Code: 2, Reason: "assertion"}, t0); err != nil {
+	if err := s.TaskStopped(ctx, got[2].ID, 1, job.Exit{Code: 2, Reason: "assertion"}, t0); err != nil {
 		t.Fatal(err)
 	}
 	// b1-0003 is lost to infrastructure, retried, and its old attempt's
 	// stop arrives late: ignored.
-	if err := s.TaskStopped(ctx, got[3].ID, 1, memstore.Exit{Infrastructure: true, Reason: "image pull"}, t0); err != nil {
+	if err := s.TaskStopped(ctx, got[3].ID, 1, job.Exit{Infrastructure: true, Reason: "image pull"}, t0); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.TaskStopped(ctx, got[3].ID, 1, memstore.Exit{Code: 0}, t0); err != nil {
+	if err := s.TaskStopped(ctx, got[3].ID, 1, job.Exit{Code: 0}, t0); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.TaskStarted(ctx, "nope", 1, t0); !errors.Is(err, memstore.ErrUnknownJob) {
 		t.Errorf("unknown job: got %v, want ErrUnknownJob", err)
 	}
 
-	want := map[int]memstore.State{0: memstore.Succeeded, 1: memstore.Failed, 2: memstore.Failed, 3: memstore.Waiting}
+	want := map[int]job.State{0: job.Succeeded, 1: job.Failed, 2: job.Failed, 3: job.Waiting}
 	for i, st := range want {
 		if j := jobAt(t, s, b, i); j.State != st {
 			t.Errorf("job %d: got %s, want %s", i, j.State, st)
@@ -397,7 +398,7 @@ func TestOutcomesAreAcknowledgedOnce(t *testing.T) {
 	b := batch("lab", "sweep", "b1", "gpt", -1, 4)
 	submit(t, s, b)
 	got := commit(t, s, grant(t0, b, 4))
-	for i, exit := range []memstore.Exit{{Code: 0}, {Code: 0}, {Code: 1, ProviderError: true}} {
+	for i, exit := range []job.Exit{{Code: 0}, {Code: 0}, {Code: 1, ProviderError: true}} {
 		if err := s.TaskStopped(ctx, got[i].ID, 1, exit, t0); err != nil {
 			t.Fatal(err)
 		}
@@ -412,7 +413,7 @@ func TestOutcomesAreAcknowledgedOnce(t *testing.T) {
 	if o := modelOf(t, snapshot(t, s), "gpt").Outcomes; o != (breaker.Outcomes{}) {
 		t.Fatalf("after the ack: got %+v, want none", o)
 	}
-	if err := s.TaskStopped(ctx, got[3].ID, 1, memstore.Exit{Code: 0}, t0); err != nil {
+	if err := s.TaskStopped(ctx, got[3].ID, 1, job.Exit{Code: 0}, t0); err != nil {
 		t.Fatal(err)
 	}
 	if o := modelOf(t, snapshot(t, s), "gpt").Outcomes; o != (breaker.Outcomes{OK: 1}) {
@@ -443,10 +444,10 @@ func TestPendingRaiseCountsStartingJobsClaimedByTheRaise(t *testing.T) {
 	if err := s.TaskStarted(ctx, first[0].ID, 1, t2); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.TaskStopped(ctx, first[1].ID, 1, memstore.Exit{Infrastructure: true}, t2); err != nil {
+	if err := s.TaskStopped(ctx, first[1].ID, 1, job.Exit{Infrastructure: true}, t2); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.TaskStopped(ctx, first[2].ID, 1, memstore.Exit{Code: 3}, t2); err != nil {
+	if err := s.TaskStopped(ctx, first[2].ID, 1, job.Exit{Code: 3}, t2); err != nil {
 		t.Fatal(err)
 	}
 	snap = snapshot(t, s)
@@ -583,7 +584,7 @@ func TestConcurrentTaskEvents(t *testing.T) {
 	each(func(j scheduler.Job) error { return s.TaskStarted(ctx, j.ID, 1, t0) })
 	check(t, s)
 	each(func(j scheduler.Job) error {
-		return s.TaskStopped(ctx, j.ID, 1, memstore.Exit{Infrastructure: j.Key < "b1-0010"}, t0)
+		return s.TaskStopped(ctx, j.ID, 1, job.Exit{Infrastructure: j.Key < "b1-0010"}, t0)
 	})
 	check(t, s)
 	m := modelOf(t, snapshot(t, s), "gpt")

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -50,7 +51,7 @@ var (
 // A crash anywhere before 4 leaves only unregistered items, which the
 // redelivered message overwrites; after 4 the redelivery finds every job
 // registered and writes nothing but the lock.
-func (s *Store) Submit(ctx context.Context, b memstore.BatchSpec, now time.Time) (created int, err error) {
+func (s *Store) Submit(ctx context.Context, b job.BatchSpec, now time.Time) (created int, err error) {
 	created, err = s.submit(ctx, b, now)
 	if b.Sampling != nil && err == nil {
 		if serr := s.registerSampling(ctx, b); serr != nil { // sampled.go
@@ -69,7 +70,7 @@ func (s *Store) Submit(ctx context.Context, b memstore.BatchSpec, now time.Time)
 }
 
 // markPart records a part of a multi-part batch on its batch item.
-func (s *Store) markPart(ctx context.Context, b memstore.BatchSpec) error {
+func (s *Store) markPart(ctx context.Context, b job.BatchSpec) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.tables.State),
 		Key:                       key(batchPK(b.Account, b.Project, b.Batch), skBatch),
@@ -105,7 +106,7 @@ func (s *Store) BatchParts(ctx context.Context, account, project, batch string) 
 	return seen, total, nil
 }
 
-func (s *Store) submit(ctx context.Context, b memstore.BatchSpec, now time.Time) (created int, err error) {
+func (s *Store) submit(ctx context.Context, b job.BatchSpec, now time.Time) (created int, err error) {
 	if err := validate(b); err != nil {
 		return 0, err
 	}
@@ -132,7 +133,7 @@ func (s *Store) submit(ctx context.Context, b memstore.BatchSpec, now time.Time)
 
 	// 2. Classify. The first occurrence of a key in the message wins.
 	type newJob struct {
-		spec memstore.JobSpec
+		spec job.JobSpec
 		id   string
 		mdl  string
 		i    int // in the message
@@ -140,7 +141,7 @@ func (s *Store) submit(ctx context.Context, b memstore.BatchSpec, now time.Time)
 	var (
 		jobs      []newJob
 		conflicts memstore.Conflicts
-		first     = map[string]memstore.JobSpec{}
+		first     = map[string]job.JobSpec{}
 	)
 	// Without this check TestSubmitRefusesConflicts fails (make mutate:
 	// submit-terms).
@@ -245,7 +246,7 @@ func (s *Store) submit(ctx context.Context, b memstore.BatchSpec, now time.Time)
 				PK: jobPK(j.id), SK: skJob, ID: j.id, Account: b.Account, Project: b.Project, Batch: b.Batch,
 				Key: j.spec.Key, Model: mdl, Env: j.spec.Env, TaskDefinition: b.TaskDefinition,
 				TimeoutSeconds: b.TimeoutSeconds, MaxAttempts: cmp.Or(b.MaxAttempts, 3), Attempt: 1,
-				State: memstore.Waiting, Queue: q.PK, Pos: pos, SubmitAt: submitAt, Stratum: j.spec.Stratum,
+				State: job.Waiting, Queue: q.PK, Pos: pos, SubmitAt: submitAt, Stratum: j.spec.Stratum,
 			})
 			if err != nil {
 				return 0, fmt.Errorf("%s: %w", where, err)
@@ -394,7 +395,7 @@ func (s *Store) register(ctx context.Context, items []types.TransactWriteItem) e
 // lock takes the batch's lock, waiting up to LockWait for another Submit;
 // it returns the batch item as it was: its count of registered jobs
 // ("jobs"), its terms and part digests.
-func (s *Store) lock(ctx context.Context, bpk string, b memstore.BatchSpec, owner string, now time.Time) (map[string]types.AttributeValue, error) {
+func (s *Store) lock(ctx context.Context, bpk string, b job.BatchSpec, owner string, now time.Time) (map[string]types.AttributeValue, error) {
 	u := expression.Set(name("account"), value(b.Account)).Set(name("project"), value(b.Project)).
 		Set(name("batch"), value(b.Batch)).Set(name("lock_owner"), value(owner)).
 		Set(name("lock_until"), value(now.Add(s.LockTTL).UnixMilli()))
@@ -457,7 +458,7 @@ type queueRef struct {
 }
 
 // readQueues reads the batch's queues for the models (one BatchGetItem).
-func (s *Store) readQueues(ctx context.Context, b memstore.BatchSpec, models []string) (map[string]queueRef, error) {
+func (s *Store) readQueues(ctx context.Context, b job.BatchSpec, models []string) (map[string]queueRef, error) {
 	out := make(map[string]queueRef, len(models))
 	keys := make([]map[string]types.AttributeValue, len(models))
 	for i, m := range models {
@@ -557,7 +558,7 @@ func (s *Store) nextSeq(ctx context.Context) (int64, error) {
 
 // validate checks what the key layout needs; the intake validates the rest
 // of the message format (docs/batch-format.md) before calling Submit.
-func validate(b memstore.BatchSpec) error {
+func validate(b job.BatchSpec) error {
 	for _, f := range []struct{ what, v string }{{"account", b.Account}, {"project", b.Project}, {"batch", b.Batch}} {
 		if err := checkName(f.what, f.v); err != nil {
 			return fmt.Errorf("submit: %w: %w", ErrInvalid, err)

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -46,7 +46,7 @@ func TestEndedJobsExpire(t *testing.T) {
 	jobs := commit(t, s, grant(t0, b, 4))
 	launchAll(t, s, jobs)
 	end := t0.Add(time.Hour)
-	for i, exit := range []memstore.Exit{{Code: 0}, {Code: 1}, {Code: -1, Cancelled: true}} {
+	for i, exit := range []job.Exit{{Code: 0}, {Code: 1}, {Code: -1, Cancelled: true}} {
 		if err := s.TaskStarted(ctx, jobs[i].ID, 1, t0); err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +80,7 @@ func TestEndedJobsExpire(t *testing.T) {
 	submit(t, keep, b2)
 	j := commit(t, keep, grant(t0, b2, 1))
 	launchAll(t, keep, j)
-	if err := keep.TaskStopped(ctx, j[0].ID, 1, memstore.Exit{Code: 0}, end); err != nil {
+	if err := keep.TaskStopped(ctx, j[0].ID, 1, job.Exit{Code: 0}, end); err != nil {
 		t.Fatal(err)
 	}
 	if got := expiresAt(t, keep, j[0].ID); got != 0 {

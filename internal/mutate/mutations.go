@@ -23,7 +23,7 @@ var Mutations = []Mutation{
 	{
 		Name: "batched-claim-job", Why: "a batched claim takes only a job still WAITING at the attempt read",
 		File:  "internal/dynamostore/claims.go",
-		Edits: []Edit{{`name("state").Equal(value(memstore.Waiting)).And(name("attempt").Equal(value(j.Attempt))))`, always + `)`}},
+		Edits: []Edit{{`name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt))))`, always + `)`}},
 		Pkg:   "./internal/dynamostore", Tests: []string{"TestClaimSkipsAJobThatLeftWaitingAfterItWasRead"},
 	},
 	{
@@ -36,7 +36,7 @@ var Mutations = []Mutation{
 		Name: "batched-claim-job-and-cursor", Why: "two passes from one Snapshot never claim a job twice",
 		File: "internal/dynamostore/claims.go",
 		Edits: []Edit{
-			{`name("state").Equal(value(memstore.Waiting)).And(name("attempt").Equal(value(j.Attempt))))`, always + `)`},
+			{`name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt))))`, always + `)`},
 			{`cond := name("next").Equal(value(q.Next)).And(name("backs").Equal(value(0)))`, `cond := name("backs").Equal(value(0))`},
 		},
 		Pkg: "./internal/dynamostore", Tests: []string{"TestBatchedClaimsFromOneSnapshot"},
@@ -44,7 +44,7 @@ var Mutations = []Mutation{
 	{
 		Name: "slow-claim-job", Why: "a claim (or cancel) one queue at a time takes only a job still WAITING at the attempt read",
 		File:  "internal/dynamostore/commit.go",
-		Edits: []Edit{{`cond := name("state").Equal(value(memstore.Waiting)).And(name("attempt").Equal(value(j.Attempt)))`, `cond := ` + always}},
+		Edits: []Edit{{`cond := name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt)))`, `cond := ` + always}},
 		Pkg:   "./internal/dynamostore", Tests: []string{"TestClaimSkipsAJobThatLeftWaitingAfterItWasRead"},
 	},
 	{
@@ -212,8 +212,8 @@ var Mutations = []Mutation{
 	{
 		Name: "result-state", Why: "a job still waiting has no verdict to keep",
 		File: "internal/dynamostore/results.go",
-		Edits: []Edit{{`And(name("state").In(value(memstore.Claimed), value(memstore.Launched), value(memstore.Running),
-			value(memstore.Succeeded), value(memstore.Failed)))`, `And(` + always + `)`}},
+		Edits: []Edit{{`And(name("state").In(value(job.Claimed), value(job.Launched), value(job.Running),
+			value(job.Succeeded), value(job.Failed)))`, `And(` + always + `)`}},
 		Pkg: "./internal/dynamostore", Tests: []string{"TestRecordResultPerAttempt"},
 	},
 	{
@@ -231,7 +231,7 @@ var Mutations = []Mutation{
 	{
 		Name: "sampled-skip-job", Why: "a sampled batch's stop skips only jobs still WAITING at the attempt read",
 		File:  "internal/dynamostore/sampled.go",
-		Edits: []Edit{{`name("state").Equal(value(memstore.Waiting)).And(name("attempt").Equal(value(j.Attempt))))`, always + `)`}},
+		Edits: []Edit{{`name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt))))`, always + `)`}},
 		Pkg:   "./internal/dynamostore", Tests: []string{"TestStopLeavesAJobClaimedMeanwhile"},
 	},
 	{
@@ -252,7 +252,7 @@ var Mutations = []Mutation{
 	{
 		Name: "sampled-claim-job", Why: "a sampled claim takes only a job still WAITING at the attempt read",
 		File:  "internal/dynamostore/release.go",
-		Edits: []Edit{{`name("state").Equal(value(memstore.Waiting)).And(name("attempt").Equal(value(j.Attempt))))`, always + `)`}},
+		Edits: []Edit{{`name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt))))`, always + `)`}},
 		Pkg:   "./internal/dynamostore", Tests: []string{"TestRacingSampledClaimsTakeAJobOnce"},
 	},
 	{
