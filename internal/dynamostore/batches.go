@@ -84,7 +84,7 @@ func (s *Store) Batches(ctx context.Context, scope scheduler.Scope) ([]BatchCoun
 			}
 		}
 	}
-	got, err := s.batchGet(ctx, s.tables.State, keys, nil, nil)
+	got, err := batchGetItems[map[string]types.AttributeValue](ctx, s, keys)
 	if err != nil {
 		return nil, fmt.Errorf("list batches: %w", err)
 	}
@@ -119,4 +119,27 @@ func (s *Store) Batches(ctx context.Context, scope scheduler.Scope) ([]BatchCoun
 			strings.Compare(a.Batch, b.Batch), strings.Compare(a.Model, b.Model))
 	})
 	return out, nil
+}
+
+// BatchParts returns the parts of a multi-part batch that arrived, in
+// order, and how many it has; total 0 for a batch of one message.
+func (s *Store) BatchParts(ctx context.Context, account, project, batch string) ([]int, int, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.tables.State), Key: key(batchPK(account, project, batch), skBatch)})
+	if err != nil {
+		return nil, 0, fmt.Errorf("read batch %s/%s/%s: %w", account, project, batch, err)
+	}
+	var seen []int
+	if ns, ok := out.Item["parts_seen"].(*types.AttributeValueMemberNS); ok {
+		for _, v := range ns.Value {
+			if n, err := strconv.Atoi(v); err == nil {
+				seen = append(seen, n)
+			}
+		}
+	}
+	slices.Sort(seen)
+	total := 0
+	if n, ok := out.Item["parts"].(*types.AttributeValueMemberN); ok {
+		total, _ = strconv.Atoi(n.Value)
+	}
+	return seen, total, nil
 }

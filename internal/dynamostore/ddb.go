@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -25,15 +26,16 @@ const (
 	parallelism   = 8   // concurrent requests of one operation
 )
 
-// batchGet reads items by key, in any order: calls of 100 keys, several
-// calls at a time (a Snapshot of 10,000 active queues makes 100 calls).
-func (s *Store) batchGet(ctx context.Context, table string, keys []map[string]types.AttributeValue, projection *string, names map[string]string) ([]map[string]types.AttributeValue, error) {
+// batchGet reads state items by key, in any order: calls of 100 keys,
+// several calls at a time (a Snapshot of 10,000 active queues makes 100
+// calls).
+func (s *Store) batchGet(ctx context.Context, keys []map[string]types.AttributeValue) ([]map[string]types.AttributeValue, error) {
+	table := s.tables.State
 	n := (len(keys) + batchGetMax - 1) / batchGetMax
 	parts := make([][]map[string]types.AttributeValue, n)
 	err := parallel(ctx, n, func(ctx context.Context, i int) error {
 		req := map[string]types.KeysAndAttributes{table: {
 			Keys: keys[i*batchGetMax : min((i+1)*batchGetMax, len(keys))], ConsistentRead: aws.Bool(true),
-			ProjectionExpression: projection, ExpressionAttributeNames: names,
 		}}
 		for try := 0; len(req) > 0; try++ {
 			if try > 0 {
@@ -54,6 +56,28 @@ func (s *Store) batchGet(ctx context.Context, table string, keys []map[string]ty
 		return nil, err
 	}
 	return slices.Concat(parts...), nil
+}
+
+// batchGetItems reads state items by key (batchGet, in any order; a key
+// with no item is left out) and decodes each into a T; an item that does
+// not decode is an error naming its key. T map[string]types.AttributeValue
+// keeps the items as read (a read of several kinds of item).
+func batchGetItems[T any](ctx context.Context, s *Store, keys []map[string]types.AttributeValue) ([]T, error) {
+	items, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]T, len(items))
+	for i, it := range items {
+		if raw, ok := any(&out[i]).(*map[string]types.AttributeValue); ok {
+			*raw = it
+			continue
+		}
+		if err := attributevalue.UnmarshalMap(it, &out[i]); err != nil {
+			return nil, fmt.Errorf("item %s %s: %w", text(it[attrPK]), text(it[attrSK]), err)
+		}
+	}
+	return out, nil
 }
 
 // query returns every item of a query, following pages; limit > 0 stops

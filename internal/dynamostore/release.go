@@ -40,7 +40,7 @@ import (
 // cursor) leaves them, as does a redelivered message. A claim that meets
 // one deletes it, conditioned on the attempt it read.
 //
-// Both claim paths see a sampled queue: the batched one (claims.go) finds
+// Both claim paths see a sampled queue: the batched one (batchclaim.go) finds
 // a stratum on the jobs at the cursor and hands the grant to take, which
 // reads the queue item (its "sampled" flag) and comes here. One path, so
 // the allocation is computed once per grant from one read of the counts;
@@ -215,11 +215,7 @@ func (s *Store) claimSampled(ctx context.Context, g scheduler.Grant, at time.Tim
 			// the second's transaction is refused and it reads again.
 			// Without it TestRacingSampledClaimsTakeAJobOnce fails (make
 			// mutate: sampled-claim-job).
-			it, err := updateItem(s.tables.State, key(j.PK, skJob),
-				expression.Set(name("state"), value(job.Claimed)).
-					Set(name("tier"), value(g.Tier)).
-					Set(name("claimed_at"), value(atKey)).
-					Set(name(attrInflight), value(inflightShard(j.ID))),
+			it, err := updateItem(s.tables.State, key(j.PK, skJob), claimUpdate(j, g.Tier, atKey),
 				name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt))))
 			if err != nil {
 				return out, err
@@ -227,7 +223,7 @@ func (s *Store) claimSampled(ctx context.Context, g scheduler.Grant, at time.Tim
 			// The wait item goes with the claim (whatever attempt it
 			// names: the job's condition makes the pair once).
 			items = append(items, it, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.tables.State), Key: key(w.PK, w.SK)}})
-			j.State, j.Tier, j.ClaimedAt = job.Claimed, g.Tier, atKey
+			j.setClaimed(g.Tier, atKey)
 			taken = append(taken, j)
 			per[j.Stratum]++
 		}

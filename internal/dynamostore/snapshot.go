@@ -185,16 +185,12 @@ func (s *Store) readCounters(ctx context.Context, models []string) (map[string]c
 	for i, m := range models {
 		keys[i] = key(countersPK(m), skCounters)
 	}
-	items, err := s.batchGet(ctx, s.tables.State, keys, nil, nil)
+	items, err := batchGetItems[countersItem](ctx, s, keys)
 	if err != nil {
 		return nil, fmt.Errorf("read model counters: %w", err)
 	}
 	out := make(map[string]countersItem, len(items))
-	for _, it := range items {
-		var c countersItem
-		if err := attributevalue.UnmarshalMap(it, &c); err != nil {
-			return nil, fmt.Errorf("read model counters: item %v: %w", it[attrPK], err)
-		}
+	for _, c := range items {
 		out[c.Model] = c
 	}
 	return out, nil
@@ -241,17 +237,4 @@ func (s *Store) readActiveQueues(ctx context.Context, scoped bool) ([]queueItem,
 	}
 	slices.SortFunc(out, func(a, b queueItem) int { return cmp.Or(cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.PK, b.PK)) })
 	return out, nil
-}
-
-// readQueue reads one queue item; ok is false when it does not exist.
-func (s *Store) readQueue(ctx context.Context, pk string) (queueItem, bool, error) {
-	res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(s.tables.State), Key: key(pk, skQueue), ConsistentRead: aws.Bool(true),
-	})
-	if err != nil || len(res.Item) == 0 {
-		return queueItem{}, false, err
-	}
-	var q queueItem
-	err = attributevalue.UnmarshalMap(res.Item, &q)
-	return q, err == nil, err
 }

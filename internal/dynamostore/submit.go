@@ -83,29 +83,28 @@ func (s *Store) markPart(ctx context.Context, b job.BatchSpec) error {
 	return nil
 }
 
-// BatchParts returns the parts of a multi-part batch that arrived, in
-// order, and how many it has; total 0 for a batch of one message.
-func (s *Store) BatchParts(ctx context.Context, account, project, batch string) ([]int, int, error) {
-	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.tables.State), Key: key(batchPK(account, project, batch), skBatch)})
-	if err != nil {
-		return nil, 0, fmt.Errorf("read batch %s/%s/%s: %w", account, project, batch, err)
-	}
-	var seen []int
-	if ns, ok := out.Item["parts_seen"].(*types.AttributeValueMemberNS); ok {
-		for _, v := range ns.Value {
-			if n, err := strconv.Atoi(v); err == nil {
-				seen = append(seen, n)
-			}
-		}
-	}
-	slices.Sort(seen)
-	total := 0
-	if n, ok := out.Item["parts"].(*types.AttributeValueMemberN); ok {
-		total, _ = strconv.Atoi(n.Value)
-	}
-	return seen, total, nil
+// submission is one Submit's work once the lock is held: the message, the
+// jobs it adds (first occurrence of each key, not yet registered), grouped
+// by model, and their models' queues.
+type submission struct {
+	b       job.BatchSpec
+	owner   string // the lock's
+	jobs    []newJob
+	byModel map[string][]newJob
+	models  []string // sorted
+	queues  map[string]queueRef
 }
 
+// newJob is a job of the message that Submit adds.
+type newJob struct {
+	spec job.JobSpec
+	id   string
+	mdl  string
+	i    int // in the message
+}
+
+// submit runs Submit's four steps (lock, classify, write, register; see
+// Submit) for the message's jobs.
 func (s *Store) submit(ctx context.Context, b job.BatchSpec, now time.Time) (created int, err error) {
 	if err := validate(b); err != nil {
 		return 0, err
@@ -126,17 +125,46 @@ func (s *Store) submit(ctx context.Context, b job.BatchSpec, now time.Time) (cre
 		}
 	}()
 
+	// 2. Classify.
+	jobs, err := s.classify(ctx, b, locked)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", where, err)
+	}
+	if len(jobs) == 0 {
+		return 0, nil
+	}
+
+	// 3. Write.
+	sub := submission{b: b, owner: owner, jobs: jobs, byModel: map[string][]newJob{}}
+	for _, j := range jobs {
+		sub.byModel[j.mdl] = append(sub.byModel[j.mdl], j)
+	}
+	sub.models = slices.Sorted(maps.Keys(sub.byModel))
+	if sub.queues, err = s.readQueues(ctx, b, sub.models); err != nil {
+		return 0, fmt.Errorf("%s: %w", where, err)
+	}
+	if err := s.writeJobs(ctx, sub, now); err != nil {
+		return 0, fmt.Errorf("%s: %w", where, err)
+	}
+
+	// 4. Register.
+	if err := s.registerJobs(ctx, sub, bpk); err != nil {
+		return 0, fmt.Errorf("%s: %w", where, err)
+	}
+	released = true
+	return len(jobs), nil
+}
+
+// classify returns the message's jobs Submit adds: the first occurrence of
+// each key, less those registered already (by an earlier delivery or
+// another part). A key repeated in the message, a registered job of the
+// same key, or terms other than the batch's stored ones (locked, the batch
+// item as the lock found it) are conflicts: the message is refused whole
+// with a *memstore.ConflictError naming each.
+func (s *Store) classify(ctx context.Context, b job.BatchSpec, locked map[string]types.AttributeValue) ([]newJob, error) {
 	var registered int64
 	if av, ok := locked["jobs"].(*types.AttributeValueMemberN); ok {
 		registered, _ = strconv.ParseInt(av.Value, 10, 64)
-	}
-
-	// 2. Classify. The first occurrence of a key in the message wins.
-	type newJob struct {
-		spec job.JobSpec
-		id   string
-		mdl  string
-		i    int // in the message
 	}
 	var (
 		jobs      []newJob
@@ -164,11 +192,11 @@ func (s *Store) submit(ctx context.Context, b job.BatchSpec, now time.Time) (cre
 		}
 		old, err := s.readJobs(ctx, ids)
 		if err != nil {
-			return 0, fmt.Errorf("%s: %w", where, err)
+			return nil, err
 		}
 		isReg, err := s.registeredJobs(ctx, old)
 		if err != nil {
-			return 0, fmt.Errorf("%s: %w", where, err)
+			return nil, err
 		}
 		kept := jobs[:0]
 		for _, j := range jobs {
@@ -183,22 +211,17 @@ func (s *Store) submit(ctx context.Context, b job.BatchSpec, now time.Time) (cre
 		jobs = kept
 	}
 	if err := conflicts.Err(b); err != nil {
-		return 0, fmt.Errorf("%s: %w", where, err)
+		return nil, err
 	}
-	if len(jobs) == 0 {
-		return 0, nil
-	}
+	return jobs, nil
+}
 
-	// 3. Queues, positions and the writes.
-	byModel := map[string][]newJob{}
-	for _, j := range jobs {
-		byModel[j.mdl] = append(byModel[j.mdl], j)
-	}
-	models := slices.Sorted(maps.Keys(byModel))
-	queues, err := s.readQueues(ctx, b, models)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", where, err)
-	}
+// writeJobs writes the job items and their queues' order (chunk items) with
+// BatchWriteItem, and deletes a crashed Submit's chunks in the way. Nothing
+// written is registered: the scheduler does not see it until registerJobs.
+// A new queue gets its place in submission order here (sub.queues).
+func (s *Store) writeJobs(ctx context.Context, sub submission, now time.Time) error {
+	b := sub.b
 	var reqs []types.WriteRequest
 	put := func(v any) error {
 		item, err := attributevalue.MarshalMap(v)
@@ -206,13 +229,14 @@ func (s *Store) submit(ctx context.Context, b job.BatchSpec, now time.Time) (cre
 		return err
 	}
 	submitAt := stamp(now)
-	for _, mdl := range models {
-		q := queues[mdl]
+	for _, mdl := range sub.models {
+		q := sub.queues[mdl]
 		if q.Seq == 0 {
+			var err error
 			if q.Seq, err = s.nextSeq(ctx); err != nil {
-				return 0, fmt.Errorf("%s: %w", where, err)
+				return err
 			}
-			queues[mdl] = q
+			sub.queues[mdl] = q
 		}
 		// Chunks are aligned to chunkSize positions, so a claim knows the
 		// key of the chunk of any position: a queue's last, partial chunk
@@ -222,7 +246,7 @@ func (s *Store) submit(ctx context.Context, b job.BatchSpec, now time.Time) (cre
 		if q.Size%chunkSize != 0 {
 			prev, err := s.chunkAt(ctx, q.PK, q.Size-1)
 			if err != nil {
-				return 0, fmt.Errorf("%s: %w", where, err)
+				return err
 			}
 			if prev.Start == q.Size/chunkSize*chunkSize { // else an unaligned chunk of an older release: start afresh
 				c = chunkItem{PK: q.PK, SK: prev.SK, Start: prev.Start, IDs: slices.Clone(prev.IDs[:q.Size-prev.Start])}
@@ -233,11 +257,11 @@ func (s *Store) submit(ctx context.Context, b job.BatchSpec, now time.Time) (cre
 			chunks[c.SK] = true
 			return put(c)
 		}
-		for _, j := range byModel[mdl] {
+		for _, j := range sub.byModel[mdl] {
 			pos := c.Start + int64(len(c.IDs))
 			if len(c.IDs) > 0 && pos%chunkSize == 0 {
 				if err := flush(); err != nil {
-					return 0, fmt.Errorf("%s: %w", where, err)
+					return err
 				}
 				c = chunkItem{PK: q.PK, SK: chunkSK(pos), Start: pos}
 			}
@@ -249,17 +273,17 @@ func (s *Store) submit(ctx context.Context, b job.BatchSpec, now time.Time) (cre
 				State: job.Waiting, Queue: q.PK, Pos: pos, SubmitAt: submitAt, Stratum: j.spec.Stratum,
 			})
 			if err != nil {
-				return 0, fmt.Errorf("%s: %w", where, err)
+				return err
 			}
 		}
 		if err := flush(); err != nil {
-			return 0, fmt.Errorf("%s: %w", where, err)
+			return err
 		}
 		// Chunks at or past the size are a crashed Submit's: never
 		// registered, and in the way of lookups once positions get there.
 		stale, err := s.staleChunks(ctx, q)
 		if err != nil {
-			return 0, fmt.Errorf("%s: %w", where, err)
+			return err
 		}
 		for _, sk := range stale {
 			if !chunks[sk] {
@@ -268,14 +292,21 @@ func (s *Store) submit(ctx context.Context, b job.BatchSpec, now time.Time) (cre
 		}
 	}
 	if err := s.batchWrite(ctx, s.tables.State, reqs); err != nil {
-		return 0, fmt.Errorf("%s: write jobs: %w", where, err)
+		return fmt.Errorf("write jobs: %w", err)
 	}
+	return nil
+}
 
-	// 4. Register.
+// registerJobs makes the written jobs waiting: transactions grow each
+// queue's size and waiting count (a new queue enters the catalog, a new
+// model gets its items), carry a sampled batch's items, count the batch's
+// jobs and release the lock, with the last of them.
+func (s *Store) registerJobs(ctx context.Context, sub submission, bpk string) error {
+	b, owner := sub.b, sub.owner
 	var items []types.TransactWriteItem
-	for _, mdl := range models {
-		q := queues[mdl]
-		n := int64(len(byModel[mdl]))
+	for _, mdl := range sub.models {
+		q := sub.queues[mdl]
+		n := int64(len(sub.byModel[mdl]))
 		u := expression.Set(name("account"), value(b.Account)).Set(name("project"), value(b.Project)).
 			Set(name("batch"), value(b.Batch)).Set(name(attrModel), value(mdl)).
 			Set(name("tier"), expression.IfNotExists(name("tier"), value(b.Tier))).
@@ -294,33 +325,15 @@ func (s *Store) submit(ctx context.Context, b job.BatchSpec, now time.Time) (cre
 		cond := name(attrPK).AttributeNotExists().Or(name("size").Equal(value(q.Size)))
 		it, err := updateItem(s.tables.State, key(q.PK, skQueue), u, cond)
 		if err != nil {
-			return 0, fmt.Errorf("%s: %w", where, err)
+			return err
 		}
 		items = append(items, it)
 		if q.new {
-			// A new queue enters the catalog Batches lists.
-			k := scheduler.QueueKey{Account: b.Account, Project: b.Project, Batch: b.Batch, Model: mdl}
-			cat, err := attributevalue.MarshalMap(catalogItem{PK: pkCatalog, SK: catalogSK(k), Queue: q.PK, Account: b.Account, Project: b.Project, Batch: b.Batch, Model: mdl, Seq: q.Seq})
+			more, err := s.newQueueItems(b, mdl, q)
 			if err != nil {
-				return 0, fmt.Errorf("%s: %w", where, err)
+				return err
 			}
-			items = append(items, putItem(s.tables.State, cat))
-			// A model's first queue registers the model: its state item
-			// (found by Snapshot's one Query) and counters.
-			it, err := updateItem(s.tables.State, key(modelsPK(mdl), mdl), expression.Set(name(attrModel), value(mdl)), expression.ConditionBuilder{})
-			if err != nil {
-				return 0, fmt.Errorf("%s: %w", where, err)
-			}
-			items = append(items, it)
-			cu := expression.Set(name(attrModel), value(mdl)).
-				Set(name("pending"), expression.IfNotExists(name("pending"), value(map[string]int64{}))).
-				Add(name("running"), value(0)).Add(name("starting"), value(0)).
-				Add(name("ok_total"), value(0)).Add(name("pf_total"), value(0))
-			it, err = updateItem(s.tables.State, key(countersPK(mdl), skCounters), cu, expression.ConditionBuilder{})
-			if err != nil {
-				return 0, fmt.Errorf("%s: %w", where, err)
-			}
-			items = append(items, it)
+			items = append(items, more...)
 		}
 	}
 	if b.Sampling != nil {
@@ -328,18 +341,18 @@ func (s *Store) submit(ctx context.Context, b job.BatchSpec, now time.Time) (cre
 		// registration registers, in its transaction: each job counts
 		// once, in the registration that made it waiting (sampled.go).
 		strata := map[string]int{}
-		for _, j := range jobs {
+		for _, j := range sub.jobs {
 			strata[j.spec.Stratum]++
 		}
 		sampled, err := s.sampledItems(b, owner, strata)
 		if err != nil {
-			return 0, fmt.Errorf("%s: %w", where, err)
+			return err
 		}
 		items = append(items, sampled...)
 	}
 	// The release records the batch's terms (its first message's) and
 	// this part's digest, which later messages are checked against.
-	rel := expression.Add(name("jobs"), value(len(jobs))).Remove(name("lock_owner")).Remove(name("lock_until")).
+	rel := expression.Add(name("jobs"), value(len(sub.jobs))).Remove(name("lock_owner")).Remove(name("lock_until")).
 		Set(name(attrTerms), expression.IfNotExists(name(attrTerms), value(toTermsItem(b.Terms()))))
 	if b.Parts > 0 {
 		rel = rel.Add(name(attrPartSums), value(partSumValue(b)))
@@ -349,7 +362,7 @@ func (s *Store) submit(ctx context.Context, b job.BatchSpec, now time.Time) (cre
 	release, err := updateItem(s.tables.State, key(bpk, skBatch), rel,
 		name("lock_owner").Equal(value(owner)))
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", where, err)
+		return err
 	}
 	// The lock goes last, with the last queues: a crash between two
 	// transactions leaves it held and the redelivery finds the first ones'
@@ -362,11 +375,35 @@ func (s *Store) submit(ctx context.Context, b job.BatchSpec, now time.Time) (cre
 			part = append(slices.Clip(part), release)
 		}
 		if err := s.register(ctx, part); err != nil {
-			return 0, fmt.Errorf("%s: register jobs: %w", where, err)
+			return fmt.Errorf("register jobs: %w", err)
 		}
 	}
-	released = true
-	return len(jobs), nil
+	return nil
+}
+
+// newQueueItems are the registration's items of a queue Submit creates: its
+// entry in the catalog Batches lists, and its model's state item (found by
+// Snapshot's one Query) and counters, which a model's first queue creates
+// (the updates leave an existing model's as they are).
+func (s *Store) newQueueItems(b job.BatchSpec, mdl string, q queueRef) ([]types.TransactWriteItem, error) {
+	k := scheduler.QueueKey{Account: b.Account, Project: b.Project, Batch: b.Batch, Model: mdl}
+	cat, err := attributevalue.MarshalMap(catalogItem{PK: pkCatalog, SK: catalogSK(k), Queue: q.PK, Account: b.Account, Project: b.Project, Batch: b.Batch, Model: mdl, Seq: q.Seq})
+	if err != nil {
+		return nil, err
+	}
+	state, err := updateItem(s.tables.State, key(modelsPK(mdl), mdl), expression.Set(name(attrModel), value(mdl)), expression.ConditionBuilder{})
+	if err != nil {
+		return nil, err
+	}
+	cu := expression.Set(name(attrModel), value(mdl)).
+		Set(name("pending"), expression.IfNotExists(name("pending"), value(map[string]int64{}))).
+		Add(name("running"), value(0)).Add(name("starting"), value(0)).
+		Add(name("ok_total"), value(0)).Add(name("pf_total"), value(0))
+	counters, err := updateItem(s.tables.State, key(countersPK(mdl), skCounters), cu, expression.ConditionBuilder{})
+	if err != nil {
+		return nil, err
+	}
+	return []types.TransactWriteItem{putItem(s.tables.State, cat), state, counters}, nil
 }
 
 // register runs one registration transaction, again after a conflict with a
@@ -466,15 +503,11 @@ func (s *Store) readQueues(ctx context.Context, b job.BatchSpec, models []string
 		out[m] = queueRef{PK: pk, new: true}
 		keys[i] = key(pk, skQueue)
 	}
-	items, err := s.batchGet(ctx, s.tables.State, keys, nil, nil)
+	items, err := batchGetItems[queueItem](ctx, s, keys)
 	if err != nil {
 		return nil, fmt.Errorf("read queues: %w", err)
 	}
-	for _, it := range items {
-		var q queueItem
-		if err := attributevalue.UnmarshalMap(it, &q); err != nil {
-			return nil, fmt.Errorf("read queues: %w", err)
-		}
+	for _, q := range items {
 		out[q.Model] = queueRef{PK: q.PK, Size: q.Size, Seq: q.Seq}
 	}
 	return out, nil

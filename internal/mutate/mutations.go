@@ -22,19 +22,19 @@ const always = `name(attrPK).AttributeExists()`
 var Mutations = []Mutation{
 	{
 		Name: "batched-claim-job", Why: "a batched claim takes only a job still WAITING at the attempt read",
-		File:  "internal/dynamostore/claims.go",
+		File:  "internal/dynamostore/batchclaim.go",
 		Edits: []Edit{{`name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt))))`, always + `)`}},
 		Pkg:   "./internal/dynamostore", Tests: []string{"TestClaimSkipsAJobThatLeftWaitingAfterItWasRead"},
 	},
 	{
 		Name: "batched-claim-cursor", Why: "a batched claim moves a queue's cursor only from where its Snapshot saw it",
-		File:  "internal/dynamostore/claims.go",
+		File:  "internal/dynamostore/batchclaim.go",
 		Edits: []Edit{{`cond := name("next").Equal(value(q.Next)).And(name("backs").Equal(value(0)))`, `cond := name("backs").Equal(value(0))`}},
 		Pkg:   "./internal/dynamostore", Tests: []string{"TestBatchedClaimFromAStaleSnapshotKeepsTheCursor"},
 	},
 	{
 		Name: "batched-claim-job-and-cursor", Why: "two passes from one Snapshot never claim a job twice",
-		File: "internal/dynamostore/claims.go",
+		File: "internal/dynamostore/batchclaim.go",
 		Edits: []Edit{
 			{`name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt))))`, always + `)`},
 			{`cond := name("next").Equal(value(q.Next)).And(name("backs").Equal(value(0)))`, `cond := name("backs").Equal(value(0))`},
@@ -43,13 +43,13 @@ var Mutations = []Mutation{
 	},
 	{
 		Name: "slow-claim-job", Why: "a claim (or cancel) one queue at a time takes only a job still WAITING at the attempt read",
-		File:  "internal/dynamostore/commit.go",
+		File:  "internal/dynamostore/take.go",
 		Edits: []Edit{{`cond := name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt)))`, `cond := ` + always}},
 		Pkg:   "./internal/dynamostore", Tests: []string{"TestClaimSkipsAJobThatLeftWaitingAfterItWasRead"},
 	},
 	{
 		Name: "slow-claim-cursor", Why: "a claim one queue at a time moves the cursor only from where it read it",
-		File:  "internal/dynamostore/commit.go",
+		File:  "internal/dynamostore/take.go",
 		Edits: []Edit{{`cond := name("next").Equal(value(q.Next))`, `cond := ` + always}},
 		Pkg:   "./internal/dynamostore", Tests: []string{"TestSlowClaimDoesNotWriteAStaleCursor"},
 	},
@@ -114,19 +114,19 @@ var Mutations = []Mutation{
 	},
 	{
 		Name: "batched-claim-backs", Why: "a queue's retried jobs are claimed before the jobs at its cursor",
-		File:  "internal/dynamostore/claims.go",
+		File:  "internal/dynamostore/batchclaim.go",
 		Edits: []Edit{{`cond := name("next").Equal(value(q.Next)).And(name("backs").Equal(value(0)))`, `cond := name("next").Equal(value(q.Next))`}},
 		Pkg:   "./internal/dynamostore", Tests: []string{"TestBatchedClaimTakesARetriedJobFirst"},
 	},
 	{
 		Name: "batched-claim-emptying", Why: "a queue leaves the active index only when no job was registered or retried since the read",
-		File:  "internal/dynamostore/claims.go",
+		File:  "internal/dynamostore/batchclaim.go",
 		Edits: []Edit{{`cond = cond.And(name("waiting").Equal(value(q.Waiting)))`, ``}},
 		Pkg:   "./internal/dynamostore", Tests: []string{"TestClaimKeepsAQueueThatGrewActive"},
 	},
 	{
 		Name: "slow-claim-emptying", Why: "a queue leaves the active index only when no job was registered or retried since the read",
-		File:  "internal/dynamostore/commit.go",
+		File:  "internal/dynamostore/take.go",
 		Edits: []Edit{{`cond = cond.And(name("waiting").Equal(value(q.Waiting)))`, ``}},
 		Pkg:   "./internal/dynamostore", Tests: []string{"TestClaimKeepsAQueueThatGrewActive"},
 	},
@@ -181,7 +181,7 @@ var Mutations = []Mutation{
 	},
 	{
 		Name: "slow-claim-back-delete", Why: "a back item is taken by one claim only",
-		File:  "internal/dynamostore/commit.go",
+		File:  "internal/dynamostore/take.go",
 		Edits: []Edit{{`it, err := deleteItem(s.tables.State, key(pk, b.SK), name(attrPK).AttributeExists())`, `it, err := deleteItem(s.tables.State, key(pk, b.SK), name(attrPK).AttributeExists().Or(name(attrPK).AttributeNotExists()))`}},
 		Pkg:   "./internal/dynamostore", Tests: []string{"TestStaleBackItemIsTakenOnce"},
 	},

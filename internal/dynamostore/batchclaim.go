@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -25,7 +24,7 @@ import (
 //     the active index, a moment behind the table); the write is
 //     conditioned on it, so a queue that moved since, or whose index entry
 //     lagged, cancels its transaction and is claimed again the slow way
-//     (take, which reads the queue item strongly consistent);
+//     (claim.go, which reads the queue item strongly consistent);
 //   - the queue order comes by BatchGetItem: chunks are aligned to
 //     chunkSize positions, so the chunk of a position has a known key;
 //   - the jobs come by one BatchGetItem across queues;
@@ -43,7 +42,7 @@ type grantClaim struct {
 	q            queueItem // as the Snapshot read it; zero PK if unknown
 	jobs         []scheduler.Job
 	err          error
-	slow         bool // claimed by take: the batched path cannot or failed
+	slow         bool // claimed by claim (claim.go): the batched path cannot or failed
 }
 
 func (c *grantClaim) remaining() int { return c.g.Count - len(c.jobs) }
@@ -66,8 +65,8 @@ type claimTxn struct {
 }
 
 // claimBatched claims the grants whose queue the Snapshot read and which
-// wait only at the cursor (no retried job: those come first, by take).
-// A grant it could not serve whole is marked slow, for take.
+// wait only at the cursor (no retried job: those come first, by claim).
+// A grant it could not serve whole is marked slow, for claim.
 func (s *Store) claimBatched(ctx context.Context, at time.Time, claims []*grantClaim, empty map[string][]string) {
 	// 1. The cursor positions of each grant, and their ids.
 	var units []claimUnit
@@ -112,7 +111,7 @@ func (s *Store) claimBatched(ctx context.Context, at time.Time, claims []*grantC
 		}
 		for i, id := range qids {
 			// A job not waiting at its place was cancelled: the cursor
-			// passes it, as take does.
+			// passes it, as takeFront does.
 			if j, ok := jobs[id]; ok && j.State == job.Waiting && j.Pos == u.c.q.Next+int64(i) {
 				u.taken = append(u.taken, j)
 			}
@@ -218,11 +217,7 @@ func (s *Store) writeClaimTxn(ctx context.Context, at time.Time, t *claimTxn) {
 			// condition also gone, two passes from one Snapshot claim a job
 			// twice: TestBatchedClaimsFromOneSnapshot (make mutate:
 			// batched-claim-job-and-cursor).
-			it, err := updateItem(s.tables.State, key(j.PK, skJob),
-				expression.Set(name("state"), value(job.Claimed)).
-					Set(name("tier"), value(u.c.g.Tier)).
-					Set(name("claimed_at"), value(atKey)).
-					Set(name(attrInflight), value(inflightShard(j.ID))),
+			it, err := updateItem(s.tables.State, key(j.PK, skJob), claimUpdate(j, u.c.g.Tier, atKey),
 				name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt))))
 			if err != nil {
 				fail(err)
@@ -277,22 +272,22 @@ func (s *Store) writeClaimTxn(ctx context.Context, at time.Time, t *claimTxn) {
 	if len(items) == 0 {
 		return
 	}
-	err := s.transact(ctx, items, tok)
-	if err != nil && cancelReasons(err) == nil && len(t.units) > 0 {
-		// The answer was lost. A queue item of the transaction tells
-		// whether it was applied: its last_claim is our token.
-		if q, ok, rerr := s.readQueue(ctx, t.units[0].c.q.PK); rerr == nil && ok && q.LastClaim == tok {
-			err = nil
-		}
+	// A lost answer is settled by a queue item of the transaction (every
+	// unit's queue update sets last_claim to tok), as writeClaim's is; a
+	// transaction of tidies only has none.
+	var settleBy string
+	if len(t.units) > 0 {
+		settleBy = t.units[0].c.q.PK
 	}
+	err := s.transactClaim(ctx, settleBy, items, tok)
 	switch {
 	case err == nil:
 		for _, u := range t.units {
 			for _, j := range u.taken {
-				j.State, j.Tier, j.ClaimedAt = job.Claimed, u.c.g.Tier, atKey
+				j.setClaimed(u.c.g.Tier, atKey)
 				u.c.jobs = append(u.c.jobs, j.schedulerJob())
 			}
-			// Jobs passed over (cancelled) leave the grant short: take
+			// Jobs passed over (cancelled) leave the grant short: claim
 			// reads on if the queue has more.
 			if u.c.remaining() > 0 && u.c.q.Size > u.c.q.Next+u.n {
 				u.c.slow = true
@@ -301,7 +296,7 @@ func (s *Store) writeClaimTxn(ctx context.Context, at time.Time, t *claimTxn) {
 	case cancelReasons(err) != nil:
 		// Something moved since the Snapshot (an intake registration on
 		// an emptying queue, a retried job, another writer): nothing was
-		// written; take reads each queue again. The tidy waits a pass.
+		// written; claim reads each queue again. The tidy waits a pass.
 		for _, u := range t.units {
 			u.c.slow = true
 		}
@@ -314,7 +309,7 @@ func (s *Store) writeClaimTxn(ctx context.Context, at time.Time, t *claimTxn) {
 // Chunks are aligned to chunkSize positions (Submit writes them so), so the
 // chunk of a position is read by key, 100 at a time, cached per queue. A
 // queue whose chunk is not where alignment puts it gets fewer ids than its
-// unit's n, and goes to take (which finds any chunk by Query).
+// unit's n, and goes to claim (which finds any chunk by Query).
 func (s *Store) idsOf(ctx context.Context, units []claimUnit) (map[string][]string, error) {
 	type want struct {
 		pk    string
@@ -340,15 +335,11 @@ func (s *Store) idsOf(ctx context.Context, units []claimUnit) (map[string][]stri
 	for i, w := range missing {
 		keys[i] = key(w.pk, chunkSK(w.start))
 	}
-	items, err := s.batchGet(ctx, s.tables.State, keys, nil, nil)
+	chunks, err := batchGetItems[chunkItem](ctx, s, keys)
 	if err != nil {
 		return nil, fmt.Errorf("read queue order: %w", err)
 	}
-	for _, it := range items {
-		var c chunkItem
-		if err := attributevalue.UnmarshalMap(it, &c); err != nil {
-			return nil, fmt.Errorf("read queue order: %w", err)
-		}
+	for _, c := range chunks {
 		have[want{c.PK, c.Start}] = c
 	}
 	out := make(map[string][]string, len(units))

@@ -1,0 +1,60 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+// claim claims up to g.Count of the queue's oldest waiting jobs, reading
+// the queue afresh for each transaction of up to maxClaimJobs (takeFront):
+// retried jobs (back items, oldest position first), then the cursor's. A
+// sampled batch's queue is claimed by stratum instead (release.go). Each
+// transaction adds the jobs to the model's starting count and to its
+// pending entry of this pass.
+func (s *Store) claim(ctx context.Context, g scheduler.Grant, at time.Time) ([]scheduler.Job, error) {
+	pk := queuePK(g.Queue)
+	atKey := stamp(at)
+	mv := move{
+		job: func(j jobItem) expression.UpdateBuilder { return claimUpdate(j, g.Tier, atKey) },
+		extra: func(k int64) ([]types.TransactWriteItem, error) {
+			cu := addTo(expression.Add(name("starting"), value(k)), pendingEntry(atKey), k)
+			it, err := updateItem(s.tables.State, key(countersPK(g.Queue.Model), skCounters), cu, expression.ConditionBuilder{})
+			return []types.TransactWriteItem{it}, err
+		},
+	}
+	var out []scheduler.Job
+	for conflicts := 0; len(out) < g.Count; {
+		q, ok, err := s.readQueue(ctx, pk)
+		if err != nil {
+			return out, fmt.Errorf("read queue: %w", err)
+		}
+		if !ok {
+			return out, nil
+		}
+		if q.Sampled {
+			jobs, err := s.claimSampled(ctx, scheduler.Grant{Queue: g.Queue, Tier: g.Tier, Count: g.Count - len(out)}, at)
+			return append(out, jobs...), err
+		}
+		taken, st, err := s.takeFront(ctx, pk, q, g.Count-len(out), mv, &conflicts)
+		if err != nil {
+			return out, err
+		}
+		switch st {
+		case frontEmpty:
+			return out, nil
+		case frontMoved:
+			continue // read again
+		}
+		for _, j := range taken {
+			j.setClaimed(g.Tier, atKey)
+			out = append(out, j.schedulerJob())
+		}
+	}
+	return out, nil
+}
