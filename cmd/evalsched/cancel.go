@@ -310,7 +310,7 @@ func stopScope(ctx context.Context, st jobLister, client taskStopper, cluster st
 		if _, err := client.StopTask(ctx, &ecs.StopTaskInput{Cluster: &cluster, Task: &j.TaskARN, Reason: ptr(taskevent.CancelReason)}); err != nil {
 			return n, fmt.Errorf("stop %s: %w", j.TaskARN, err)
 		}
-		if err := st.TaskStopped(ctx, j.ID, j.Attempt, domain.Exit{Code: -1, Cancelled: true, Reason: "cancelled by an operator"}, time.Now()); err != nil {
+		if err := st.TaskStopped(ctx, j.ID, j.Attempt, domain.Exit{Code: -1, Cancelled: true, Reason: domain.OperatorCancelReason}, time.Now()); err != nil {
 			return n, err
 		}
 		n++
