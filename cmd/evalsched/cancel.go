@@ -14,7 +14,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 
-	"github.com/evalsched/evalsched/internal/memstore"
+	domain "github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/priority"
 	"github.com/evalsched/evalsched/internal/scheduler"
 	"github.com/evalsched/evalsched/internal/taskevent"
@@ -282,7 +282,7 @@ func ecsClient(ctx context.Context) (*ecs.Client, error) {
 // jobLister is what stopScope needs of the store.
 type jobLister interface {
 	InFlight(ctx context.Context) ([]scheduler.InFlight, error)
-	TaskStopped(ctx context.Context, jobID string, attempt int, exit memstore.Exit, now time.Time) error
+	TaskStopped(ctx context.Context, jobID string, attempt int, exit domain.Exit, now time.Time) error
 }
 
 // taskStopper is what stopScope needs of ECS.
@@ -310,7 +310,7 @@ func stopScope(ctx context.Context, st jobLister, client taskStopper, cluster st
 		if _, err := client.StopTask(ctx, &ecs.StopTaskInput{Cluster: &cluster, Task: &j.TaskARN, Reason: ptr(taskevent.CancelReason)}); err != nil {
 			return n, fmt.Errorf("stop %s: %w", j.TaskARN, err)
 		}
-		if err := st.TaskStopped(ctx, j.ID, j.Attempt, memstore.Exit{Code: -1, Cancelled: true, Reason: "cancelled by an operator"}, time.Now()); err != nil {
+		if err := st.TaskStopped(ctx, j.ID, j.Attempt, domain.Exit{Code: -1, Cancelled: true, Reason: domain.OperatorCancelReason}, time.Now()); err != nil {
 			return n, err
 		}
 		n++

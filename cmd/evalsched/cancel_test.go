@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/evalsched/evalsched/internal/dynamostore"
+	domain "github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/localaws"
 	"github.com/evalsched/evalsched/internal/localmode"
-	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -27,7 +27,7 @@ func waitingOf(t *testing.T, st *dynamostore.Store, account, project, batch stri
 		if err != nil || !ok {
 			t.Fatalf("job %s: %v %v", k, ok, err)
 		}
-		if j.State == memstore.Waiting {
+		if j.State == domain.Waiting {
 			n++
 		}
 	}
@@ -129,8 +129,8 @@ func TestCancelStopsLocalTasks(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := dynamostore.New(client, dynamostore.DefaultTables("stop-"), scheduler.ModelConfig{})
-	states := func() map[memstore.State]int {
-		n := map[memstore.State]int{}
+	states := func() map[domain.State]int {
+		n := map[domain.State]int{}
 		for _, k := range keys {
 			if j, ok, err := st.Job(ctx, scheduler.JobID("dev", "try", "b1", k)); err == nil && ok {
 				n[j.State]++
@@ -138,7 +138,7 @@ func TestCancelStopsLocalTasks(t *testing.T) {
 		}
 		return n
 	}
-	for deadline := time.Now().Add(60 * time.Second); states()[memstore.Running] == 0; time.Sleep(200 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); states()[domain.Running] == 0; time.Sleep(200 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no job running after 60 s: %v", states())
 		}
@@ -150,7 +150,7 @@ func TestCancelStopsLocalTasks(t *testing.T) {
 	// Every job ends CANCELLED: the waiting ones by the cancel, the
 	// launched ones by the stop, and none runs on in the world to succeed.
 	time.Sleep(2 * time.Second)
-	if got := states(); got[memstore.Cancelled] != len(keys) {
+	if got := states(); got[domain.Cancelled] != len(keys) {
 		t.Errorf("after cancel --stop-running: %v, want all %d CANCELLED\n%s", got, len(keys), stdout)
 	}
 }

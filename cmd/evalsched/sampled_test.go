@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	domain "github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/sampling"
 	"github.com/evalsched/evalsched/internal/scheduler"
@@ -19,11 +20,11 @@ import (
 func TestStatusWhySampled(t *testing.T) {
 	ctx := context.Background()
 	st := withTables(t)
-	b := memstore.BatchSpec{Account: "acme", Project: "evals", Batch: "mmlu", Model: "gpt-5.5", Tier: 2,
+	b := domain.BatchSpec{Account: "acme", Project: "evals", Batch: "mmlu", Model: "gpt-5.5", Tier: 2,
 		Sampling: &sampling.Params{MOE: 0.05, Confidence: 0.9, MinPerStratum: 1}}
 	for i := range 10 {
-		b.Jobs = append(b.Jobs, memstore.JobSpec{Key: fmt.Sprintf("hard-%d", i), Stratum: "math/hard"})
-		b.Jobs = append(b.Jobs, memstore.JobSpec{Key: fmt.Sprintf("easy-%d", i), Stratum: "reading"})
+		b.Jobs = append(b.Jobs, domain.JobSpec{Key: fmt.Sprintf("hard-%d", i), Stratum: "math/hard"})
+		b.Jobs = append(b.Jobs, domain.JobSpec{Key: fmt.Sprintf("easy-%d", i), Stratum: "reading"})
 	}
 	if _, err := st.Submit(ctx, b, time.Now()); err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/evalsched/evalsched/internal/forecast"
-	"github.com/evalsched/evalsched/internal/memstore"
+	domain "github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/priority"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -448,7 +448,7 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, ", %s", job.Reason)
 		}
 		fmt.Fprintln(stdout)
-		if job.State != memstore.Waiting {
+		if job.State != domain.Waiting {
 			return exitOK
 		}
 	}
@@ -493,14 +493,14 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 
 // jobView is the job why was asked about.
 type jobView struct {
-	ID          string         `json:"id"`
-	Key         string         `json:"key"`
-	Batch       string         `json:"batch"`
-	Model       string         `json:"model"`
-	State       memstore.State `json:"state"`
-	Attempt     int            `json:"attempt"`
-	MaxAttempts int            `json:"max_attempts"`
-	Reason      string         `json:"reason,omitempty"`
+	ID          string       `json:"id"`
+	Key         string       `json:"key"`
+	Batch       string       `json:"batch"`
+	Model       string       `json:"model"`
+	State       domain.State `json:"state"`
+	Attempt     int          `json:"attempt"`
+	MaxAttempts int          `json:"max_attempts"`
+	Reason      string       `json:"reason,omitempty"`
 }
 
 // whyAnswer is why's answer for one batch and model.

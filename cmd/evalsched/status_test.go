@@ -18,8 +18,8 @@ import (
 	"github.com/evalsched/evalsched/internal/awsfake"
 	"github.com/evalsched/evalsched/internal/dynamostore"
 	"github.com/evalsched/evalsched/internal/ecslauncher"
+	domain "github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/localaws"
-	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/priority"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -47,13 +47,13 @@ func withTables(t *testing.T) *dynamostore.Store {
 	if err := st.PutModel(ctx, scheduler.ModelConfig{Name: "gpt-5.5", Enabled: true, MinLimit: 1, MaxLimit: 100, TargetDepth: 10, InitialLimit: 4}); err != nil {
 		t.Fatal(err)
 	}
-	b := memstore.BatchSpec{Account: "acme", Project: "search", Batch: "b17", Model: "gpt-5.5", Tier: 2}
-	b2 := memstore.BatchSpec{Account: "lab", Project: "bulk", Batch: "big", Model: "gpt-5.5", Tier: 2}
+	b := domain.BatchSpec{Account: "acme", Project: "search", Batch: "b17", Model: "gpt-5.5", Tier: 2}
+	b2 := domain.BatchSpec{Account: "lab", Project: "bulk", Batch: "big", Model: "gpt-5.5", Tier: 2}
 	for _, k := range []string{"a", "b", "c"} {
-		b.Jobs = append(b.Jobs, memstore.JobSpec{Key: k})
-		b2.Jobs = append(b2.Jobs, memstore.JobSpec{Key: k})
+		b.Jobs = append(b.Jobs, domain.JobSpec{Key: k})
+		b2.Jobs = append(b2.Jobs, domain.JobSpec{Key: k})
 	}
-	for _, spec := range []memstore.BatchSpec{b2, b} {
+	for _, spec := range []domain.BatchSpec{b2, b} {
 		if _, err := st.Submit(ctx, spec, time.Now()); err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +194,7 @@ func TestCancelStopsRunningTasks(t *testing.T) {
 	}
 	for _, j := range jobs {
 		got, _, err := st.Job(ctx, j.ID)
-		if err != nil || got.State != memstore.Cancelled || got.Reason != "cancelled by an operator" {
+		if err != nil || got.State != domain.Cancelled || got.Reason != "cancelled by an operator" {
 			t.Errorf("job %s: got %s %q %v, want CANCELLED, cancelled by an operator", j.Key, got.State, got.Reason, err)
 		}
 	}
@@ -227,7 +227,7 @@ func TestFinishedBatchesStay(t *testing.T) {
 		if err := st.TaskStarted(ctx, j.ID, j.Attempt, time.Now()); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.TaskStopped(ctx, j.ID, j.Attempt, memstore.Exit{Code: i}, time.Now()); err != nil {
+		if err := st.TaskStopped(ctx, j.ID, j.Attempt, domain.Exit{Code: i}, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -235,7 +235,7 @@ func TestFinishedBatchesStay(t *testing.T) {
 		t.Fatal("cancel failed")
 	}
 	// A batch of two parts of which one arrived.
-	part := memstore.BatchSpec{Account: "acme", Project: "search", Batch: "split", Model: "gpt-5.5", Tier: -1, Part: 1, Parts: 2, Jobs: []memstore.JobSpec{{Key: "x"}}}
+	part := domain.BatchSpec{Account: "acme", Project: "search", Batch: "split", Model: "gpt-5.5", Tier: -1, Part: 1, Parts: 2, Jobs: []domain.JobSpec{{Key: "x"}}}
 	if _, err := st.Submit(ctx, part, time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +400,7 @@ func TestConsoleTypingInStatusAndWhy(t *testing.T) {
 	}
 	putItem(tables.Pins, map[string]types.AttributeValue{"scope": str("account#acme"), "tier": str("0")})
 	for _, m := range []string{"broken", "off"} {
-		if _, err := st.Submit(ctx, memstore.BatchSpec{Account: "acme", Project: "p", Batch: "on-" + m, Model: m, Tier: -1, Jobs: []memstore.JobSpec{{Key: "k"}}}, time.Now()); err != nil {
+		if _, err := st.Submit(ctx, domain.BatchSpec{Account: "acme", Project: "p", Batch: "on-" + m, Model: m, Tier: -1, Jobs: []domain.JobSpec{{Key: "k"}}}, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/evalsched/evalsched/internal/dynamostore"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/localaws"
-	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -40,8 +40,8 @@ func TestUnderTheEmulator(t *testing.T) {
 	if err := store.CreateTables(ctx); err != nil {
 		t.Fatal(err)
 	}
-	b := memstore.BatchSpec{Account: "acme", Project: "search-evals", Batch: "2026-11-29-sweep-17", Model: "gpt-5.5", Tier: 1,
-		Jobs: []memstore.JobSpec{{Key: "task-000123"}}}
+	b := job.BatchSpec{Account: "acme", Project: "search-evals", Batch: "2026-11-29-sweep-17", Model: "gpt-5.5", Tier: 1,
+		Jobs: []job.JobSpec{{Key: "task-000123"}}}
 	if _, err := store.Submit(ctx, b, time.Now()); err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/evalsched/evalsched/internal/dynamostore"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/localaws"
-	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -39,8 +39,8 @@ func TestUnderTheEmulator(t *testing.T) {
 	if err := store.CreateTables(ctx); err != nil {
 		t.Fatal(err)
 	}
-	b := memstore.BatchSpec{Account: "acme", Project: "search-evals", Batch: "2026-11-29-sweep-17", Model: "gpt-5.5", Tier: 1,
-		Jobs: []memstore.JobSpec{{Key: "task-000123"}}}
+	b := job.BatchSpec{Account: "acme", Project: "search-evals", Batch: "2026-11-29-sweep-17", Model: "gpt-5.5", Tier: 1,
+		Jobs: []job.JobSpec{{Key: "task-000123"}}}
 	if _, err := store.Submit(ctx, b, time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -66,12 +66,12 @@ func TestUnderTheEmulator(t *testing.T) {
 
 	invoke("ecs-running.json")
 	j, ok, err := store.Job(ctx, id)
-	if err != nil || !ok || j.State != memstore.Running {
+	if err != nil || !ok || j.State != job.Running {
 		t.Fatalf("after the RUNNING event the job is %q (%v, %v), want RUNNING\n%s", j.State, ok, err, fn.Output())
 	}
 	invoke("ecs-stopped-exit0.json")
 	j, ok, err = store.Job(ctx, id)
-	if err != nil || !ok || j.State != memstore.Succeeded || j.Exit.Code != 0 {
+	if err != nil || !ok || j.State != job.Succeeded || j.Exit.Code != 0 {
 		t.Fatalf("after the STOPPED event the job is %q exit %+v (%v, %v), want SUCCEEDED exit 0\n%s", j.State, j.Exit, ok, err, fn.Output())
 	}
 	if testing.Verbose() {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/sampling"
 	"github.com/evalsched/evalsched/sandboxkit/sandboxenv"
 )
@@ -109,14 +109,14 @@ func (m Message) ID() string { return m.Account + "/" + m.Project + "/" + m.Batc
 // Spec returns the batch as the store takes it: Tier -1 when the message
 // names none, MaxAttempts 3 when a hand-built Message has none, a sampled
 // batch's jobs in sampling.Rank order.
-func (m Message) Spec() memstore.BatchSpec {
+func (m Message) Spec() job.BatchSpec {
 	tier := -1
 	if m.Tier != nil {
 		tier = *m.Tier
 	}
-	jobs := make([]memstore.JobSpec, len(m.Jobs))
+	jobs := make([]job.JobSpec, len(m.Jobs))
 	for i, j := range m.Jobs {
-		jobs[i] = memstore.JobSpec{Key: j.Key, Model: j.Model, Env: j.Env, Stratum: j.Stratum}
+		jobs[i] = job.JobSpec{Key: j.Key, Model: j.Model, Env: j.Env, Stratum: j.Stratum}
 	}
 	if m.Sampling != nil {
 		// Both stores release a sampled batch's jobs by stratum in rank
@@ -124,11 +124,11 @@ func (m Message) Spec() memstore.BatchSpec {
 		// keep the queue's own order (a cancel's, a stop's walk) free of
 		// the submitter's (often sorted by subject or difficulty).
 		id := m.ID()
-		slices.SortStableFunc(jobs, func(a, b memstore.JobSpec) int {
+		slices.SortStableFunc(jobs, func(a, b job.JobSpec) int {
 			return cmp.Compare(sampling.Rank(id, a.Key), sampling.Rank(id, b.Key))
 		})
 	}
-	return memstore.BatchSpec{
+	return job.BatchSpec{
 		Account: m.Account, Project: m.Project, Batch: m.Batch, Model: m.Model,
 		Tier: tier, MaxAttempts: cmp.Or(m.MaxAttempts, 3), TaskDefinition: m.TaskDefinition,
 		TimeoutSeconds: m.TimeoutSeconds, Part: m.Part, Parts: m.Parts, Jobs: jobs, Sampling: m.Sampling,

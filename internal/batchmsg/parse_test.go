@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -414,10 +414,10 @@ func TestSpec(t *testing.T) {
 		TaskDefinition: "td:1", TimeoutSeconds: 600, MaxAttempts: 5,
 		Jobs: []Job{{Key: "k1", Env: map[string]string{"X": "1"}}, {Key: "k2", Model: "m2"}},
 	}
-	want := memstore.BatchSpec{
+	want := job.BatchSpec{
 		Account: "a", Project: "p", Batch: "b", Model: "m", Tier: 0, MaxAttempts: 5,
 		TaskDefinition: "td:1", TimeoutSeconds: 600,
-		Jobs: []memstore.JobSpec{{Key: "k1", Env: map[string]string{"X": "1"}}, {Key: "k2", Model: "m2"}},
+		Jobs: []job.JobSpec{{Key: "k1", Env: map[string]string{"X": "1"}}, {Key: "k2", Model: "m2"}},
 	}
 	if got := m.Spec(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Spec() = %+v\nwant     %+v", got, want)

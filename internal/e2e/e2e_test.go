@@ -15,8 +15,8 @@ import (
 
 	"github.com/evalsched/evalsched/internal/awsfake"
 	"github.com/evalsched/evalsched/internal/dynamostore"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/localaws"
-	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -122,7 +122,7 @@ func TestABatchRunsToTheEnd(t *testing.T) {
 	}
 	for i := range jobs {
 		j, ok, err := store.Job(ctx, scheduler.JobID("acme", "search", "e2e", fmt.Sprintf("task-%02d", i)))
-		if err != nil || !ok || j.State != memstore.Succeeded || j.Attempt != 1 {
+		if err != nil || !ok || j.State != job.Succeeded || j.Attempt != 1 {
 			t.Errorf("job %d: got %s attempt %d (%v)", i, j.State, j.Attempt, err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/evalsched/evalsched/internal/batchmsg"
 	"github.com/evalsched/evalsched/internal/config"
 	"github.com/evalsched/evalsched/internal/dynamostore"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
 )
 
@@ -24,7 +25,7 @@ import (
 // its stored batch is refused whole with a *memstore.ConflictError (wrapping
 // memstore.ErrConflict). *dynamostore.Store and *memstore.Store satisfy it.
 type Submitter interface {
-	Submit(ctx context.Context, b memstore.BatchSpec, now time.Time) (created int, err error)
+	Submit(ctx context.Context, b job.BatchSpec, now time.Time) (created int, err error)
 }
 
 // Sender is the SQS call the handler makes to dead-letter a message; an

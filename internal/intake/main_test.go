@@ -27,8 +27,8 @@ import (
 	"github.com/evalsched/evalsched/internal/batchmsg"
 	"github.com/evalsched/evalsched/internal/dynamostore"
 	"github.com/evalsched/evalsched/internal/intake"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/localaws"
-	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -392,7 +392,7 @@ type throttledOnce struct {
 	done  atomic.Bool
 }
 
-func (s *throttledOnce) Submit(ctx context.Context, b memstore.BatchSpec, now time.Time) (int, error) {
+func (s *throttledOnce) Submit(ctx context.Context, b job.BatchSpec, now time.Time) (int, error) {
 	if b.Batch == s.batch && s.done.CompareAndSwap(false, true) {
 		return 0, fmt.Errorf("submit batch %s/%s/%s: lock: %w", b.Account, b.Project, b.Batch,
 			&ddbtypes.ProvisionedThroughputExceededException{Message: aws.String("The level of configured provisioned throughput for the table was exceeded")})

@@ -19,8 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/evalsched/evalsched/internal/dynamostore"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/localaws"
-	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -103,7 +103,7 @@ func TestLocalRunsASubmittedBatch(t *testing.T) {
 		ok := 0
 		for i := range 8 {
 			j, found, err := store.Job(ctx, scheduler.JobID("dev", "try", "b1", fmt.Sprint(i)))
-			if err == nil && found && j.State == memstore.Succeeded {
+			if err == nil && found && j.State == job.Succeeded {
 				ok++
 			}
 		}

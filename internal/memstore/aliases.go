@@ -2,8 +2,11 @@ package memstore
 
 import "github.com/evalsched/evalsched/internal/job"
 
-// The domain model moved to internal/job (issue #15). These aliases keep
-// its importers compiling until they switch; new code uses job directly.
+// Deprecated: only internal/dynamostore still uses these; delete when it moves to internal/job
+//
+// The domain model moved to internal/job (issue #15); every other package
+// names it there. This file is the whole of memstore's aliases, so deleting
+// it is the whole of that cleanup.
 
 // State is job.State.
 //

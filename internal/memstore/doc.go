@@ -4,12 +4,12 @@
 // It is a scheduler.Store with the semantics the DynamoDB store has: a
 // waiting job is claimed by exactly one pass, claimed jobs leave the waiting
 // counts at once, and the running and starting counters move in the same step
-// as the job state they count. A launch result, task event, cancel or skip
-// moves a job as job.Apply (internal/job, the lifecycle the DynamoDB store
-// follows too) says, and the store persists that change; the pass's claim
-// (Commit) still writes CLAIMED itself. The domain types it used to define
-// (State, BatchSpec, JobSpec, Exit, Terms) live in internal/job; the aliases
-// here are deprecated.
+// as the job state they count. A claim (Commit), launch result, task event,
+// cancel or skip moves a job as job.Apply (internal/job, the lifecycle the
+// DynamoDB store follows too) says, and the store persists that change. The
+// domain types it used to define (State, BatchSpec, JobSpec, Exit, Terms)
+// live in internal/job; aliases.go keeps them for internal/dynamostore alone
+// until it moves too.
 //
 // It also takes the writes the other functions make in production: Submit (the
 // intake function), TaskStarted and TaskStopped (the task-events function),

@@ -52,7 +52,7 @@ func compareRanked(a, b rankedJob) int {
 // sampledFor returns the batch's sampling state, creating it from b's
 // sampling on its first part; a later part with other sampling is a
 // conflict, as a job with other content is.
-func (s *Store) sampledFor(b BatchSpec) (*sampledBatch, error) {
+func (s *Store) sampledFor(b job.BatchSpec) (*sampledBatch, error) {
 	id := b.Account + "/" + b.Project + "/" + b.Batch
 	sb := s.sampled[id]
 	if sb != nil {
@@ -158,7 +158,7 @@ func (s *Store) RecordResult(_ context.Context, jobID string, r Result) (bool, e
 		return false, nil
 	}
 	switch j.State {
-	case Waiting, Cancelled, Skipped:
+	case job.Waiting, job.Cancelled, job.Skipped:
 		return false, nil
 	}
 	if s.results == nil {

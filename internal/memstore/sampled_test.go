@@ -9,17 +9,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/sampling"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
 // sampledSpec is a sampled batch of strata "a" and "b", n jobs each.
-func sampledSpec(name string, n, minPer int) BatchSpec {
-	b := BatchSpec{Account: "lab", Project: "sweep", Batch: name, Model: "gpt", Tier: -1,
+func sampledSpec(name string, n, minPer int) job.BatchSpec {
+	b := job.BatchSpec{Account: "lab", Project: "sweep", Batch: name, Model: "gpt", Tier: -1,
 		Sampling: &sampling.Params{MOE: 0.2, Confidence: 0.9, MinPerStratum: minPer}}
 	for _, st := range []string{"a", "b"} {
 		for i := range n {
-			b.Jobs = append(b.Jobs, JobSpec{Key: fmt.Sprintf("%s%03d", st, i), Stratum: st})
+			b.Jobs = append(b.Jobs, job.JobSpec{Key: fmt.Sprintf("%s%03d", st, i), Stratum: st})
 		}
 	}
 	return b
@@ -32,7 +33,7 @@ func finish(t *testing.T, s *Store, j scheduler.Job, pass bool) {
 	if ok, err := s.RecordResult(ctx, j.ID, Result{Attempt: j.Attempt, Pass: pass, At: t0}); !ok || err != nil {
 		t.Fatalf("RecordResult(%s): %v, %v", j.Key, ok, err)
 	}
-	if err := s.TaskStopped(ctx, j.ID, j.Attempt, Exit{}, t0); err != nil {
+	if err := s.TaskStopped(ctx, j.ID, j.Attempt, job.Exit{}, t0); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -154,7 +155,7 @@ func TestSampledStopSkipsTheRest(t *testing.T) {
 	}
 	var skipped Job
 	for _, k := range []string{"a499", "b499", "a000"} {
-		if j, _ := s.Job(scheduler.JobID("lab", "sweep", "b", k)); j.State == Skipped {
+		if j, _ := s.Job(scheduler.JobID("lab", "sweep", "b", k)); j.State == job.Skipped {
 			skipped = j
 		}
 	}
@@ -185,10 +186,10 @@ func TestSampledRetryAfterStopIsSkipped(t *testing.T) {
 	}
 	sb, _ := s.Sampled("lab/sweep/b")
 	later := t0.Add(time.Minute)
-	s.TaskStopped(ctx, jobs[0].ID, 1, Exit{Infrastructure: true, Reason: "spot"}, later)
+	s.TaskStopped(ctx, jobs[0].ID, 1, job.Exit{Infrastructure: true, Reason: "spot"}, later)
 	// SKIPPED as the DynamoDB store ends it (TestRetryAfterStopIsSkipped
 	// there): the stop's reason, ended now, at the attempt that ran.
-	if j, _ := s.Job(jobs[0].ID); j.State != Skipped || j.Reason != sb.Reason || !j.EndedAt.Equal(later) || j.Attempt != 1 {
+	if j, _ := s.Job(jobs[0].ID); j.State != job.Skipped || j.Reason != sb.Reason || !j.EndedAt.Equal(later) || j.Attempt != 1 {
 		t.Errorf("a job returned after the stop is %s %q ended %v attempt %d, want SKIPPED %q ended %v attempt 1",
 			j.State, j.Reason, j.EndedAt, j.Attempt, sb.Reason, later)
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -13,7 +14,7 @@ import (
 func TestShardSeesItsModels(t *testing.T) {
 	ctx := context.Background()
 	s := New(scheduler.ModelConfig{Enabled: true})
-	for _, b := range []BatchSpec{spec("a", "gpt", 3), spec("b", "claude", 3), spec("c", "gpt", 2)} {
+	for _, b := range []job.BatchSpec{spec("a", "gpt", 3), spec("b", "claude", 3), spec("c", "gpt", 2)} {
 		if _, err := s.Submit(ctx, b, t0); err != nil {
 			t.Fatal(err)
 		}

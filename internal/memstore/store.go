@@ -62,7 +62,7 @@ type Store struct {
 // batchRecord is what a batch's later messages are checked against: the
 // terms of its first message and the digest of each part.
 type batchRecord struct {
-	terms Terms
+	terms job.Terms
 	sums  map[int]string
 }
 
@@ -319,8 +319,14 @@ func (s *Store) Commit(_ context.Context, plan scheduler.Plan) ([]scheduler.Job,
 				if j == nil {
 					break
 				}
-				j.State, j.LaunchedAt, j.Tier = Claimed, plan.At, g.Tier
-				m.starting[j.ID] = j
+				// A queue holds only waiting jobs, so the claim always
+				// applies; take has moved the waiting count and back list.
+				c, ok := job.Apply(j.current(), job.Event{Kind: job.Claim, Attempt: j.Attempt})
+				if !ok {
+					continue
+				}
+				s.apply(j, c, job.Exit{}, plan.At)
+				j.LaunchedAt, j.Tier = plan.At, g.Tier
 				claimed = append(claimed, j.Job)
 			}
 		}
@@ -406,7 +412,10 @@ func (j *Job) current() job.Current {
 // its queue itself (take), which moves the waiting count and back list.
 func (s *Store) apply(j *Job, c job.Change, exit job.Exit, now time.Time) {
 	m := s.models[j.Model]
-	if c.Starting < 0 {
+	switch {
+	case c.Starting > 0:
+		m.starting[j.ID] = j
+	case c.Starting < 0:
 		delete(m.starting, j.ID)
 	}
 	m.running += c.Running

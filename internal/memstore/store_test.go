@@ -9,15 +9,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
-func spec(name, model string, n int) BatchSpec {
-	b := BatchSpec{Account: "lab", Project: "sweep", Batch: name, Model: model, Tier: -1}
+func spec(name, model string, n int) job.BatchSpec {
+	b := job.BatchSpec{Account: "lab", Project: "sweep", Batch: name, Model: model, Tier: -1}
 	for i := range n {
-		b.Jobs = append(b.Jobs, JobSpec{Key: fmt.Sprintf("k%03d", i), Env: map[string]string{"I": fmt.Sprint(i)}})
+		b.Jobs = append(b.Jobs, job.JobSpec{Key: fmt.Sprintf("k%03d", i), Env: map[string]string{"I": fmt.Sprint(i)}})
 	}
 	return b
 }
@@ -60,10 +61,10 @@ func TestSubmitIsIdempotent(t *testing.T) {
 // batch is refused whole, with a reason naming each field, and leaves the
 // stored jobs and parts as they were.
 func TestSubmitRefusesConflicts(t *testing.T) {
-	parted := func(part, parts int, keys ...string) BatchSpec {
-		b := BatchSpec{Account: "lab", Project: "sweep", Batch: "p", Model: "gpt", Tier: -1, Part: part, Parts: parts}
+	parted := func(part, parts int, keys ...string) job.BatchSpec {
+		b := job.BatchSpec{Account: "lab", Project: "sweep", Batch: "p", Model: "gpt", Tier: -1, Part: part, Parts: parts}
 		for _, k := range keys {
-			b.Jobs = append(b.Jobs, JobSpec{Key: k})
+			b.Jobs = append(b.Jobs, job.JobSpec{Key: k})
 		}
 		return b
 	}
@@ -77,18 +78,18 @@ func TestSubmitRefusesConflicts(t *testing.T) {
 	td.TaskDefinition = "eval:2"
 	for _, tc := range []struct {
 		name   string
-		stored []BatchSpec
-		msg    BatchSpec
+		stored []job.BatchSpec
+		msg    job.BatchSpec
 		reason string
 	}{
-		{"env", []BatchSpec{spec("b", "gpt", 5)}, changedEnv, `jobs[2].env: differs from the stored job "k002" in I`},
-		{"model", []BatchSpec{spec("b", "gpt", 5)}, changedModel, `jobs[1].model: "claude", but the stored job "k001" runs "gpt"`},
-		{"tier", []BatchSpec{spec("b", "gpt", 5)}, tier, "tier: 0, but the batch was stored with none (the default tier)"},
-		{"task definition", []BatchSpec{spec("b", "gpt", 5)}, td, `task_definition: "eval:2", but the batch was stored with ""`},
-		{"part 2 of 3 into 2 parts", []BatchSpec{parted(1, 2, "a")}, parted(2, 3, "b"), "parts: 3, but the batch was stored in 2 parts"},
-		{"two different part 2s", []BatchSpec{parted(1, 2, "a"), parted(2, 2, "b")}, parted(2, 2, "c"), "part: part 2 of this batch was stored with other jobs; a part sent again must be the same"},
-		{"part-less into parts", []BatchSpec{parted(1, 2, "a")}, parted(0, 0, "z"), "parts: missing, but the batch was stored in 2 parts; a message without part and parts cannot join it"},
-		{"part into part-less", []BatchSpec{parted(0, 0, "a")}, parted(1, 2, "z"), "parts: 2, but the batch was stored from messages without part and parts"},
+		{"env", []job.BatchSpec{spec("b", "gpt", 5)}, changedEnv, `jobs[2].env: differs from the stored job "k002" in I`},
+		{"model", []job.BatchSpec{spec("b", "gpt", 5)}, changedModel, `jobs[1].model: "claude", but the stored job "k001" runs "gpt"`},
+		{"tier", []job.BatchSpec{spec("b", "gpt", 5)}, tier, "tier: 0, but the batch was stored with none (the default tier)"},
+		{"task definition", []job.BatchSpec{spec("b", "gpt", 5)}, td, `task_definition: "eval:2", but the batch was stored with ""`},
+		{"part 2 of 3 into 2 parts", []job.BatchSpec{parted(1, 2, "a")}, parted(2, 3, "b"), "parts: 3, but the batch was stored in 2 parts"},
+		{"two different part 2s", []job.BatchSpec{parted(1, 2, "a"), parted(2, 2, "b")}, parted(2, 2, "c"), "part: part 2 of this batch was stored with other jobs; a part sent again must be the same"},
+		{"part-less into parts", []job.BatchSpec{parted(1, 2, "a")}, parted(0, 0, "z"), "parts: missing, but the batch was stored in 2 parts; a message without part and parts cannot join it"},
+		{"part into part-less", []job.BatchSpec{parted(0, 0, "a")}, parted(1, 2, "z"), "parts: 2, but the batch was stored from messages without part and parts"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -187,19 +188,19 @@ func TestTaskEventsAreIdempotentAndIgnoreStaleAttempts(t *testing.T) {
 		t.Fatalf("got %+v, want 1 running", c)
 	}
 	// A spot interruption returns it to waiting as attempt 2 ...
-	if err := s.TaskStopped(context.Background(), j.ID, 1, Exit{Infrastructure: true, Reason: "SpotInterruption"}, t0); err != nil {
+	if err := s.TaskStopped(context.Background(), j.ID, 1, job.Exit{Infrastructure: true, Reason: "SpotInterruption"}, t0); err != nil {
 		t.Fatal(err)
 	}
 	// ... and a late STOPPED of attempt 1 changes nothing.
-	if err := s.TaskStopped(context.Background(), j.ID, 1, Exit{Code: 0}, t0); err != nil {
+	if err := s.TaskStopped(context.Background(), j.ID, 1, job.Exit{Code: 0}, t0); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := s.Job(j.ID)
-	if got.State != Waiting || got.Attempt != 2 {
+	if got.State != job.Waiting || got.Attempt != 2 {
 		t.Fatalf("got %s attempt %d, want WAITING attempt 2", got.State, got.Attempt)
 	}
 	j2 := claim(t, s, "gpt", "b", 1)[0]
-	if err := s.TaskStopped(context.Background(), j2.ID, 2, Exit{Code: 1, ProviderError: true}, t0); err != nil {
+	if err := s.TaskStopped(context.Background(), j2.ID, 2, job.Exit{Code: 1, ProviderError: true}, t0); err != nil {
 		t.Fatal(err)
 	}
 	snap, _ := s.Snapshot(context.Background(), t0)
@@ -226,12 +227,12 @@ func TestStopEventsCountOnce(t *testing.T) {
 	}
 	jobs := claim(t, s, "gpt", "b", 2)
 	done, retried := jobs[0], jobs[1]
-	for _, ex := range []Exit{{Code: 0}, {Code: 0}, {Code: 1, ProviderError: true}} { // the first, then repeats
+	for _, ex := range []job.Exit{{Code: 0}, {Code: 0}, {Code: 1, ProviderError: true}} { // the first, then repeats
 		if err := s.TaskStopped(ctx, done.ID, 1, ex, t0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.TaskStopped(ctx, retried.ID, 1, Exit{Infrastructure: true, Reason: "SpotInterruption"}, t0); err != nil {
+	if err := s.TaskStopped(ctx, retried.ID, 1, job.Exit{Infrastructure: true, Reason: "SpotInterruption"}, t0); err != nil {
 		t.Fatal(err)
 	}
 	again := claim(t, s, "gpt", "b", 1)
@@ -241,13 +242,13 @@ func TestStopEventsCountOnce(t *testing.T) {
 	if err := s.TaskStarted(ctx, retried.ID, 2, t0); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.TaskStopped(ctx, retried.ID, 1, Exit{Code: 1, ProviderError: true}, t0); err != nil { // attempt 1's, late
+	if err := s.TaskStopped(ctx, retried.ID, 1, job.Exit{Code: 1, ProviderError: true}, t0); err != nil { // attempt 1's, late
 		t.Fatal(err)
 	}
-	if j, _ := s.Job(done.ID); j.State != Succeeded || j.Exit.Code != 0 {
+	if j, _ := s.Job(done.ID); j.State != job.Succeeded || j.Exit.Code != 0 {
 		t.Errorf("ended job: %s exit %d, want SUCCEEDED exit 0 as first stopped", j.State, j.Exit.Code)
 	}
-	if j, _ := s.Job(retried.ID); j.State != Running || j.Attempt != 2 {
+	if j, _ := s.Job(retried.ID); j.State != job.Running || j.Attempt != 2 {
 		t.Errorf("retried job: %s attempt %d, want attempt 2 RUNNING", j.State, j.Attempt)
 	}
 	snap, _ := s.Snapshot(ctx, t0)
@@ -265,7 +266,7 @@ func TestCommitAcknowledgesOutcomesOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, j := range claim(t, s, "gpt", "b", 2) {
-		if err := s.TaskStopped(context.Background(), j.ID, 1, Exit{Code: 0}, t0); err != nil {
+		if err := s.TaskStopped(context.Background(), j.ID, 1, job.Exit{Code: 0}, t0); err != nil {
 			t.Fatal(err)
 		}
 	}

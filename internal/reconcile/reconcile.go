@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
 
-	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/scheduler"
 	"github.com/evalsched/evalsched/internal/taskevent"
 	"github.com/evalsched/evalsched/sandboxkit/sandboxenv"
@@ -24,7 +24,7 @@ type Store interface {
 	InFlight(ctx context.Context) ([]scheduler.InFlight, error)
 	RecordLaunches(ctx context.Context, now time.Time, results []scheduler.LaunchResult) error
 	TaskStarted(ctx context.Context, jobID string, attempt int, now time.Time) error
-	TaskStopped(ctx context.Context, jobID string, attempt int, exit memstore.Exit, now time.Time) error
+	TaskStopped(ctx context.Context, jobID string, attempt int, exit job.Exit, now time.Time) error
 }
 
 // ECS is the part of the ECS client the reconciler calls.
@@ -84,9 +84,9 @@ func (r *Reconciler) Run(ctx context.Context, now time.Time) (Report, error) {
 	// RUNNING event came before (or instead of) the record of its launch.
 	var launched []scheduler.InFlight
 	for _, j := range jobs {
-		state := memstore.State(j.State)
+		state := job.State(j.State)
 		switch {
-		case j.TaskARN == "" && (state == memstore.Claimed || state == memstore.Running) && now.Sub(j.ClaimedAt) > claimGrace:
+		case j.TaskARN == "" && (state == job.Claimed || state == job.Running) && now.Sub(j.ClaimedAt) > claimGrace:
 			task, err := r.findTask(ctx, j)
 			if err != nil {
 				fail(err)
@@ -95,10 +95,10 @@ func (r *Reconciler) Run(ctx context.Context, now time.Time) (Report, error) {
 			arn := aws.ToString(task.TaskArn)
 			log.Warn("reconcile: launch never recorded", "job", j.ID, "state", j.State, "task", arn)
 			switch {
-			case state == memstore.Claimed && arn != "":
+			case state == job.Claimed && arn != "":
 				fail(r.Store.RecordLaunches(ctx, now, []scheduler.LaunchResult{{JobID: j.ID, Attempt: j.Attempt, Status: scheduler.Launched, TaskARN: arn}}))
 				rep.Recorded++
-			case state == memstore.Claimed:
+			case state == job.Claimed:
 				fail(r.Store.RecordLaunches(ctx, now, []scheduler.LaunchResult{{JobID: j.ID, Attempt: j.Attempt, Status: scheduler.Retry, Reason: "claimed by a pass that never launched it"}}))
 				rep.Requeued++
 			case arn != "":
@@ -107,7 +107,7 @@ func (r *Reconciler) Run(ctx context.Context, now time.Time) (Report, error) {
 				launched = append(launched, j)
 				rep.Recorded++
 			case now.Sub(j.ClaimedAt) > missingGrace:
-				fail(r.Store.TaskStopped(ctx, j.ID, j.Attempt, memstore.Exit{Infrastructure: true, Reason: "task missing from ECS"}, now))
+				fail(r.Store.TaskStopped(ctx, j.ID, j.Attempt, job.Exit{Infrastructure: true, Reason: "task missing from ECS"}, now))
 				rep.Requeued++
 			default:
 				rep.Unchanged++
@@ -137,12 +137,12 @@ func (r *Reconciler) Run(ctx context.Context, now time.Time) (Report, error) {
 		}
 		for _, j := range batch {
 			t, ok := tasks[j.TaskARN]
-			state := memstore.State(j.State)
+			state := job.State(j.State)
 			switch {
 			case !ok:
 				if now.Sub(j.ClaimedAt) > missingGrace {
 					log.Warn("reconcile: task missing from ECS", "job", j.ID, "task", j.TaskARN)
-					fail(r.Store.TaskStopped(ctx, j.ID, j.Attempt, memstore.Exit{Infrastructure: true, Reason: "task missing from ECS"}, now))
+					fail(r.Store.TaskStopped(ctx, j.ID, j.Attempt, job.Exit{Infrastructure: true, Reason: "task missing from ECS"}, now))
 					rep.Requeued++
 				} else {
 					rep.Unchanged++
@@ -156,7 +156,7 @@ func (r *Reconciler) Run(ctx context.Context, now time.Time) (Report, error) {
 				log.Warn("reconcile: lost STOPPED event", "job", j.ID, "task", j.TaskARN, "kind", string(kind))
 				fail(r.Store.TaskStopped(ctx, j.ID, j.Attempt, taskevent.ExitOf(kind, code, reason), at))
 				rep.Ended++
-			case state == memstore.Launched && aws.ToString(t.LastStatus) == "RUNNING":
+			case state == job.Launched && aws.ToString(t.LastStatus) == "RUNNING":
 				at := now
 				if t.StartedAt != nil {
 					at = *t.StartedAt
@@ -164,7 +164,7 @@ func (r *Reconciler) Run(ctx context.Context, now time.Time) (Report, error) {
 				log.Warn("reconcile: lost RUNNING event", "job", j.ID, "task", j.TaskARN)
 				fail(r.Store.TaskStarted(ctx, j.ID, j.Attempt, at))
 				rep.Started++
-			case state == memstore.Running && j.TimeoutSeconds > 0 && !j.StartedAt.IsZero() &&
+			case state == job.Running && j.TimeoutSeconds > 0 && !j.StartedAt.IsZero() &&
 				now.Sub(j.StartedAt) > time.Duration(j.TimeoutSeconds)*time.Second:
 				reason := fmt.Sprintf("timeout: ran longer than %ds", j.TimeoutSeconds)
 				if _, err := r.ECS.StopTask(ctx, &ecs.StopTaskInput{Cluster: aws.String(r.Cluster), Task: aws.String(j.TaskARN), Reason: aws.String("evalsched: " + reason)}); err != nil {
@@ -172,7 +172,7 @@ func (r *Reconciler) Run(ctx context.Context, now time.Time) (Report, error) {
 					continue
 				}
 				log.Info("reconcile: stopped a job past its timeout", "job", j.ID, "task", j.TaskARN)
-				fail(r.Store.TaskStopped(ctx, j.ID, j.Attempt, memstore.Exit{Code: -1, Reason: reason}, now))
+				fail(r.Store.TaskStopped(ctx, j.ID, j.Attempt, job.Exit{Code: -1, Reason: reason}, now))
 				rep.TimedOut++
 			default:
 				rep.Unchanged++

@@ -15,6 +15,7 @@ import (
 
 	"github.com/evalsched/evalsched/internal/awsfake"
 	"github.com/evalsched/evalsched/internal/ecslauncher"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -37,9 +38,9 @@ func newWorld(t *testing.T) *world {
 	t.Cleanup(w.fake.Close)
 	w.ecs = ecs.New(ecs.Options{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("t", "t", ""),
 		BaseEndpoint: aws.String(w.fake.URL()), RetryMaxAttempts: 1})
-	spec := memstore.BatchSpec{Account: "acme", Project: "p", Batch: "b", Model: "gpt", Tier: -1, TimeoutSeconds: 600}
+	spec := job.BatchSpec{Account: "acme", Project: "p", Batch: "b", Model: "gpt", Tier: -1, TimeoutSeconds: 600}
 	for i := range 6 {
-		spec.Jobs = append(spec.Jobs, memstore.JobSpec{Key: fmt.Sprint(i)})
+		spec.Jobs = append(spec.Jobs, job.JobSpec{Key: fmt.Sprint(i)})
 	}
 	if _, err := w.store.Submit(ctx, spec, t0); err != nil {
 		t.Fatal(err)
@@ -104,7 +105,7 @@ func TestReconcileRepairsEveryLostEvent(t *testing.T) {
 	if rep != want {
 		t.Errorf("got %+v, want %+v", rep, want)
 	}
-	for i, st := range []memstore.State{memstore.Waiting, memstore.Launched, memstore.Running, memstore.Succeeded, memstore.Failed, memstore.Waiting} {
+	for i, st := range []job.State{job.Waiting, job.Launched, job.Running, job.Succeeded, job.Failed, job.Waiting} {
 		if got := w.state(t, i); got.State != st {
 			t.Errorf("job %d: got %s (%s), want %s", i, got.State, got.Reason, st)
 		}
@@ -171,10 +172,10 @@ func TestReconcileFindsTheTaskOfARunningJobWithoutARecordedLaunch(t *testing.T) 
 	if _, err := w.r.Run(ctx, t0.Add(10*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if j := w.state(t, 0); j.State != memstore.Succeeded {
+	if j := w.state(t, 0); j.State != job.Succeeded {
 		t.Errorf("job 0: got %s (%s), want SUCCEEDED from its stopped task", j.State, j.Reason)
 	}
-	if j := w.state(t, 1); j.State != memstore.Waiting || j.Attempt != 3 {
+	if j := w.state(t, 1); j.State != job.Waiting || j.Attempt != 3 {
 		t.Errorf("job 1: got %s attempt %d, want back to waiting as attempt 3 (attempt 1's task is not attempt 2's)", j.State, j.Attempt)
 	}
 	if err := w.store.Check(); err != nil {
@@ -197,14 +198,14 @@ func TestReconcileRequeuesARunningJobWhoseTaskIsGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j := w.state(t, 0); j.State != memstore.Running || rep.Unchanged != 1 {
+	if j := w.state(t, 0); j.State != job.Running || rep.Unchanged != 1 {
 		t.Fatalf("within the grace: job 0 %s, %+v; want it RUNNING and unchanged (the other five, claimed, requeued)", j.State, rep)
 	}
 	rep, err = w.r.Run(ctx, t0.Add(6*time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j := w.state(t, 0); j.State != memstore.Waiting || j.Attempt != 2 || rep.Requeued != 1 {
+	if j := w.state(t, 0); j.State != job.Waiting || j.Attempt != 2 || rep.Requeued != 1 {
 		t.Errorf("past the grace: job 0 %s attempt %d, %+v; want WAITING attempt 2, one requeued", j.State, j.Attempt, rep)
 	}
 	if c := w.store.Counts(); c.Running != 0 {
@@ -230,7 +231,7 @@ func TestALaunchWithALostAnswerIsFoundNotRepeated(t *testing.T) {
 	if err := w.store.RecordLaunches(ctx, t0, res); err != nil {
 		t.Fatal(err)
 	}
-	if j := w.state(t, 0); j.State != memstore.Claimed || j.Attempt != 1 {
+	if j := w.state(t, 0); j.State != job.Claimed || j.Attempt != 1 {
 		t.Fatalf("job 0: got %s attempt %d, want still CLAIMED, attempt 1", j.State, j.Attempt)
 	}
 	rep, err := w.r.Run(ctx, t0.Add(3*time.Minute))
@@ -238,7 +239,7 @@ func TestALaunchWithALostAnswerIsFoundNotRepeated(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := w.state(t, 0)
-	if j.State != memstore.Launched || j.TaskARN == "" || rep.Recorded != 1 {
+	if j.State != job.Launched || j.TaskARN == "" || rep.Recorded != 1 {
 		t.Errorf("job 0: got %s task %q (report %+v), want LAUNCHED with the task ECS started", j.State, j.TaskARN, rep)
 	}
 	if n := w.fake.Calls["RunTask"]; n != 1 {

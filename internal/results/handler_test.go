@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/evalsched/evalsched/internal/intake"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/localaws"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/scheduler"
@@ -29,8 +30,8 @@ var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 func TestHandleEventFile(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New(scheduler.ModelConfig{})
-	b := memstore.BatchSpec{Account: "acme", Project: "search-evals", Batch: "2026-11-29-sweep-17", Model: "gpt-5.5", Tier: 1,
-		Jobs: []memstore.JobSpec{{Key: "task-000123"}}}
+	b := job.BatchSpec{Account: "acme", Project: "search-evals", Batch: "2026-11-29-sweep-17", Model: "gpt-5.5", Tier: 1,
+		Jobs: []job.JobSpec{{Key: "task-000123"}}}
 	if _, err := store.Submit(ctx, b, t0); err != nil {
 		t.Fatal(err)
 	}

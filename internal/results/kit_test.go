@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/evalsched/evalsched/internal/intake"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/localaws"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/sampling"
@@ -24,9 +25,9 @@ import (
 func TestKitToStore(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New(scheduler.ModelConfig{})
-	b := memstore.BatchSpec{Account: "acme", Project: "evals", Batch: "mmlu", Model: "gpt-5.5", Tier: -1,
+	b := job.BatchSpec{Account: "acme", Project: "evals", Batch: "mmlu", Model: "gpt-5.5", Tier: -1,
 		Sampling: &sampling.Params{MOE: 0.01, Confidence: 0.9, MinPerStratum: 1},
-		Jobs:     []memstore.JobSpec{{Key: "q1", Stratum: "math"}, {Key: "q2", Stratum: "math"}}}
+		Jobs:     []job.JobSpec{{Key: "q1", Stratum: "math"}, {Key: "q2", Stratum: "math"}}}
 	if _, err := store.Submit(ctx, b, t0); err != nil {
 		t.Fatal(err)
 	}

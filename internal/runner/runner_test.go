@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/passloop"
 	"github.com/evalsched/evalsched/internal/passtest"
@@ -23,9 +24,9 @@ import (
 func TestRunPassesReportsAndHandsOver(t *testing.T) {
 	clock := passtest.NewClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 	st := memstore.New(scheduler.ModelConfig{Enabled: true, MinLimit: 1, MaxLimit: 100, TargetDepth: 10, InitialLimit: 5})
-	spec := memstore.BatchSpec{Account: "acme", Project: "p", Batch: "b", Model: "gpt", Tier: -1}
+	spec := job.BatchSpec{Account: "acme", Project: "p", Batch: "b", Model: "gpt", Tier: -1}
 	for _, k := range []string{"a", "b", "c", "d", "e", "f", "g"} {
-		spec.Jobs = append(spec.Jobs, memstore.JobSpec{Key: k})
+		spec.Jobs = append(spec.Jobs, job.JobSpec{Key: k})
 	}
 	if _, err := st.Submit(context.Background(), spec, clock.Now()); err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/evalsched/evalsched/internal/dynamolease"
 	"github.com/evalsched/evalsched/internal/dynamostore"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/localaws"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/passloop"
@@ -81,9 +82,9 @@ func twoModels(t *testing.T, at time.Time) *memstore.Store {
 	t.Helper()
 	st := memstore.New(scheduler.ModelConfig{Enabled: true, MinLimit: 1, MaxLimit: 100, TargetDepth: 10, InitialLimit: 5})
 	for _, m := range []string{model0, model1} {
-		spec := memstore.BatchSpec{Account: "acme", Project: "p", Batch: "b-" + m, Model: m, Tier: -1}
+		spec := job.BatchSpec{Account: "acme", Project: "p", Batch: "b-" + m, Model: m, Tier: -1}
 		for i := range 7 {
-			spec.Jobs = append(spec.Jobs, memstore.JobSpec{Key: fmt.Sprint(i)})
+			spec.Jobs = append(spec.Jobs, job.JobSpec{Key: fmt.Sprint(i)})
 		}
 		if _, err := st.Submit(context.Background(), spec, at); err != nil {
 			t.Fatal(err)

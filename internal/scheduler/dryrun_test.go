@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -25,9 +26,9 @@ func TestDryRunDecidesEachShardWithItsShare(t *testing.T) {
 		if err := st.PutModel(ctx, scheduler.ModelConfig{Name: m, Enabled: true, MinLimit: 1, MaxLimit: 100, TargetDepth: 20, InitialLimit: 50}); err != nil {
 			t.Fatal(err)
 		}
-		spec := memstore.BatchSpec{Account: "acme", Project: "p", Batch: m, Model: m, Tier: -1}
+		spec := job.BatchSpec{Account: "acme", Project: "p", Batch: m, Model: m, Tier: -1}
 		for i := range 20 {
-			spec.Jobs = append(spec.Jobs, memstore.JobSpec{Key: string(rune('a' + i))})
+			spec.Jobs = append(spec.Jobs, job.JobSpec{Key: string(rune('a' + i))})
 		}
 		if _, err := st.Submit(ctx, spec, now); err != nil {
 			t.Fatal(err)

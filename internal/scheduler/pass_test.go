@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/passtest"
 	"github.com/evalsched/evalsched/internal/priority"
@@ -15,10 +16,10 @@ import (
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
-func batch(account, project, name, model string, tier, n int) memstore.BatchSpec {
-	b := memstore.BatchSpec{Account: account, Project: project, Batch: name, Model: model, Tier: tier}
+func batch(account, project, name, model string, tier, n int) job.BatchSpec {
+	b := job.BatchSpec{Account: account, Project: project, Batch: name, Model: model, Tier: tier}
 	for i := range n {
-		b.Jobs = append(b.Jobs, memstore.JobSpec{Key: fmt.Sprintf("%s-%04d", name, i)})
+		b.Jobs = append(b.Jobs, job.JobSpec{Key: fmt.Sprintf("%s-%04d", name, i)})
 	}
 	return b
 }
@@ -90,7 +91,7 @@ func TestPassFollowsJobsFromWaitingToLaunched(t *testing.T) {
 	}
 	// Finish them all: exit 0 succeeds, the counters drop.
 	for _, j := range l.Launched()[:10] {
-		if err := st.TaskStopped(context.Background(), j.ID, j.Attempt, memstore.Exit{Code: 0}, c.Now()); err != nil {
+		if err := st.TaskStopped(context.Background(), j.ID, j.Attempt, job.Exit{Code: 0}, c.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -145,14 +146,14 @@ func TestPassRetriesFailedLaunches(t *testing.T) {
 		t.Fatalf("got launched %d retried %d err %v, want 2, 1, nil", rep.Launched, rep.Retried, err)
 	}
 	id := scheduler.JobID("lab", "sweep", "b1", "b1-0001")
-	if j, _ := st.Job(id); j.State != memstore.Waiting || j.Attempt != 2 {
+	if j, _ := st.Job(id); j.State != job.Waiting || j.Attempt != 2 {
 		t.Fatalf("got %s attempt %d, want WAITING attempt 2", j.State, j.Attempt)
 	}
 	c.Add(10 * time.Second)
 	if _, err := s.Pass(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if j, _ := st.Job(id); j.State != memstore.Failed || !strings.Contains(j.Reason, "attempt 2 of 2") {
+	if j, _ := st.Job(id); j.State != job.Failed || !strings.Contains(j.Reason, "attempt 2 of 2") {
 		t.Fatalf("got %s (%q), want FAILED with the attempts in the reason", j.State, j.Reason)
 	}
 	if err := st.Check(); err != nil {

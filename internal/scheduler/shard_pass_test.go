@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/passtest"
 	"github.com/evalsched/evalsched/internal/scheduler"
@@ -98,7 +99,7 @@ func (w *shardedWorld) round(t *testing.T) (int, []int) {
 		case j.State == "LAUNCHED":
 			err = w.store.TaskStarted(ctx, j.ID, j.Attempt, w.clock.Now().Add(time.Second))
 		case j.State == "RUNNING" && i%3 == 0:
-			err = w.store.TaskStopped(ctx, j.ID, j.Attempt, memstore.Exit{}, w.clock.Now().Add(2*time.Second))
+			err = w.store.TaskStopped(ctx, j.ID, j.Attempt, job.Exit{}, w.clock.Now().Add(2*time.Second))
 		}
 		if err != nil {
 			t.Fatal(err)

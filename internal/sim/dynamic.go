@@ -9,6 +9,7 @@ import (
 
 	"github.com/evalsched/evalsched/internal/breaker"
 	"github.com/evalsched/evalsched/internal/config"
+	domain "github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/limits"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/priority"
@@ -427,13 +428,13 @@ func (d *dynamicPolicy) pass(e *engine) {
 }
 
 // spec is batch bi's message, with jobs lo..hi-1.
-func (d *dynamicPolicy) spec(bi int, lo, hi int32) memstore.BatchSpec {
+func (d *dynamicPolicy) spec(bi int, lo, hi int32) domain.BatchSpec {
 	b := &d.e.batches[bi]
 	cfg := b.cfg
-	spec := memstore.BatchSpec{
+	spec := domain.BatchSpec{
 		Account: cfg.Account, Project: cfg.Project, Batch: cfg.Batch, Model: cfg.Model,
 		Tier: cfg.Tier, MaxAttempts: 3, TaskDefinition: "evalsched-sim",
-		Jobs: make([]memstore.JobSpec, hi-lo),
+		Jobs: make([]domain.JobSpec, hi-lo),
 	}
 	for k := lo; k < hi; k++ {
 		spec.Jobs[k-lo].Key = strconv.Itoa(int(k))
@@ -493,9 +494,9 @@ func (d *dynamicPolicy) stopped(j int32) {
 		return
 	}
 	jb := &d.e.jobs[j]
-	exit := memstore.Exit{}
+	exit := domain.Exit{}
 	if jb.state == jobFailed {
-		exit = memstore.Exit{Code: 1, ProviderError: true, Reason: "provider error (429/5xx)"}
+		exit = domain.Exit{Code: 1, ProviderError: true, Reason: "provider error (429/5xx)"}
 	}
 	if err := d.store.TaskStopped(d.ctx, d.ids[j], int(jb.attempt), exit, Epoch.Add(d.e.now)); err != nil {
 		d.violation("task stopped: %v", err)
@@ -510,11 +511,11 @@ func (d *dynamicPolicy) stopped(j int32) {
 // do not combine with start failures (simulate refuses them).
 func (d *dynamicPolicy) failedToStart(j int32) {
 	jb := &d.e.jobs[j]
-	exit := memstore.Exit{Infrastructure: true, Reason: "TaskFailedToStart: the task failed to start"}
+	exit := domain.Exit{Infrastructure: true, Reason: "TaskFailedToStart: the task failed to start"}
 	if err := d.store.TaskStopped(d.ctx, d.ids[j], int(jb.attempt), exit, Epoch.Add(d.e.now)); err != nil {
 		d.violation("task failed to start: %v", err)
 	}
-	if sj, ok := d.store.Job(d.ids[j]); ok && sj.State == memstore.Failed {
+	if sj, ok := d.store.Job(d.ids[j]); ok && sj.State == domain.Failed {
 		d.e.launchFailed(j)
 	}
 	d.observe(j)

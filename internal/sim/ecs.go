@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
 
-	"github.com/evalsched/evalsched/internal/memstore"
+	domain "github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/scheduler"
 	"github.com/evalsched/evalsched/internal/taskevent"
 	"github.com/evalsched/evalsched/sandboxkit/sandboxenv"
@@ -281,7 +281,7 @@ func (s eventStore) TaskStarted(ctx context.Context, id string, attempt int, now
 	return err
 }
 
-func (s eventStore) TaskStopped(ctx context.Context, id string, attempt int, exit memstore.Exit, now time.Time) error {
+func (s eventStore) TaskStopped(ctx context.Context, id string, attempt int, exit domain.Exit, now time.Time) error {
 	if !s.reconciler && s.c.throttled(0.2) {
 		return errThrottled
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
 
+	domain "github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/reconcile"
 	"github.com/evalsched/evalsched/internal/scheduler"
@@ -38,8 +39,8 @@ func TestReconcilerEndsARunningJobWhoseLaunchWasNeverRecorded(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := &fixedClock{t0}
 	st := memstore.New(scheduler.ModelConfig{Enabled: true, MinLimit: 1, MaxLimit: 10, InitialLimit: 1, TargetDepth: 10})
-	if _, err := st.Submit(ctx, memstore.BatchSpec{Account: "a", Project: "p", Batch: "b", Model: "m", Tier: -1,
-		Jobs: []memstore.JobSpec{{Key: "k"}}}, t0); err != nil {
+	if _, err := st.Submit(ctx, domain.BatchSpec{Account: "a", Project: "p", Batch: "b", Model: "m", Tier: -1,
+		Jobs: []domain.JobSpec{{Key: "k"}}}, t0); err != nil {
 		t.Fatal(err)
 	}
 	fake := &oneTaskECS{}
@@ -72,7 +73,7 @@ func TestReconcilerEndsARunningJobWhoseLaunchWasNeverRecorded(t *testing.T) {
 		}
 	}
 	j, _ := st.Job(id)
-	if j.State != memstore.Succeeded {
+	if j.State != domain.Succeeded {
 		t.Errorf("20 minutes after its task stopped the job is %s with task ARN %q, holding a slot; want SUCCEEDED: "+
 			"the reconciler repairs no in-flight job without a task ARN unless it is CLAIMED", j.State, j.TaskARN)
 	}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/evalsched/evalsched/internal/memstore"
+	domain "github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -38,21 +38,21 @@ const (
 
 var sNames = [...]string{"unknown", "WAITING", "CLAIMED", "LAUNCHED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"}
 
-func stateOf(s memstore.State) sState {
+func stateOf(s domain.State) sState {
 	switch s {
-	case memstore.Waiting:
+	case domain.Waiting:
 		return sWaiting
-	case memstore.Claimed:
+	case domain.Claimed:
 		return sClaimed
-	case memstore.Launched:
+	case domain.Launched:
 		return sLaunched
-	case memstore.Running:
+	case domain.Running:
 		return sRunning
-	case memstore.Succeeded:
+	case domain.Succeeded:
 		return sSucceeded
-	case memstore.Failed:
+	case domain.Failed:
 		return sFailed
-	case memstore.Cancelled:
+	case domain.Cancelled:
 		return sCancelled
 	}
 	return sUnknown

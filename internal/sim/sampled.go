@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	domain "github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/sampling"
 	"github.com/evalsched/evalsched/internal/scheduler"
@@ -169,7 +170,7 @@ const sampledBatchName = "sampled"
 func RunSampled(sc *SampledScenario, seed int64) SampledRun {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x5a3b1ed))
 	draws := map[string]sampledJob{}
-	sampled := memstore.BatchSpec{Account: "sim", Project: "sampled", Batch: sampledBatchName, Model: "m", Tier: -1, MaxAttempts: 1}
+	sampled := domain.BatchSpec{Account: "sim", Project: "sampled", Batch: sampledBatchName, Model: "m", Tier: -1, MaxAttempts: 1}
 	passes := 0
 	for _, st := range sc.Strata {
 		for i := range st.Jobs {
@@ -179,13 +180,13 @@ func RunSampled(sc *SampledScenario, seed int64) SampledRun {
 			if d.pass {
 				passes++
 			}
-			sampled.Jobs = append(sampled.Jobs, memstore.JobSpec{Key: key, Stratum: st.Name})
+			sampled.Jobs = append(sampled.Jobs, domain.JobSpec{Key: key, Stratum: st.Name})
 		}
 	}
 	full := sampled
-	full.Jobs = make([]memstore.JobSpec, len(sampled.Jobs))
+	full.Jobs = make([]domain.JobSpec, len(sampled.Jobs))
 	for i, j := range sampled.Jobs {
-		full.Jobs[i] = memstore.JobSpec{Key: j.Key}
+		full.Jobs[i] = domain.JobSpec{Key: j.Key}
 	}
 	sampled.Sampling = &sc.Sampling
 
@@ -205,7 +206,7 @@ func RunSampled(sc *SampledScenario, seed int64) SampledRun {
 // its drawn time, reports its verdict and ends. It returns the store, the
 // jobs that ran, their container seconds and the wall seconds to the last
 // end.
-func runOnSlots(sc *SampledScenario, b memstore.BatchSpec, draws map[string]sampledJob) (*memstore.Store, int, float64, float64) {
+func runOnSlots(sc *SampledScenario, b domain.BatchSpec, draws map[string]sampledJob) (*memstore.Store, int, float64, float64) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	s := memstore.New(scheduler.ModelConfig{})
@@ -222,7 +223,7 @@ func runOnSlots(sc *SampledScenario, b memstore.BatchSpec, draws map[string]samp
 			e := heap.Pop(&ends).(end)
 			d := draws[e.job.ID]
 			s.RecordResult(ctx, e.job.ID, memstore.Result{Attempt: e.job.Attempt, Pass: d.pass, At: e.at})
-			s.TaskStopped(ctx, e.job.ID, e.job.Attempt, memstore.Exit{}, e.at)
+			s.TaskStopped(ctx, e.job.ID, e.job.Attempt, domain.Exit{}, e.at)
 			last = e.at
 		}
 		// 2. The pass: the batch's free slots, claimed by the store.

@@ -16,6 +16,7 @@ import (
 	"github.com/evalsched/evalsched/internal/awsfake"
 	"github.com/evalsched/evalsched/internal/dynamostore"
 	"github.com/evalsched/evalsched/internal/ecslauncher"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/localaws"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/scheduler"
@@ -25,7 +26,7 @@ import (
 // pass and the task events, and a look at one job.
 type jobStore interface {
 	Store
-	Submit(ctx context.Context, b memstore.BatchSpec, now time.Time) (int, error)
+	Submit(ctx context.Context, b job.BatchSpec, now time.Time) (int, error)
 	Commit(ctx context.Context, plan scheduler.Plan) ([]scheduler.Job, error)
 	RecordLaunches(ctx context.Context, now time.Time, results []scheduler.LaunchResult) error
 }
@@ -38,15 +39,15 @@ type jobStore interface {
 // attempt 1's STOPPED, redelivered late, changes nothing. On the memory
 // store and on DynamoDB Local.
 func TestAttemptsEndToEnd(t *testing.T) {
-	stores := map[string]func(t *testing.T) (jobStore, func(id string) (memstore.State, int)){
-		"memstore": func(t *testing.T) (jobStore, func(string) (memstore.State, int)) {
+	stores := map[string]func(t *testing.T) (jobStore, func(id string) (job.State, int)){
+		"memstore": func(t *testing.T) (jobStore, func(string) (job.State, int)) {
 			st := memstore.New(scheduler.ModelConfig{})
-			return st, func(id string) (memstore.State, int) {
+			return st, func(id string) (job.State, int) {
 				j, _ := st.Job(id)
 				return j.State, j.Attempt
 			}
 		},
-		"dynamodb": func(t *testing.T) (jobStore, func(string) (memstore.State, int)) {
+		"dynamodb": func(t *testing.T) (jobStore, func(string) (job.State, int)) {
 			srv, err := localaws.StartDynamoDB()
 			if err != nil {
 				t.Fatal(err)
@@ -60,7 +61,7 @@ func TestAttemptsEndToEnd(t *testing.T) {
 			if err := st.CreateTables(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			return st, func(id string) (memstore.State, int) {
+			return st, func(id string) (job.State, int) {
 				j, _, err := st.Job(context.Background(), id)
 				if err != nil {
 					t.Fatal(err)
@@ -82,7 +83,7 @@ func TestAttemptsEndToEnd(t *testing.T) {
 				DefaultTaskDefinition: "td:1", Rate: 1000, Burst: 1000}, quiet)
 			h := &Handler{Store: st, Log: quiet}
 
-			b := memstore.BatchSpec{Account: "acme", Project: "p", Batch: "b", Model: "gpt-5.5", Tier: -1, Jobs: []memstore.JobSpec{{Key: "k"}}}
+			b := job.BatchSpec{Account: "acme", Project: "p", Batch: "b", Model: "gpt-5.5", Tier: -1, Jobs: []job.JobSpec{{Key: "k"}}}
 			if _, err := st.Submit(ctx, b, t0); err != nil {
 				t.Fatal(err)
 			}
@@ -101,7 +102,7 @@ func TestAttemptsEndToEnd(t *testing.T) {
 				return &tasks[len(tasks)-1]
 			}
 			id := scheduler.JobID("acme", "p", "b", "k")
-			want := func(step string, state memstore.State, attempt int) {
+			want := func(step string, state job.State, attempt int) {
 				t.Helper()
 				if s, a := jobOf(id); s != state || a != attempt {
 					t.Fatalf("after %s: job %s attempt %d, want %s attempt %d", step, s, a, state, attempt)
@@ -110,20 +111,20 @@ func TestAttemptsEndToEnd(t *testing.T) {
 
 			first := launch(1)
 			deliver(t, h, "ecs-running.json", first)
-			want("attempt 1 RUNNING", memstore.Running, 1)
+			want("attempt 1 RUNNING", job.Running, 1)
 			deliver(t, h, "ecs-spot-interruption.json", first)
-			want("attempt 1's spot interruption", memstore.Waiting, 2)
+			want("attempt 1's spot interruption", job.Waiting, 2)
 
 			second := launch(2)
 			if second.Env["EVALSCHED_ATTEMPT"] != "2" {
 				t.Fatalf("the second task's EVALSCHED_ATTEMPT is %q, want 2", second.Env["EVALSCHED_ATTEMPT"])
 			}
 			deliver(t, h, "ecs-running.json", second)
-			want("attempt 2 RUNNING", memstore.Running, 2)
+			want("attempt 2 RUNNING", job.Running, 2)
 			deliver(t, h, "ecs-spot-interruption.json", first)
-			want("attempt 1's STOPPED again", memstore.Running, 2)
+			want("attempt 1's STOPPED again", job.Running, 2)
 			deliver(t, h, "ecs-stopped-exit0.json", second)
-			want("attempt 2 STOPPED exit 0", memstore.Succeeded, 2)
+			want("attempt 2 STOPPED exit 0", job.Succeeded, 2)
 		})
 	}
 }

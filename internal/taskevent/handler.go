@@ -10,14 +10,14 @@ import (
 	"time"
 
 	"github.com/evalsched/evalsched/internal/emf"
-	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/job"
 )
 
 // Store is what the handler moves: the job's state and its model's counters,
 // in one conditional step each (repeated or stale events change nothing).
 type Store interface {
 	TaskStarted(ctx context.Context, jobID string, attempt int, now time.Time) error
-	TaskStopped(ctx context.Context, jobID string, attempt int, exit memstore.Exit, now time.Time) error
+	TaskStopped(ctx context.Context, jobID string, attempt int, exit job.Exit, now time.Time) error
 }
 
 // Handler is the task-events function: one EventBridge event per call.
@@ -109,8 +109,8 @@ func (h *Handler) timings(ev Event, log *slog.Logger) {
 }
 
 // ExitOf is the store's record of a stop.
-func ExitOf(kind Kind, code *int, reason string) memstore.Exit {
-	exit := memstore.Exit{Reason: reason, ProviderError: kind == ProviderFailed, Infrastructure: kind == Infrastructure, Cancelled: kind == Cancelled}
+func ExitOf(kind Kind, code *int, reason string) job.Exit {
+	exit := job.Exit{Reason: reason, ProviderError: kind == ProviderFailed, Infrastructure: kind == Infrastructure, Cancelled: kind == Cancelled}
 	switch {
 	case code != nil:
 		exit.Code = *code

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/evalsched/evalsched/internal/emf"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -24,8 +25,8 @@ import (
 func claimedJob(t *testing.T) (*memstore.Store, string) {
 	t.Helper()
 	st := memstore.New(scheduler.ModelConfig{})
-	if _, err := st.Submit(context.Background(), memstore.BatchSpec{Account: "acme", Project: "search-evals", Batch: "b", Model: "gpt-5.5", Tier: -1,
-		Jobs: []memstore.JobSpec{{Key: "000123"}}}, t0); err != nil {
+	if _, err := st.Submit(context.Background(), job.BatchSpec{Account: "acme", Project: "search-evals", Batch: "b", Model: "gpt-5.5", Tier: -1,
+		Jobs: []job.JobSpec{{Key: "000123"}}}, t0); err != nil {
 		t.Fatal(err)
 	}
 	plan := scheduler.Plan{At: t0, Models: []scheduler.ModelPlan{{Model: "gpt-5.5", Grants: []scheduler.Grant{{
@@ -55,32 +56,32 @@ func invoke(t *testing.T, h *Handler, file, jobID string) {
 func TestHandlerFollowsTheFixtures(t *testing.T) {
 	cases := []struct {
 		events []string
-		state  memstore.State
+		state  job.State
 		check  func(t *testing.T, j memstore.Job)
 	}{
-		{[]string{"ecs-provisioning.json", "ecs-running.json"}, memstore.Running, nil},
-		{[]string{"ecs-running.json", "ecs-stopped-exit0.json"}, memstore.Succeeded, nil},
-		{[]string{"ecs-running.json", "ecs-running.json", "ecs-stopped-exit0.json", "ecs-stopped-exit0.json"}, memstore.Succeeded, nil},
-		{[]string{"ecs-stopped-exit0.json", "ecs-running.json"}, memstore.Succeeded, nil}, // out of order: the late RUNNING is stale
-		{[]string{"ecs-running.json", "ecs-stopped-exit1.json"}, memstore.Failed, func(t *testing.T, j memstore.Job) {
+		{[]string{"ecs-provisioning.json", "ecs-running.json"}, job.Running, nil},
+		{[]string{"ecs-running.json", "ecs-stopped-exit0.json"}, job.Succeeded, nil},
+		{[]string{"ecs-running.json", "ecs-running.json", "ecs-stopped-exit0.json", "ecs-stopped-exit0.json"}, job.Succeeded, nil},
+		{[]string{"ecs-stopped-exit0.json", "ecs-running.json"}, job.Succeeded, nil}, // out of order: the late RUNNING is stale
+		{[]string{"ecs-running.json", "ecs-stopped-exit1.json"}, job.Failed, func(t *testing.T, j memstore.Job) {
 			if j.Exit.Code != 1 || j.Exit.ProviderError {
 				t.Errorf("got exit %+v, want code 1, not a provider error", j.Exit)
 			}
 		}},
-		{[]string{"ecs-running.json", "ecs-stopped-provider-error.json"}, memstore.Failed, func(t *testing.T, j memstore.Job) {
+		{[]string{"ecs-running.json", "ecs-stopped-provider-error.json"}, job.Failed, func(t *testing.T, j memstore.Job) {
 			if !j.Exit.ProviderError {
 				t.Errorf("got exit %+v, want a provider error", j.Exit)
 			}
 		}},
-		{[]string{"ecs-running.json", "ecs-spot-interruption.json"}, memstore.Waiting, func(t *testing.T, j memstore.Job) {
+		{[]string{"ecs-running.json", "ecs-spot-interruption.json"}, job.Waiting, func(t *testing.T, j memstore.Job) {
 			if j.Attempt != 2 {
 				t.Errorf("got attempt %d, want 2 after a spot interruption", j.Attempt)
 			}
 		}},
-		{[]string{"ecs-failed-to-start.json"}, memstore.Waiting, nil},
+		{[]string{"ecs-failed-to-start.json"}, job.Waiting, nil},
 		// evalsched cancel --stop-running died before ending the job: its
 		// task's STOPPED event, with the cancel reason, ends it CANCELLED.
-		{[]string{"ecs-running.json", "ecs-stopped-cancelled.json"}, memstore.Cancelled, func(t *testing.T, j memstore.Job) {
+		{[]string{"ecs-running.json", "ecs-stopped-cancelled.json"}, job.Cancelled, func(t *testing.T, j memstore.Job) {
 			if !j.Exit.Cancelled || j.Exit.ProviderError {
 				t.Errorf("got exit %+v, want cancelled, not a provider error", j.Exit)
 			}
@@ -195,7 +196,7 @@ func TestHandlerWithoutLogReportsAFailedMetricsWrite(t *testing.T) {
 	st, id := claimedJob(t)
 	h := &Handler{Store: st, Metrics: failingWriter{}, Namespace: "evalsched"}
 	invoke(t, h, "ecs-running.json", id)
-	if j, _ := st.Job(id); j.State != memstore.Running {
+	if j, _ := st.Job(id); j.State != job.Running {
 		t.Errorf("job is %s, want RUNNING", j.State)
 	}
 	if !strings.Contains(logged.String(), "write job metrics") || !strings.Contains(logged.String(), "closed") {
