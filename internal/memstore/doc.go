@@ -7,9 +7,7 @@
 // as the job state they count. A claim (Commit), launch result, task event,
 // cancel or skip moves a job as job.Apply (internal/job, the lifecycle the
 // DynamoDB store follows too) says, and the store persists that change. The
-// domain types it used to define (State, BatchSpec, JobSpec, Exit, Terms)
-// live in internal/job; aliases.go keeps them for internal/dynamostore alone
-// until it moves too.
+// domain types (State, BatchSpec, JobSpec, Exit, Terms) live in internal/job.
 //
 // It also takes the writes the other functions make in production: Submit (the
 // intake function), TaskStarted and TaskStopped (the task-events function),
