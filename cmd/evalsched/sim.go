@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/evalsched/evalsched/internal/sim"
+	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
 
 var simCommand = command{
@@ -55,7 +56,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(fs.Output(), simUsage)
 		fs.PrintDefaults()
 	}
-	scenario := fs.String("scenario", "", "scenario file (JSON, format v1) `FILE`; required")
+	scenarioFile := fs.String("scenario", "", "scenario file (JSON, format v1) `FILE`; required")
 	policy := fs.String("policy", "all", "dynamic, static (the scenario's old caps), oracle (the best fixed caps in hindsight: a sweep of static), unbounded or all")
 	seed := fs.Int64("seed", -1, "override the scenario's seed `N` (≥ 0)")
 	duration := fs.Int("duration", 0, "override the scenario's duration_s, in seconds `S`")
@@ -88,7 +89,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 			return usageErr("unexpected argument %q", fs.Arg(0))
 		case *family <= 0:
 			return usageErr("--family must be at least 1 (--lane and --family-out need it)")
-		case *scenario != "":
+		case *scenarioFile != "":
 			return usageErr("--family and --scenario exclude each other")
 		case *seed < 0:
 			return usageErr("--family needs --seed")
@@ -102,7 +103,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case fs.NArg() > 0:
 		return usageErr("unexpected argument %q", fs.Arg(0))
-	case *scenario == "":
+	case *scenarioFile == "":
 		return usageErr("--scenario is required")
 	case *trace && !*asJSON:
 		return usageErr("--trace needs --json")
@@ -110,8 +111,8 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		return usageErr("--summary and --json exclude each other")
 	case *seed < -1:
 		return usageErr("--seed must not be negative")
-	case *duration < 0 || *duration > sim.MaxDurationS:
-		return usageErr("--duration must be within 1..%d seconds", sim.MaxDurationS)
+	case *duration < 0 || *duration > scenario.MaxDurationS:
+		return usageErr("--duration must be within 1..%d seconds", scenario.MaxDurationS)
 	}
 	if *oracleGrid != "coarse" && *oracleGrid != "fine" {
 		return usageErr("--oracle-grid must be coarse or fine, got %q", *oracleGrid)
@@ -125,7 +126,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		return usageErr("--faults: %v", err)
 	}
 
-	sc, err := sim.LoadScenario(*scenario)
+	sc, err := scenario.Load(*scenarioFile)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitFailed
@@ -209,9 +210,9 @@ func runFamily(seed int64, n, lane int, outDir string, workers int, asJSON, quie
 			ks[k] = k
 		}
 	}
-	lanes := make([]*sim.Scenario, len(ks))
+	lanes := make([]*scenario.Scenario, len(ks))
 	for i, k := range ks {
-		lanes[i] = sim.FamilyLane(seed, k)
+		lanes[i] = scenario.FamilyLane(seed, k)
 	}
 	if outDir != "" {
 		if err := os.MkdirAll(outDir, 0o755); err != nil {

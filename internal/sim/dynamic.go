@@ -13,6 +13,7 @@ import (
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/priority"
 	"github.com/evalsched/evalsched/internal/scheduler"
+	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
 
 // dynamicPolicy is evalsched itself: the real scheduler.Pass over the
@@ -55,7 +56,7 @@ type dynamicPolicy struct {
 const maxViolations = 10
 
 // schedulerConfig is the pass's configuration for a scenario.
-func schedulerConfig(sc *Scenario, opt Options) scheduler.Config {
+func schedulerConfig(sc *scenario.Scenario, opt Options) scheduler.Config {
 	lc := limits.DefaultConfig()
 	if opt.Limits != nil {
 		lc = *opt.Limits
@@ -98,8 +99,8 @@ func newDynamic(e *engine, opt Options) (*dynamicPolicy, error) {
 		warned:   map[string]bool{},
 		retries:  map[string]int{},
 		store: memstore.New(scheduler.ModelConfig{
-			Enabled: true, MinLimit: DefaultMinLimit, MaxLimit: DefaultMaxLimit,
-			InitialLimit: DefaultInitialLimit, TargetDepth: 1,
+			Enabled: true, MinLimit: scenario.DefaultMinLimit, MaxLimit: scenario.DefaultMaxLimit,
+			InitialLimit: scenario.DefaultInitialLimit, TargetDepth: 1,
 		}),
 		sh: newShadow(len(e.jobs), len(e.models)),
 	}
@@ -470,7 +471,7 @@ func (d *dynamicPolicy) submit(bi int, lo, hi int32) {
 	}
 }
 
-func (d *dynamicPolicy) pinned(p Pin) {
+func (d *dynamicPolicy) pinned(p scenario.Pin) {
 	_ = d.store.PutPin(d.ctx, priority.Pin{Scope: p.Scope, Tier: strconv.Itoa(p.Tier), Note: "scenario"})
 }
 

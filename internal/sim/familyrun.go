@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
 
 // The family's targets (scenarios/README.md, "Scenario family").
@@ -76,7 +78,7 @@ type FamilySummary struct {
 }
 
 // JudgeLane measures dynamic's run of a lane against the oracle's.
-func JudgeLane(sc *Scenario, dyn *Result, o *OracleFit) LaneResult {
+func JudgeLane(sc *scenario.Scenario, dyn *Result, o *OracleFit) LaneResult {
 	lr := LaneResult{
 		Scenario: sc.Name, Models: len(sc.Models), DurationS: sc.DurationS,
 		Succeeded: dyn.Totals.Succeeded, OracleJobs: o.Best.Totals.Succeeded,
@@ -93,7 +95,7 @@ func JudgeLane(sc *Scenario, dyn *Result, o *OracleFit) LaneResult {
 			lr.DepthRatio = math.Max(lr.DepthRatio, round(dyn.Models[m.Name].P90Depth/m.TargetDepth, 2))
 		}
 	}
-	small := SmallBatches(sc)
+	small := scenario.SmallBatches(sc)
 	lr.SmallBatches = len(small)
 	for _, bi := range small {
 		b := dyn.Batches[sc.Batches[bi].Key()]
@@ -105,7 +107,7 @@ func JudgeLane(sc *Scenario, dyn *Result, o *OracleFit) LaneResult {
 			lr.SmallAdmitS = b.FirstAdmitS
 		}
 	}
-	bursts := ErrorBursts(sc)
+	bursts := scenario.ErrorBursts(sc)
 	lr.Burst = len(bursts) > 0
 	if lr.Burst {
 		worst := 0.0
@@ -152,7 +154,7 @@ func (lr *LaneResult) judge() (bool, string) {
 // recovery is the time from a burst's end (the provider heals) to the first
 // pass at which the breaker admits freely and the limit is back at the
 // limit of the last pass before the burst began.
-func recovery(s *Series, b ErrorBurst) (float64, bool) {
+func recovery(s *Series, b scenario.ErrorBurst) (float64, bool) {
 	pre := -1
 	for k, t := range s.T {
 		if float64(t) >= b.FromS {
@@ -172,7 +174,7 @@ func recovery(s *Series, b ErrorBurst) (float64, bool) {
 }
 
 // RunLane runs one lane: dynamic, then the oracle's sweep.
-func RunLane(sc *Scenario, k int) (LaneResult, error) {
+func RunLane(sc *scenario.Scenario, k int) (LaneResult, error) {
 	start := time.Now()
 	dyn, err := Run(sc, Dynamic, Options{})
 	if err != nil {
@@ -191,7 +193,7 @@ func RunLane(sc *Scenario, k int) (LaneResult, error) {
 // RunFamily runs the lanes (lane numbers ks, scenarios lanes) on at most
 // workers goroutines; progress, when set, is called after each lane with
 // the lanes done. Results come in lane order whatever the workers did.
-func RunFamily(lanes []*Scenario, ks []int, workers int, progress func(done int, lr LaneResult)) ([]LaneResult, error) {
+func RunFamily(lanes []*scenario.Scenario, ks []int, workers int, progress func(done int, lr LaneResult)) ([]LaneResult, error) {
 	out := make([]LaneResult, len(lanes))
 	errs := make([]error, len(lanes))
 	next := make(chan int)

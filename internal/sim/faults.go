@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/evalsched/evalsched/internal/scheduler"
+	"github.com/evalsched/evalsched/internal/sim/scenario"
+	"github.com/evalsched/evalsched/internal/sim/stream"
 )
 
 // FaultKind is one kind of fault the simulator injects into policy dynamic
@@ -209,7 +211,7 @@ type faultPlan struct {
 	injected [numFaultKinds]int
 }
 
-func newFaultPlan(sc *Scenario, on Faults) *faultPlan {
+func newFaultPlan(sc *scenario.Scenario, on Faults) *faultPlan {
 	p := &faultPlan{on: on, src: newSources()}
 	end := time.Duration(sc.DurationS) * time.Second
 	for i := range p.src {
@@ -217,7 +219,7 @@ func newFaultPlan(sc *Scenario, on Faults) *faultPlan {
 		if !on.Has(s.kind) {
 			continue
 		}
-		r := rand.New(newPCG(sc.Seed, streamFaultPlan, uint64(i)))
+		r := rand.New(stream.New(sc.Seed, stream.FaultPlan, uint64(i)))
 		t := time.Duration(r.Int64N(int64(s.gap)))
 		for t < end {
 			ep := episode{from: t, to: t, model: -1}
@@ -241,9 +243,9 @@ func newFaultPlan(sc *Scenario, on Faults) *faultPlan {
 		}
 	}
 	for k := range p.draw {
-		p.draw[k] = rand.New(newPCG(sc.Seed, streamFaultDraw, uint64(k)))
+		p.draw[k] = rand.New(stream.New(sc.Seed, stream.FaultDraw, uint64(k)))
 	}
-	p.claims = rand.New(newPCG(sc.Seed, streamFaultDraw, uint64(numFaultKinds)))
+	p.claims = rand.New(stream.New(sc.Seed, stream.FaultDraw, uint64(numFaultKinds)))
 	return p
 }
 

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
 
 func TestParseFaults(t *testing.T) {
@@ -39,13 +41,13 @@ func TestParseFaults(t *testing.T) {
 
 // tinyChaos is a small world for one fault at a time: 40 jobs of three
 // 10-s calls, room for all of them, twenty simulated minutes.
-func tinyChaos(opts ...func(*Scenario)) *Scenario {
-	return tiny(40, append([]func(*Scenario){func(sc *Scenario) {
+func tinyChaos(opts ...func(*scenario.Scenario)) *scenario.Scenario {
+	return tiny(40, append([]func(*scenario.Scenario){func(sc *scenario.Scenario) {
 		sc.DurationS = 1200
 		sc.GlobalMaxRunning = 100
 		sc.Models[0].ProviderConcurrency = 50
 		sc.Models[0].TargetDepth = 5
-		sc.Batches[0].Calls = FixedDist(3)
+		sc.Batches[0].Calls = scenario.FixedDist(3)
 	}}, opts...)...)
 }
 
@@ -67,7 +69,7 @@ func only(eps map[int][]episode) func(*dynamicPolicy, *faultPlan) {
 }
 
 // chaosRun runs policy dynamic with faults and the episodes given.
-func chaosRun(t *testing.T, sc *Scenario, eps map[int][]episode, hooks ...func(*dynamicPolicy, *faultPlan)) (*engine, *Result) {
+func chaosRun(t *testing.T, sc *scenario.Scenario, eps map[int][]episode, hooks ...func(*dynamicPolicy, *faultPlan)) (*engine, *Result) {
 	t.Helper()
 	opt := Options{Faults: AllFaults, faultHook: func(d *dynamicPolicy, p *faultPlan) {
 		only(eps)(d, p)
@@ -121,7 +123,7 @@ func TestCrashAfterCommitIsRequeued(t *testing.T) {
 // RunTask returned, the launch was never recorded: the reconciler finds the
 // tasks by startedBy (here before their containers run, which take 200 s).
 func TestCrashAfterLaunchIsRecorded(t *testing.T) {
-	sc := tinyChaos(func(sc *Scenario) { sc.ContainerStartS = FixedDist(200) })
+	sc := tinyChaos(func(sc *scenario.Scenario) { sc.ContainerStartS = scenario.FixedDist(200) })
 	_, r := chaosRun(t, sc, map[int][]episode{srcCrash: {{mode: crashAfterLaunch}}})
 	invariants(t, r)
 	allSucceed(t, r)
@@ -132,7 +134,7 @@ func TestCrashAfterLaunchIsRecorded(t *testing.T) {
 }
 
 func TestCrashMidLaunch(t *testing.T) {
-	sc := tinyChaos(func(sc *Scenario) { sc.ContainerStartS = FixedDist(200) })
+	sc := tinyChaos(func(sc *scenario.Scenario) { sc.ContainerStartS = scenario.FixedDist(200) })
 	_, r := chaosRun(t, sc, map[int][]episode{srcCrash: {{mode: crashMidLaunch}}})
 	invariants(t, r)
 	allSucceed(t, r)
@@ -163,7 +165,7 @@ func TestDuplicateAtTheHandOverTakesOver(t *testing.T) {
 // next invocation waits for the hand-over, takes the lease at 70 s and
 // commits; the stalled pass's commit is then refused as stale.
 func TestStalledPassCommitIsRefused(t *testing.T) {
-	_, r := chaosRun(t, tinyChaos(func(sc *Scenario) { sc.Batches[0].Jobs = 400 }),
+	_, r := chaosRun(t, tinyChaos(func(sc *scenario.Scenario) { sc.Batches[0].Jobs = 400 }),
 		map[int][]episode{srcSlowPass: {{from: at(40), to: at(75)}}})
 	invariants(t, r)
 	if c := r.Chaos; c.StaleRefused != 1 || c.PassesFailed != 1 {
@@ -257,7 +259,7 @@ func TestProviderFaults(t *testing.T) {
 // Batches come in parts out of order and again later: Submit creates each
 // job once.
 func TestIntakeFaults(t *testing.T) {
-	sc := tinyChaos(func(sc *Scenario) {
+	sc := tinyChaos(func(sc *scenario.Scenario) {
 		for i := range 6 {
 			b := sc.Batches[0]
 			b.Batch, b.AtS = string(rune('c'+i)), float64(30*i)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
 
 // The oracle is the best fixed cap in hindsight: policy static run again
@@ -92,7 +94,7 @@ func LaneBlocked(r *Result) float64 {
 // coordinate steps, model by model. The best run by the lane's rule is
 // the oracle. Runs are sequential: the caller parallelises across
 // scenarios. coarse takes the smaller grid.
-func FindOracle(sc *Scenario, coarse bool) (*OracleFit, error) {
+func FindOracle(sc *scenario.Scenario, coarse bool) (*OracleFit, error) {
 	o := &OracleFit{}
 	var best Sweep
 	tried := map[string]bool{}
@@ -142,7 +144,7 @@ func FindOracle(sc *Scenario, coarse bool) (*OracleFit, error) {
 	if coarse {
 		grid = oracleCoarse
 	}
-	start := BusyCaps(sc)
+	start := scenario.BusyCaps(sc)
 	for _, f := range grid {
 		if err := try(scaled(start, f)); err != nil {
 			return nil, err
@@ -177,40 +179,4 @@ func FindOracle(sc *Scenario, coarse bool) (*OracleFit, error) {
 	}
 	o.Caps = best.Caps
 	return o, nil
-}
-
-// BusyCaps estimates, per model, the jobs that keep its provider just busy
-// at its peak concurrency: concurrency × (call + think) / call jobs
-// calling or thinking, and on top the slots of jobs whose containers are
-// starting: × (job + container start) / job, a job lasting calls × (call +
-// think). Means of call_s, container_start_s and the model's batches' calls
-// and think_s (weighted by jobs). It is what an operator who knows the
-// workload would set, and where the oracle's sweep starts.
-func BusyCaps(sc *Scenario) []int {
-	caps := make([]int, len(sc.Models))
-	for i, m := range sc.Models {
-		peak := m.ProviderConcurrency
-		for _, c := range m.Changes {
-			if c.ProviderConcurrency != nil {
-				peak = max(peak, *c.ProviderConcurrency)
-			}
-		}
-		var think, calls, jobs float64
-		for _, b := range sc.Batches {
-			if b.Model == m.Name {
-				think += float64(b.Jobs) * mean(b.ThinkS)
-				calls += float64(b.Jobs) * math.Max(1, mean(b.Calls))
-				jobs += float64(b.Jobs)
-			}
-		}
-		if jobs > 0 {
-			think /= jobs
-			calls /= jobs
-		}
-		call := math.Max(mean(m.CallS), 1e-3)
-		job := math.Max(calls*(call+think), 1e-3)
-		busy := float64(peak) * (call + think) / call * (job + mean(sc.ContainerStartS)) / job
-		caps[i] = max(1, int(math.Round(busy)))
-	}
-	return caps
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"container/heap"
+	"math"
 	"time"
 )
 
@@ -130,4 +131,10 @@ func (b *bucket) reserve(now, deadline time.Duration) (time.Duration, bool) {
 	}
 	b.tat = max(b.tat, g) + b.interval
 	return g, true
+}
+
+// seconds converts seconds to a duration, rounded to the nanosecond (as
+// scenario.Dist.Duration does).
+func seconds(s float64) time.Duration {
+	return time.Duration(math.Round(s * 1e9))
 }

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
 
 // svgChart is what the report test reads from each inline SVG.
@@ -25,14 +27,14 @@ type svgChart struct {
 // charts (no browser: the SVG is XML).
 func reportCharts(t *testing.T) ([]*Result, string, []svgChart) {
 	t.Helper()
-	sc := tiny(300, func(sc *Scenario) {
+	sc := tiny(300, func(sc *scenario.Scenario) {
 		sc.DurationS, sc.GlobalMaxRunning = 3600, 100
 		sc.Models[0].ProviderConcurrency, sc.Models[0].StaticCap = 4, 3
-		sc.Batches = append(sc.Batches, Batch{AtS: 60, Account: "b", Project: "q", Batch: "small", Model: "m", Jobs: 5,
-			Tier: -1, Calls: FixedDist(1), ThinkS: FixedDist(0)},
+		sc.Batches = append(sc.Batches, scenario.Batch{AtS: 60, Account: "b", Project: "q", Batch: "small", Model: "m", Jobs: 5,
+			Tier: -1, Calls: scenario.FixedDist(1), ThinkS: scenario.FixedDist(0)},
 			// A late batch no policy finishes: the finished sets differ.
-			Batch{AtS: 3400, Account: "c", Project: "r", Batch: "late", Model: "m", Jobs: 200,
-				Tier: -1, Calls: FixedDist(1), ThinkS: FixedDist(0)})
+			scenario.Batch{AtS: 3400, Account: "c", Project: "r", Batch: "late", Model: "m", Jobs: 200,
+				Tier: -1, Calls: scenario.FixedDist(1), ThinkS: scenario.FixedDist(0)})
 	})
 	results, err := RunAll(sc, AllPolicies, Options{})
 	if err != nil {

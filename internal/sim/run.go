@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/evalsched/evalsched/internal/limits"
+	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
 
 // Policy names a scheduling policy.
@@ -72,7 +73,7 @@ type Options struct {
 
 // Run simulates the scenario under one policy. Same scenario and seed, same
 // result, whatever else runs alongside.
-func Run(sc *Scenario, p Policy, opt Options) (*Result, error) {
+func Run(sc *scenario.Scenario, p Policy, opt Options) (*Result, error) {
 	if p == Oracle {
 		return runOracle(sc, opt)
 	}
@@ -82,7 +83,7 @@ func Run(sc *Scenario, p Policy, opt Options) (*Result, error) {
 
 // runOracle sweeps static's caps and returns the best run as policy
 // oracle, with its caps and the wall time of the whole sweep.
-func runOracle(sc *Scenario, opt Options) (*Result, error) {
+func runOracle(sc *scenario.Scenario, opt Options) (*Result, error) {
 	wall := time.Now()
 	o, err := FindOracle(sc, opt.OracleCoarse)
 	if err != nil {
@@ -104,7 +105,7 @@ func runOracle(sc *Scenario, opt Options) (*Result, error) {
 
 // simulate runs one policy and also returns the engine, for tests that
 // look at single jobs.
-func simulate(sc *Scenario, p Policy, opt Options) (*engine, *Result, error) {
+func simulate(sc *scenario.Scenario, p Policy, opt Options) (*engine, *Result, error) {
 	wall := time.Now()
 	e := newEngine(sc, p)
 	switch p {
@@ -170,7 +171,7 @@ func simulate(sc *Scenario, p Policy, opt Options) (*engine, *Result, error) {
 // RunAll runs the policies side by side, one goroutine each (they share
 // nothing but the read-only scenario), and returns the results in the order
 // given.
-func RunAll(sc *Scenario, ps []Policy, opt Options) ([]*Result, error) {
+func RunAll(sc *scenario.Scenario, ps []Policy, opt Options) ([]*Result, error) {
 	results := make([]*Result, len(ps))
 	errs := make([]error, len(ps))
 	var wg sync.WaitGroup

@@ -1,12 +1,13 @@
 package sim
 
 import (
-	"strings"
 	"testing"
+
+	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
 
 func TestShippedSampledScenario(t *testing.T) {
-	sc, err := LoadSampledScenario("../../scenarios/sampled-strata.json")
+	sc, err := scenario.LoadSampled("../../scenarios/sampled-strata.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,21 +21,5 @@ func TestShippedSampledScenario(t *testing.T) {
 	}
 	if again := RunSampled(sc, sc.Seed); again != r {
 		t.Errorf("same seed, other numbers:\n%+v\n%+v", r, again)
-	}
-}
-
-func TestParseSampledScenarioErrors(t *testing.T) {
-	_, err := ParseSampledScenario([]byte(`{"name":"x","seed":-1,"slots":0,"job_s":{"fixed":1},
-		"sampling":{"moe":0.9,"confidence":0.99,"alpha":1},"strata":[{"name":"a","jobs":1,"pass_rate":1.5},{"name":"a","jobs":1}]}`))
-	want := []string{
-		"scenario: seed: must not be negative, got -1",
-		"scenario: slots: must be within 1..200000, got 0",
-		`scenario: sampling: unknown field "alpha"`,
-		"scenario: strata[0].pass_rate: must be within 0..1, got 1.5",
-		`scenario: strata[1].name: "a" is already the name of strata[0]`,
-		"scenario: strata[1].pass_rate: required",
-	}
-	if err == nil || err.Error() != strings.Join(want, "\n") {
-		t.Errorf("errors:\n%v\nwant:\n%s", err, strings.Join(want, "\n"))
 	}
 }

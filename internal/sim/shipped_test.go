@@ -7,11 +7,13 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
 
-func shipped(t testing.TB, name string) *Scenario {
+func shipped(t testing.TB, name string) *scenario.Scenario {
 	t.Helper()
-	sc, err := LoadScenario("../../scenarios/" + name + ".json")
+	sc, err := scenario.Load("../../scenarios/" + name + ".json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +42,7 @@ func shippedRun(t *testing.T, name string) map[Policy]*Result {
 	return out
 }
 
-func jsonOf(t *testing.T, sc *Scenario) []byte {
+func jsonOf(t *testing.T, sc *scenario.Scenario) []byte {
 	t.Helper()
 	results, err := RunAll(sc, Policies, Options{Trace: true})
 	if err != nil {
@@ -267,13 +269,13 @@ func BenchmarkSeedHotLanes(b *testing.B) {
 // job cost what one does.
 func TestNoAllocationsPerCall(t *testing.T) {
 	allocs := func(calls float64) float64 {
-		sc := tiny(200, func(sc *Scenario) {
+		sc := tiny(200, func(sc *scenario.Scenario) {
 			sc.DurationS = 3600
 			sc.GlobalMaxRunning = 200
 			sc.Models[0].ProviderConcurrency = 50
-			sc.Models[0].CallS = FixedDist(1)
+			sc.Models[0].CallS = scenario.FixedDist(1)
 			sc.Models[0].StaticCap = 200
-			sc.Batches[0].Calls = FixedDist(calls)
+			sc.Batches[0].Calls = scenario.FixedDist(calls)
 		})
 		return testing.AllocsPerRun(2, func() {
 			if _, err := Run(sc, Static, Options{}); err != nil {
