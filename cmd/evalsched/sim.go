@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/evalsched/evalsched/internal/sim"
+	"github.com/evalsched/evalsched/internal/sim/report"
 	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
 
@@ -62,7 +63,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	duration := fs.Int("duration", 0, "override the scenario's duration_s, in seconds `S`")
 	asJSON := fs.Bool("json", false, "print the README's output object (an array for --policy all)")
 	trace := fs.Bool("trace", false, "with --json: add every pass of every model (passes)")
-	report := fs.String("report", "", "write a self-contained HTML report with plots to `FILE`")
+	reportFile := fs.String("report", "", "write a self-contained HTML report with plots to `FILE`")
 	passLog := fs.String("pass-log", "", "write the dynamic policy's pass log (limit decisions, why jobs wait) to `FILE`")
 	faultsFlag := fs.String("faults", "", "inject faults into policy dynamic: all, or a comma-separated list of `KINDS` ("+faultKinds()+")")
 	summary := fs.Bool("summary", false, "print one summary line per policy (faults, lost, double launched, invariant violations) instead of the table")
@@ -159,8 +160,8 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 
-	if *report != "" {
-		if err := writeFile(*report, func(w io.Writer) error { return sim.WriteReport(w, results) }); err != nil {
+	if *reportFile != "" {
+		if err := writeFile(*reportFile, func(w io.Writer) error { return report.WriteHTML(w, results) }); err != nil {
 			fmt.Fprintf(stderr, "evalsched sim: write report: %v\n", err)
 			return exitFailed
 		}
@@ -177,21 +178,21 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 			return exitFailed
 		}
 		for _, r := range results { // invariants go to stderr, never into the JSON
-			sim.WriteNotes(stderr, r)
+			report.WriteNotes(stderr, r)
 		}
 	} else if *summary {
-		sim.WriteSummary(stdout, results)
+		report.WriteSummary(stdout, results)
 		for _, r := range results {
 			if sim.Broken(r) { // what broke, with times and jobs
-				sim.WriteNotes(stderr, r)
+				report.WriteNotes(stderr, r)
 			}
 		}
-	} else if err := sim.WriteTable(stdout, results); err != nil {
+	} else if err := report.WriteTable(stdout, results); err != nil {
 		fmt.Fprintf(stderr, "evalsched sim: %v\n", err)
 		return exitFailed
 	}
-	if *report != "" && !*asJSON {
-		fmt.Fprintf(stdout, "\nreport: %s\n", *report)
+	if *reportFile != "" && !*asJSON {
+		fmt.Fprintf(stdout, "\nreport: %s\n", *reportFile)
 	}
 	if faults != 0 && slices.ContainsFunc(results, sim.Broken) {
 		return exitFailed
@@ -262,7 +263,7 @@ func runFamily(seed int64, n, lane int, outDir string, workers int, asJSON, quie
 			return exitFailed
 		}
 	} else {
-		sim.WriteFamily(stdout, results, sum)
+		report.WriteFamily(stdout, results, sum)
 		fmt.Fprintf(stdout, "family seed %d: wall %s on %d worker(s)\n", seed, human(sum.WallS), workers)
 	}
 	if lane < 0 && !sum.Pass {
