@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/evalsched/evalsched/internal/sim"
+	"github.com/evalsched/evalsched/internal/sim/faults"
 	"github.com/evalsched/evalsched/internal/sim/report"
 	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
@@ -122,7 +123,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageErr("--policy: %v", err)
 	}
-	faults, err := sim.ParseFaults(*faultsFlag)
+	faultSet, err := faults.Parse(*faultsFlag)
 	if err != nil {
 		return usageErr("--faults: %v", err)
 	}
@@ -139,7 +140,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		sc.DurationS = *duration
 	}
 
-	opt := sim.Options{Trace: *trace, Faults: faults, OracleCoarse: *oracleGrid == "coarse"}
+	opt := sim.Options{Trace: *trace, Faults: faultSet, OracleCoarse: *oracleGrid == "coarse"}
 	if *passLog != "" {
 		f, err := os.Create(*passLog)
 		if err != nil {
@@ -194,7 +195,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	if *reportFile != "" && !*asJSON {
 		fmt.Fprintf(stdout, "\nreport: %s\n", *reportFile)
 	}
-	if faults != 0 && slices.ContainsFunc(results, sim.Broken) {
+	if faultSet != 0 && slices.ContainsFunc(results, sim.Broken) {
 		return exitFailed
 	}
 	return exitOK
@@ -275,7 +276,7 @@ func runFamily(seed int64, n, lane int, outDir string, workers int, asJSON, quie
 // faultKinds lists the fault kinds for the usage text.
 func faultKinds() string {
 	var names []string
-	for _, k := range sim.FaultKinds() {
+	for _, k := range faults.Kinds() {
 		names = append(names, k.String())
 	}
 	return strings.Join(names, ", ")

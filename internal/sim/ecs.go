@@ -13,6 +13,7 @@ import (
 
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/scheduler"
+	"github.com/evalsched/evalsched/internal/sim/faults"
 	"github.com/evalsched/evalsched/internal/taskevent"
 	"github.com/evalsched/evalsched/sandboxkit/sandboxenv"
 )
@@ -157,21 +158,21 @@ func (c *chaos) emit(j int32, stopped bool) {
 	jb := &e.jobs[j]
 	ev := taskEvent{job: j, attempt: jb.attempt, stopped: stopped, ok: jb.state == jobSucceeded, at: e.now, runAt: jb.runAt}
 	at := e.now // when the event reaches the handler; -1: never
-	if _, ok := c.plan.active(srcEvents, e.now); ok {
+	if _, ok := c.plan.Active(faults.SrcEvents, e.now); ok {
 		p := c.plan
-		switch x := p.draw[FaultEvents].Float64(); {
+		switch x := p.Draw(faults.Events).Float64(); {
 		case x < 0.08:
-			p.count(FaultEvents)
+			p.Count(faults.Events)
 			c.stats.EventsLost++
 			at = -1
 		case x < 0.20:
-			p.count(FaultEvents)
-			c.later(ev, e.now+p.between(FaultEvents, time.Second, 3*time.Minute))
+			p.Count(faults.Events)
+			c.later(ev, e.now+p.Between(faults.Events, time.Second, 3*time.Minute))
 		case x < 0.32:
-			p.count(FaultEvents)
-			at = e.now + p.between(FaultEvents, 30*time.Second, 5*time.Minute)
+			p.Count(faults.Events)
+			at = e.now + p.Between(faults.Events, 30*time.Second, 5*time.Minute)
 		case x < 0.42 && !stopped:
-			p.count(FaultEvents)
+			p.Count(faults.Events)
 			c.held[j] = ev
 			return
 		}
@@ -223,7 +224,7 @@ func (c *chaos) deliver(ev taskEvent) {
 			d.violation("task event of job %s: %v", d.jobName(ev.job), err)
 		}
 		c.stats.EventRetries++
-		c.later(ev, d.e.now+c.plan.between(FaultStore, 10*time.Second, 90*time.Second))
+		c.later(ev, d.e.now+c.plan.Between(faults.Store, 10*time.Second, 90*time.Second))
 	}
 	d.checkEvent()
 }
@@ -324,17 +325,17 @@ func (c *chaos) intake(bi int) {
 	e, p := c.d.e, c.plan
 	n := e.batches[bi].n
 	parts := int32(1)
-	if p.chance(FaultIntake, 0.5) {
-		parts = min(n, 2+int32(p.draw[FaultIntake].IntN(4)))
+	if p.Chance(faults.Intake, 0.5) {
+		parts = min(n, 2+int32(p.Draw(faults.Intake).IntN(4)))
 	}
 	order := make([]int32, parts)
 	for i := range order {
 		order[i] = int32(i)
 	}
-	p.draw[FaultIntake].Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+	p.Draw(faults.Intake).Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
 	for i := 1; i < len(order); i++ {
 		if order[i] < order[i-1] {
-			p.count(FaultIntake) // parts out of order
+			p.Count(faults.Intake) // parts out of order
 			break
 		}
 	}
@@ -344,17 +345,17 @@ func (c *chaos) intake(bi int) {
 	at := e.now
 	for i, k := range order {
 		if i > 0 {
-			at += p.between(FaultIntake, 0, 20*time.Second)
+			at += p.Between(faults.Intake, 0, 20*time.Second)
 		}
 		c.send(part(k), at)
 	}
-	if p.chance(FaultIntake, 0.5) {
-		p.count(FaultIntake) // redelivered
+	if p.Chance(faults.Intake, 0.5) {
+		p.Count(faults.Intake) // redelivered
 		m := intakeMsg{batch: int32(bi), lo: 0, hi: n}
-		if k := int32(p.draw[FaultIntake].IntN(int(parts) + 1)); k < parts {
+		if k := int32(p.Draw(faults.Intake).IntN(int(parts) + 1)); k < parts {
 			m = part(k)
 		}
-		c.send(m, e.now+p.between(FaultIntake, 5*time.Second, 10*time.Minute))
+		c.send(m, e.now+p.Between(faults.Intake, 5*time.Second, 10*time.Minute))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/evalsched/evalsched/internal/priority"
+	"github.com/evalsched/evalsched/internal/sim/faults"
 	"github.com/evalsched/evalsched/internal/sim/scenario"
 	"github.com/evalsched/evalsched/internal/sim/stream"
 )
@@ -166,7 +167,7 @@ type engine struct {
 	progress func(simS float64, events int64)
 
 	// With faults: the plan, and the policy's handler of the fault events.
-	faults *faultPlan
+	faults *faults.Plan
 	ext    interface {
 		event(kind eventKind, arg int32)
 	}
@@ -473,18 +474,18 @@ func (e *engine) change(mi, ci int) {
 // provider fails fast or slows down for a while, over the scenario's own
 // changes.
 func (e *engine) providerFault(arg int32) {
-	ep := &e.faults.src[srcProvider].episodes[arg/2]
-	m := &e.models[ep.model]
+	ep := &e.faults.Episodes(faults.SrcProvider)[arg/2]
+	m := &e.models[ep.Model]
 	e.touch(m)
 	m.faultErr, m.faultErrCall, m.slow = 0, 0, 0
 	if arg%2 == 1 {
 		return // the episode ends
 	}
-	e.faults.count(FaultProvider)
-	switch ep.mode {
-	case providerFailing:
+	e.faults.Count(faults.Provider)
+	switch ep.Mode {
+	case faults.ProviderFailing:
 		m.faultErr, m.faultErrCall = 0.8, 500*time.Millisecond
-	case providerSlow:
+	case faults.ProviderSlow:
 		m.slow = 3
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evalsched/evalsched/internal/sim/faults"
 	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
 
@@ -200,7 +201,7 @@ func TestStartFailures(t *testing.T) {
 			t.Errorf("every start fails: failed %d, launches %d; want 40 jobs failed after 3 launches each", r.Totals.Failed, r.Totals.Launches)
 		}
 	})
-	if _, err := Run(sc, Dynamic, Options{Faults: 1 << FaultCrash}); err == nil || !strings.Contains(err.Error(), "start_failure_rate") {
+	if _, err := Run(sc, Dynamic, Options{Faults: 1 << faults.Crash}); err == nil || !strings.Contains(err.Error(), "start_failure_rate") {
 		t.Errorf("start failures with faults: %v, want an error naming start_failure_rate", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/evalsched/evalsched/internal/limits"
+	"github.com/evalsched/evalsched/internal/sim/faults"
 	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
 
@@ -64,11 +65,11 @@ type Options struct {
 	// Faults are the kinds of fault to inject into policy dynamic (doc.go,
 	// "Faults"); the baselines ignore them. Unlike the other options they
 	// change the results: the same faults give the same results.
-	Faults Faults
+	Faults faults.Set
 
 	// faultHook, in tests, shapes the fault plan (and the policy) before
 	// the run starts.
-	faultHook func(*dynamicPolicy, *faultPlan)
+	faultHook func(*dynamicPolicy, *faults.Plan)
 }
 
 // Run simulates the scenario under one policy. Same scenario and seed, same
@@ -119,7 +120,7 @@ func simulate(sc *scenario.Scenario, p Policy, opt Options) (*engine, *Result, e
 		}
 		e.pol = d
 		if opt.Faults != 0 {
-			plan := newFaultPlan(sc, opt.Faults)
+			plan := faults.NewPlan(sc, opt.Faults)
 			if opt.faultHook != nil {
 				opt.faultHook(d, plan)
 			}
@@ -157,9 +158,9 @@ func simulate(sc *scenario.Scenario, p Policy, opt Options) (*engine, *Result, e
 	r := e.result(opt.Trace)
 	e.pol.finish(r)
 	if e.faults != nil {
-		r.Faults = make(map[string]int, numFaultKinds)
-		for k, n := range e.faults.injected {
-			r.Faults[FaultKind(k).String()] = n
+		r.Faults = make(map[string]int, faults.NumKinds)
+		for k, n := range e.faults.Injected {
+			r.Faults[faults.Kind(k).String()] = n
 			r.Totals.FaultsInjected += n
 		}
 	}

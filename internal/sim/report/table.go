@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/evalsched/evalsched/internal/sim"
+	"github.com/evalsched/evalsched/internal/sim/faults"
 )
 
 // WriteTable prints results side by side, one column per policy: per model
@@ -133,7 +134,7 @@ func WriteTable(w io.Writer, results []*sim.Result) error {
 	if slices.ContainsFunc(results, func(r *sim.Result) bool { return r.Faults != nil }) {
 		blank()
 		row("FAULTS INJECTED", "", head...)
-		faults := func(kind string) []string {
+		injected := func(kind string) []string {
 			return each(func(r *sim.Result) string {
 				if r.Faults == nil {
 					return "–" // the baselines ignore faults
@@ -144,9 +145,9 @@ func WriteTable(w io.Writer, results []*sim.Result) error {
 				return strconv.Itoa(r.Faults[kind])
 			})
 		}
-		row("", "all", faults("")...)
-		for _, k := range sim.FaultKinds() {
-			row("", k.String(), faults(k.String())...)
+		row("", "all", injected("")...)
+		for _, k := range faults.Kinds() {
+			row("", k.String(), injected(k.String())...)
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -221,7 +222,7 @@ func WriteSummary(w io.Writer, results []*sim.Result) {
 		if r.Faults != nil {
 			fmt.Fprintf(w, " faults=%d", r.Totals.FaultsInjected)
 			var kinds []string
-			for _, k := range sim.FaultKinds() {
+			for _, k := range faults.Kinds() {
 				kinds = append(kinds, fmt.Sprintf("%s=%d", k, r.Faults[k.String()]))
 			}
 			fmt.Fprintf(w, " (%s)", strings.Join(kinds, " "))
