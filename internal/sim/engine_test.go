@@ -31,7 +31,7 @@ func tiny(jobs int, opts ...func(*scenario.Scenario)) *scenario.Scenario {
 // enough room they must all agree with the hand numbers.
 func eachPolicy(t *testing.T, sc *scenario.Scenario, check func(t *testing.T, e *engine, r *Result)) {
 	t.Helper()
-	for _, p := range Policies {
+	for _, p := range policies {
 		t.Run(string(p), func(t *testing.T) {
 			e, r, err := simulate(sc, p, Options{Trace: true})
 			if err != nil {
@@ -261,7 +261,7 @@ func TestDrawsIndependentOfPolicy(t *testing.T) {
 	})
 	var starts [][]time.Duration
 	var calls [][]int32
-	for _, p := range Policies {
+	for _, p := range policies {
 		e, _, err := simulate(sc, p, Options{})
 		if err != nil {
 			t.Fatal(err)

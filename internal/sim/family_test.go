@@ -26,27 +26,27 @@ func smallLane(t *testing.T) *scenario.Scenario {
 // same result.
 func TestFamilyOracle(t *testing.T) {
 	sc := smallLane(t)
-	o, err := FindOracle(sc, false)
+	o, err := findOracle(sc, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(o.Points) < len(oracleGrid) {
 		t.Fatalf("%d points swept, want at least the grid's %d", len(o.Points), len(oracleGrid))
 	}
-	best := Sweep{Caps: o.Caps, Succeeded: o.Best.Totals.Succeeded, BlockedShare: round(LaneBlocked(o.Best), 4)}
+	best := sweep{Caps: o.Caps, Succeeded: o.Best.Totals.Succeeded, BlockedShare: round(laneBlocked(o.Best), 4)}
 	for _, p := range o.Points {
 		if better(p, best) {
 			t.Errorf("caps %v (%d jobs, blocked %.4f) beat the oracle's %v (%d, %.4f)", p.Caps, p.Succeeded, p.BlockedShare, best.Caps, best.Succeeded, best.BlockedShare)
 		}
-		if float64(p.Succeeded) > (1+OracleTie)*float64(best.Succeeded) {
+		if float64(p.Succeeded) > (1+oracleTie)*float64(best.Succeeded) {
 			t.Errorf("caps %v finished %d jobs, more than the oracle's %d beyond the tie", p.Caps, p.Succeeded, best.Succeeded)
 		}
 	}
-	a, err := RunLane(sc, 7)
+	a, err := runLane(sc, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := RunLane(sc, 7)
+	b, err := runLane(sc, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,14 +63,14 @@ func TestFamilyOracle(t *testing.T) {
 func TestFamilyBetter(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		a, b Sweep
+		a, b sweep
 		want bool
 	}{
-		{"more jobs beyond the tie", Sweep{Succeeded: 1000, BlockedShare: 0.5}, Sweep{Succeeded: 980, BlockedShare: 0}, true},
-		{"fewer jobs beyond the tie", Sweep{Succeeded: 980}, Sweep{Succeeded: 1000}, false},
-		{"tie: lower blocked wins", Sweep{Succeeded: 995, BlockedShare: 0.01}, Sweep{Succeeded: 1000, BlockedShare: 0.2}, true},
-		{"tie: higher blocked loses", Sweep{Succeeded: 1000, BlockedShare: 0.2}, Sweep{Succeeded: 995, BlockedShare: 0.01}, false},
-		{"same: smaller caps win", Sweep{Caps: []int{5}, Succeeded: 10}, Sweep{Caps: []int{9}, Succeeded: 10}, true},
+		{"more jobs beyond the tie", sweep{Succeeded: 1000, BlockedShare: 0.5}, sweep{Succeeded: 980, BlockedShare: 0}, true},
+		{"fewer jobs beyond the tie", sweep{Succeeded: 980}, sweep{Succeeded: 1000}, false},
+		{"tie: lower blocked wins", sweep{Succeeded: 995, BlockedShare: 0.01}, sweep{Succeeded: 1000, BlockedShare: 0.2}, true},
+		{"tie: higher blocked loses", sweep{Succeeded: 1000, BlockedShare: 0.2}, sweep{Succeeded: 995, BlockedShare: 0.01}, false},
+		{"same: smaller caps win", sweep{Caps: []int{5}, Succeeded: 10}, sweep{Caps: []int{9}, Succeeded: 10}, true},
 	} {
 		if got := better(c.a, c.b); got != c.want {
 			t.Errorf("%s: better = %v, want %v", c.name, got, c.want)

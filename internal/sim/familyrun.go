@@ -13,10 +13,10 @@ import (
 
 // The family's targets (scenarios/README.md, "Scenario family").
 const (
-	LaneMaxBlocked     = 0.10 // a lane meets with blocked ≤ this …
-	LaneMinThroughput  = 0.95 // … and throughput ≥ this × oracle's
-	BurstMinThroughput = 0.80 // an error-burst lane: throughput ≥ this × oracle's …
-	BurstMaxRecoveryS  = 180  // … and back to the pre-burst limit within this of the provider healing
+	laneMaxBlocked     = 0.10 // a lane meets with blocked ≤ this …
+	laneMinThroughput  = 0.95 // … and throughput ≥ this × oracle's
+	burstMinThroughput = 0.80 // an error-burst lane: throughput ≥ this × oracle's …
+	burstMaxRecoveryS  = 180  // … and back to the pre-burst limit within this of the provider healing
 	FamilyMinMeeting   = 0.90 // share of lanes that meet
 	FamilyMaxMedian    = 0.05 // median blocked share
 	FamilyMaxBlocked   = 0.25 // no lane above
@@ -76,12 +76,12 @@ type FamilySummary struct {
 
 }
 
-// JudgeLane measures dynamic's run of a lane against the oracle's.
-func JudgeLane(sc *scenario.Scenario, dyn *Result, o *OracleFit) LaneResult {
+// judgeLane measures dynamic's run of a lane against the oracle's.
+func judgeLane(sc *scenario.Scenario, dyn *Result, o *oracleFit) LaneResult {
 	lr := LaneResult{
 		Scenario: sc.Name, Models: len(sc.Models), DurationS: sc.DurationS,
 		Succeeded: dyn.Totals.Succeeded, OracleJobs: o.Best.Totals.Succeeded,
-		Blocked: round(LaneBlocked(dyn), 4), OracleBlock: round(LaneBlocked(o.Best), 4),
+		Blocked: round(laneBlocked(dyn), 4), OracleBlock: round(laneBlocked(o.Best), 4),
 		OracleCaps: o.Caps, Runs: 1 + len(o.Points),
 	}
 	lr.Throughput = 1
@@ -131,17 +131,17 @@ func JudgeLane(sc *scenario.Scenario, dyn *Result, o *OracleFit) LaneResult {
 // within 3 minutes instead of the 0.95.
 func (lr *LaneResult) judge() (bool, string) {
 	var missed []string
-	if lr.Blocked > LaneMaxBlocked {
-		missed = append(missed, fmt.Sprintf("blocked %.3f > %.2f", lr.Blocked, LaneMaxBlocked))
+	if lr.Blocked > laneMaxBlocked {
+		missed = append(missed, fmt.Sprintf("blocked %.3f > %.2f", lr.Blocked, laneMaxBlocked))
 	}
-	minThr := LaneMinThroughput
+	minThr := laneMinThroughput
 	if lr.Burst {
-		minThr = BurstMinThroughput
+		minThr = burstMinThroughput
 		switch {
 		case lr.RecoveryS == nil:
 			missed = append(missed, "never recovered the pre-burst limit")
-		case *lr.RecoveryS > BurstMaxRecoveryS:
-			missed = append(missed, fmt.Sprintf("recovery %.0f s > %d s", *lr.RecoveryS, BurstMaxRecoveryS))
+		case *lr.RecoveryS > burstMaxRecoveryS:
+			missed = append(missed, fmt.Sprintf("recovery %.0f s > %d s", *lr.RecoveryS, burstMaxRecoveryS))
 		}
 	}
 	if lr.Throughput < minThr {
@@ -172,18 +172,18 @@ func recovery(s *Series, b scenario.ErrorBurst) (float64, bool) {
 	return 0, false
 }
 
-// RunLane runs one lane: dynamic, then the oracle's sweep.
-func RunLane(sc *scenario.Scenario, k int) (LaneResult, error) {
+// runLane runs one lane: dynamic, then the oracle's sweep.
+func runLane(sc *scenario.Scenario, k int) (LaneResult, error) {
 	start := time.Now()
-	dyn, err := Run(sc, Dynamic, Options{})
+	dyn, err := runPolicy(sc, Dynamic, Options{})
 	if err != nil {
 		return LaneResult{}, fmt.Errorf("lane %d: %w", k, err)
 	}
-	o, err := FindOracle(sc, false)
+	o, err := findOracle(sc, false)
 	if err != nil {
 		return LaneResult{}, fmt.Errorf("lane %d: %w", k, err)
 	}
-	lr := JudgeLane(sc, dyn, o)
+	lr := judgeLane(sc, dyn, o)
 	lr.Lane = k
 	lr.WallS = round(time.Since(start).Seconds(), 2)
 	return lr, nil
@@ -202,7 +202,7 @@ func RunFamily(lanes []*scenario.Scenario, ks []int, workers int, progress func(
 	for range max(1, min(workers, len(lanes))) {
 		wg.Go(func() {
 			for i := range next {
-				out[i], errs[i] = RunLane(lanes[i], ks[i])
+				out[i], errs[i] = runLane(lanes[i], ks[i])
 				mu.Lock()
 				done++
 				if progress != nil {

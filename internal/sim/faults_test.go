@@ -254,7 +254,7 @@ func TestFaultsAreDeterministic(t *testing.T) {
 		sc.Batches[i].Jobs = max(1, sc.Batches[i].Jobs/20)
 	}
 	run := func() []byte {
-		r, err := Run(sc, Dynamic, Options{Faults: faults.All, Trace: true})
+		r, err := runPolicy(sc, Dynamic, Options{Faults: faults.All, Trace: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -280,8 +280,8 @@ func TestFaultsAreDeterministic(t *testing.T) {
 func TestBaselinesIgnoreFaults(t *testing.T) {
 	sc := shipped(t, "small-behind-big")
 	for _, p := range []Policy{Static, Unbounded} {
-		a, _ := Run(sc, p, Options{})
-		b, _ := Run(sc, p, Options{Faults: faults.All})
+		a, _ := runPolicy(sc, p, Options{})
+		b, _ := runPolicy(sc, p, Options{Faults: faults.All})
 		x, _ := json.Marshal(a)
 		y, _ := json.Marshal(b)
 		if !bytes.Equal(x, y) {
@@ -342,7 +342,7 @@ func TestFaultsOnShippedScenarios(t *testing.T) {
 					t.Parallel()
 					sc := shipped(t, run.name)
 					sc.Seed = seed
-					r, err := Run(sc, Dynamic, Options{Faults: faults.All})
+					r, err := runPolicy(sc, Dynamic, Options{Faults: faults.All})
 					if err != nil {
 						t.Fatal(err)
 					}

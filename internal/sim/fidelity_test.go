@@ -161,7 +161,7 @@ func TestSlowUnderLoadAndRejectOver(t *testing.T) {
 
 	load := func(reject float64) *Result {
 		sc := tiny(100, func(sc *scenario.Scenario) { sc.DurationS, sc.Models[0].RejectOver = 300, reject })
-		r, err := Run(sc, Unbounded, Options{})
+		r, err := runPolicy(sc, Unbounded, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -201,7 +201,7 @@ func TestStartFailures(t *testing.T) {
 			t.Errorf("every start fails: failed %d, launches %d; want 40 jobs failed after 3 launches each", r.Totals.Failed, r.Totals.Launches)
 		}
 	})
-	if _, err := Run(sc, Dynamic, Options{Faults: 1 << faults.Crash}); err == nil || !strings.Contains(err.Error(), "start_failure_rate") {
+	if _, err := runPolicy(sc, Dynamic, Options{Faults: 1 << faults.Crash}); err == nil || !strings.Contains(err.Error(), "start_failure_rate") {
 		t.Errorf("start failures with faults: %v, want an error naming start_failure_rate", err)
 	}
 }

@@ -24,8 +24,8 @@ const (
 	Oracle Policy = "oracle"
 )
 
-// Policies lists the simulated policies; tests run each.
-var Policies = []Policy{Dynamic, Static, Unbounded}
+// policies lists the simulated policies; tests run each.
+var policies = []Policy{Dynamic, Static, Unbounded}
 
 // AllPolicies is what "all" runs and prints, in order: the old caps and
 // the oracle side by side.
@@ -72,9 +72,9 @@ type Options struct {
 	faultHook func(*dynamicPolicy, *faults.Plan)
 }
 
-// Run simulates the scenario under one policy. Same scenario and seed, same
+// runPolicy simulates the scenario under one policy. Same scenario and seed, same
 // result, whatever else runs alongside.
-func Run(sc *scenario.Scenario, p Policy, opt Options) (*Result, error) {
+func runPolicy(sc *scenario.Scenario, p Policy, opt Options) (*Result, error) {
 	if p == Oracle {
 		return runOracle(sc, opt)
 	}
@@ -86,13 +86,13 @@ func Run(sc *scenario.Scenario, p Policy, opt Options) (*Result, error) {
 // oracle, with its caps and the wall time of the whole sweep.
 func runOracle(sc *scenario.Scenario, opt Options) (*Result, error) {
 	wall := time.Now()
-	o, err := FindOracle(sc, opt.OracleCoarse)
+	o, err := findOracle(sc, opt.OracleCoarse)
 	if err != nil {
 		return nil, err
 	}
 	r := o.Best
 	if opt.Trace { // the sweep ran without traces: run the best caps again
-		if r, err = Run(sc, Static, Options{StaticCaps: o.Caps, Trace: true}); err != nil {
+		if r, err = runPolicy(sc, Static, Options{StaticCaps: o.Caps, Trace: true}); err != nil {
 			return nil, err
 		}
 	}
@@ -177,7 +177,7 @@ func RunAll(sc *scenario.Scenario, ps []Policy, opt Options) ([]*Result, error) 
 	errs := make([]error, len(ps))
 	var wg sync.WaitGroup
 	for i, p := range ps {
-		wg.Go(func() { results[i], errs[i] = Run(sc, p, opt) })
+		wg.Go(func() { results[i], errs[i] = runPolicy(sc, p, opt) })
 	}
 	wg.Wait()
 	for _, err := range errs {

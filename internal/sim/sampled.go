@@ -37,9 +37,9 @@ type sampledJob struct {
 
 const sampledBatchName = "sampled"
 
-// RunSampled runs one seed: draws every job's verdict and time, then runs
+// runSampled runs one seed: draws every job's verdict and time, then runs
 // the batch sampled and in full on the same slots.
-func RunSampled(sc *scenario.Sampled, seed int64) SampledRun {
+func runSampled(sc *scenario.Sampled, seed int64) SampledRun {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x5a3b1ed))
 	draws := map[string]sampledJob{}
 	sampled := memstore.BatchSpec{Account: "sim", Project: "sampled", Batch: sampledBatchName, Model: "m", Tier: -1, MaxAttempts: 1}
@@ -164,7 +164,7 @@ func RunSampledSeeds(sc *scenario.Sampled, first int64, seeds int) SampledReport
 	rep := SampledReport{Scenario: sc.Name, Seeds: seeds, FirstSeed: first, Confidence: sc.Sampling.Confidence}
 	var ran, jobs, ch, fch, wh, fwh, hw, ae float64
 	for i := range seeds {
-		r := RunSampled(sc, first+int64(i))
+		r := runSampled(sc, first+int64(i))
 		rep.Runs = append(rep.Runs, r)
 		rep.Jobs = r.Jobs
 		ran += float64(r.Ran)

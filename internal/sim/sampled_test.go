@@ -11,7 +11,7 @@ func TestShippedSampledScenario(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := RunSampled(sc, sc.Seed)
+	r := runSampled(sc, sc.Seed)
 	t.Logf("%+v", r)
 	if r.Ran >= r.Jobs || r.ContainerH >= r.FullContainerH {
 		t.Errorf("sampling ran %d of %d jobs, %.0f of %.0f container-hours: saved nothing", r.Ran, r.Jobs, r.ContainerH, r.FullContainerH)
@@ -19,7 +19,7 @@ func TestShippedSampledScenario(t *testing.T) {
 	if r.HalfWidth > sc.Sampling.MOE {
 		t.Errorf("stopped at half-width %v, more than moe %v", r.HalfWidth, sc.Sampling.MOE)
 	}
-	if again := RunSampled(sc, sc.Seed); again != r {
+	if again := runSampled(sc, sc.Seed); again != r {
 		t.Errorf("same seed, other numbers:\n%+v\n%+v", r, again)
 	}
 }

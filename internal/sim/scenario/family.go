@@ -173,8 +173,8 @@ func FamilyLane(seed int64, k int) *Scenario {
 	return sc
 }
 
-// Family draws lanes 0..n-1 of the family with seed seed.
-func Family(seed int64, n int) []*Scenario {
+// family draws lanes 0..n-1 of the family with seed seed.
+func family(seed int64, n int) []*Scenario {
 	lanes := make([]*Scenario, n)
 	for k := range lanes {
 		lanes[k] = FamilyLane(seed, k)

@@ -9,14 +9,14 @@ import (
 // TestFamilyLanesDeterministic: lane k of a seed is the same whatever else
 // is drawn, and its scenario file reads back to the same lane.
 func TestFamilyLanesDeterministic(t *testing.T) {
-	a := Family(1, 8)
-	b := Family(1, 3)
+	a := family(1, 8)
+	b := family(1, 3)
 	for k := range b {
 		if !reflect.DeepEqual(a[k], b[k]) {
 			t.Fatalf("lane %d differs between a family of 8 and one of 3", k)
 		}
 		if !reflect.DeepEqual(FamilyLane(1, k), a[k]) {
-			t.Fatalf("lane %d differs between FamilyLane and Family", k)
+			t.Fatalf("lane %d differs between FamilyLane and family", k)
 		}
 	}
 	if reflect.DeepEqual(FamilyLane(1, 0), FamilyLane(2, 0)) {
@@ -42,7 +42,7 @@ func TestFamilyLanesDeterministic(t *testing.T) {
 func TestFamilyDistributions(t *testing.T) {
 	const n = 400
 	var multi, drops, rises, bursts, small int
-	for k, sc := range Family(20261201, n) {
+	for k, sc := range family(20261201, n) {
 		in := func(what string, v, lo, hi float64) {
 			t.Helper()
 			if v < lo || v > hi || math.IsNaN(v) {
