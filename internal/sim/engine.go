@@ -82,7 +82,7 @@ type modelSim struct {
 	calls      int64   // calls served
 	callErrors int64
 
-	// A provider fault (faults.go) overlays the scenario's provider: while
+	// A provider fault (internal/sim/faults) overlays the scenario's provider: while
 	// faultErr > 0 calls fail at that rate; while slow > 0 they take that
 	// many times their drawn service time.
 	faultErr     float64
@@ -470,7 +470,7 @@ func (e *engine) change(mi, ci int) {
 	e.serve(m)
 }
 
-// providerFault begins or ends a provider episode (faults.go): the model's
+// providerFault begins or ends a provider episode (internal/sim/faults): the model's
 // provider fails fast or slows down for a while, over the scenario's own
 // changes.
 func (e *engine) providerFault(arg int32) {

@@ -56,7 +56,7 @@ type ChaosStats struct {
 	RunTaskRetried int // RunTasks that timed out after starting their task, answered again by clientToken
 
 	// ClaimsThrottled and ClaimsUnconfirmed count a Commit's claim
-	// transactions throttled, and applied with their answer lost (faults.go).
+	// transactions throttled, and applied with their answer lost (storefaults.go).
 	ClaimsThrottled, ClaimsUnconfirmed int
 }
 

@@ -20,7 +20,7 @@ const (
 	evCallFail                      // a call fails with a provider error (arg: job)
 	evThinkEnd                      // a job is done thinking and sends its next call (arg: job)
 
-	// With faults (policy dynamic only): see faults.go and invocation.go.
+	// With faults (policy dynamic only): see internal/sim/faults and invocation.go.
 	evInvoke   // EventBridge starts a scheduler invocation (arg: 1 for a duplicate)
 	evWake     // a sleeping invocation wakes up (arg: invocation)
 	evDeliver  // a task event reaches the task-events function (arg: delivery)

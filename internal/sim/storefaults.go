@@ -5,10 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
+	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/scheduler"
 	"github.com/evalsched/evalsched/internal/sim/faults"
 )
+
+// DynamoDB, as the faulted simulation shows it to evalsched: writes
+// throttled before any effect, a Commit's claim transactions throttled or
+// their answer lost, and the errors an injected fault surfaces as.
 
 // Injected faults surface as errors of these kinds; a pass or a repair that
 // fails with one of them is the fault working, not a broken invariant.
@@ -98,4 +104,49 @@ func (c *chaos) commit(ctx context.Context, plan scheduler.Plan) (all, seen []sc
 		err = fmt.Errorf("claim jobs: %w", errThrottled)
 	}
 	return all, seen, err
+}
+
+// eventStore is the store as the task-events handler and the reconciler
+// use it: every job it changes is read back; the handler's writes may be
+// throttled (the handler fails, EventBridge retries).
+type eventStore struct {
+	c          *chaos
+	reconciler bool
+}
+
+func (s eventStore) TaskStarted(ctx context.Context, id string, attempt int, now time.Time) error {
+	if !s.reconciler && s.c.throttled(0.2) {
+		return errThrottled
+	}
+	err := s.c.d.store.TaskStarted(ctx, id, attempt, now)
+	s.c.d.observeID(id)
+	return err
+}
+
+func (s eventStore) TaskStopped(ctx context.Context, id string, attempt int, exit memstore.Exit, now time.Time) error {
+	if !s.reconciler && s.c.throttled(0.2) {
+		return errThrottled
+	}
+	err := s.c.d.store.TaskStopped(ctx, id, attempt, exit, now)
+	s.c.d.observeID(id)
+	return err
+}
+
+// reconcileStore adds what the reconciler reads and records; its records
+// may be throttled like the passes' (the run fails them, the next repairs).
+type reconcileStore struct{ eventStore }
+
+func (s reconcileStore) InFlight(ctx context.Context) ([]scheduler.InFlight, error) {
+	return s.c.d.store.InFlight(ctx)
+}
+
+func (s reconcileStore) RecordLaunches(ctx context.Context, now time.Time, results []scheduler.LaunchResult) error {
+	if s.c.throttled(0.3) {
+		return errThrottled
+	}
+	err := s.c.d.store.RecordLaunches(ctx, now, results)
+	for _, r := range results {
+		s.c.d.observeID(r.JobID)
+	}
+	return err
 }
