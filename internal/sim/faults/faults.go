@@ -12,7 +12,7 @@ import (
 )
 
 // Kind is one kind of fault the simulator injects into policy dynamic
-// (what each does and what must hold: DESIGN.md, "Faults").
+// (what each does and what must hold: internal/sim/DESIGN.md, "Faults").
 type Kind uint8
 
 // The fault kinds, in the order the table prints them.
