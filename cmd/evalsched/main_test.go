@@ -17,7 +17,7 @@ func runCLI(args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errb.String()
 }
 
-const scenario = "../../scenarios/small-behind-big.json"
+const scenarioFile = "../../scenarios/small-behind-big.json"
 
 func TestUsage(t *testing.T) {
 	for _, c := range []struct {
@@ -30,11 +30,11 @@ func TestUsage(t *testing.T) {
 		{"unknown command", []string{"nope"}, exitUsage, `unknown command "nope"`},
 		{"help", []string{"help"}, exitOK, "sim"},
 		{"no scenario", []string{"sim"}, exitUsage, "--scenario is required"},
-		{"bad policy", []string{"sim", "--scenario", scenario, "--policy", "fifo"}, exitUsage, `unknown policy "fifo"`},
-		{"bad flag", []string{"sim", "--scenari", scenario}, exitUsage, "flag provided but not defined"},
-		{"trace without json", []string{"sim", "--scenario", scenario, "--trace"}, exitUsage, "--trace needs --json"},
-		{"stray argument", []string{"sim", "--scenario", scenario, "extra"}, exitUsage, `unexpected argument "extra"`},
-		{"long duration", []string{"sim", "--scenario", scenario, "--duration", "99999999"}, exitUsage, "--duration must be within 1..604800"},
+		{"bad policy", []string{"sim", "--scenario", scenarioFile, "--policy", "fifo"}, exitUsage, `unknown policy "fifo"`},
+		{"bad flag", []string{"sim", "--scenari", scenarioFile}, exitUsage, "flag provided but not defined"},
+		{"trace without json", []string{"sim", "--scenario", scenarioFile, "--trace"}, exitUsage, "--trace needs --json"},
+		{"stray argument", []string{"sim", "--scenario", scenarioFile, "extra"}, exitUsage, `unexpected argument "extra"`},
+		{"long duration", []string{"sim", "--scenario", scenarioFile, "--duration", "99999999"}, exitUsage, "--duration must be within 1..604800"},
 		{"missing file", []string{"sim", "--scenario", "nope.json"}, exitFailed, "scenario: open nope.json"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -58,7 +58,7 @@ func TestBadScenario(t *testing.T) {
 }
 
 func TestJSON(t *testing.T) {
-	code, out, errs := runCLI("sim", "--scenario", scenario, "--duration", "600", "--json")
+	code, out, errs := runCLI("sim", "--scenario", scenarioFile, "--duration", "600", "--json")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -74,7 +74,7 @@ func TestJSON(t *testing.T) {
 			t.Errorf("result %d: policy %s duration %d totals %+v", i, all[i].Policy, all[i].DurationS, all[i].Totals)
 		}
 	}
-	code, out, _ = runCLI("sim", "--scenario", scenario, "--duration", "600", "--json", "--trace", "--policy", "static", "--seed", "5")
+	code, out, _ = runCLI("sim", "--scenario", scenarioFile, "--duration", "600", "--json", "--trace", "--policy", "static", "--seed", "5")
 	var one sim.Result
 	if err := json.Unmarshal([]byte(out), &one); code != exitOK || err != nil {
 		t.Fatalf("--policy static: want one object, got exit %d, %v", code, err)
@@ -86,7 +86,7 @@ func TestJSON(t *testing.T) {
 
 func TestTableAndReport(t *testing.T) {
 	report := filepath.Join(t.TempDir(), "report.html")
-	code, out, errs := runCLI("sim", "--scenario", scenario, "--duration", "600", "--report", report)
+	code, out, errs := runCLI("sim", "--scenario", scenarioFile, "--duration", "600", "--report", report)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}

@@ -16,6 +16,9 @@ import (
 	"time"
 
 	"github.com/evalsched/evalsched/internal/sim"
+	"github.com/evalsched/evalsched/internal/sim/faults"
+	"github.com/evalsched/evalsched/internal/sim/report"
+	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
 
 var simCommand = command{
@@ -55,13 +58,13 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(fs.Output(), simUsage)
 		fs.PrintDefaults()
 	}
-	scenario := fs.String("scenario", "", "scenario file (JSON, format v1) `FILE`; required")
+	scenarioFile := fs.String("scenario", "", "scenario file (JSON, format v1) `FILE`; required")
 	policy := fs.String("policy", "all", "dynamic, static (the scenario's old caps), oracle (the best fixed caps in hindsight: a sweep of static), unbounded or all")
 	seed := fs.Int64("seed", -1, "override the scenario's seed `N` (≥ 0)")
 	duration := fs.Int("duration", 0, "override the scenario's duration_s, in seconds `S`")
 	asJSON := fs.Bool("json", false, "print the README's output object (an array for --policy all)")
 	trace := fs.Bool("trace", false, "with --json: add every pass of every model (passes)")
-	report := fs.String("report", "", "write a self-contained HTML report with plots to `FILE`")
+	reportFile := fs.String("report", "", "write a self-contained HTML report with plots to `FILE`")
 	passLog := fs.String("pass-log", "", "write the dynamic policy's pass log (limit decisions, why jobs wait) to `FILE`")
 	faultsFlag := fs.String("faults", "", "inject faults into policy dynamic: all, or a comma-separated list of `KINDS` ("+faultKinds()+")")
 	summary := fs.Bool("summary", false, "print one summary line per policy (faults, lost, double launched, invariant violations) instead of the table")
@@ -88,7 +91,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 			return usageErr("unexpected argument %q", fs.Arg(0))
 		case *family <= 0:
 			return usageErr("--family must be at least 1 (--lane and --family-out need it)")
-		case *scenario != "":
+		case *scenarioFile != "":
 			return usageErr("--family and --scenario exclude each other")
 		case *seed < 0:
 			return usageErr("--family needs --seed")
@@ -102,7 +105,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case fs.NArg() > 0:
 		return usageErr("unexpected argument %q", fs.Arg(0))
-	case *scenario == "":
+	case *scenarioFile == "":
 		return usageErr("--scenario is required")
 	case *trace && !*asJSON:
 		return usageErr("--trace needs --json")
@@ -110,8 +113,8 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		return usageErr("--summary and --json exclude each other")
 	case *seed < -1:
 		return usageErr("--seed must not be negative")
-	case *duration < 0 || *duration > sim.MaxDurationS:
-		return usageErr("--duration must be within 1..%d seconds", sim.MaxDurationS)
+	case *duration < 0 || *duration > scenario.MaxDurationS:
+		return usageErr("--duration must be within 1..%d seconds", scenario.MaxDurationS)
 	}
 	if *oracleGrid != "coarse" && *oracleGrid != "fine" {
 		return usageErr("--oracle-grid must be coarse or fine, got %q", *oracleGrid)
@@ -120,12 +123,12 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageErr("--policy: %v", err)
 	}
-	faults, err := sim.ParseFaults(*faultsFlag)
+	faultSet, err := faults.Parse(*faultsFlag)
 	if err != nil {
 		return usageErr("--faults: %v", err)
 	}
 
-	sc, err := sim.LoadScenario(*scenario)
+	sc, err := scenario.Load(*scenarioFile)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitFailed
@@ -137,7 +140,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		sc.DurationS = *duration
 	}
 
-	opt := sim.Options{Trace: *trace, Faults: faults, OracleCoarse: *oracleGrid == "coarse"}
+	opt := sim.Options{Trace: *trace, Faults: faultSet, OracleCoarse: *oracleGrid == "coarse"}
 	if *passLog != "" {
 		f, err := os.Create(*passLog)
 		if err != nil {
@@ -158,8 +161,8 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 
-	if *report != "" {
-		if err := writeFile(*report, func(w io.Writer) error { return sim.WriteReport(w, results) }); err != nil {
+	if *reportFile != "" {
+		if err := writeFile(*reportFile, func(w io.Writer) error { return report.WriteHTML(w, results) }); err != nil {
 			fmt.Fprintf(stderr, "evalsched sim: write report: %v\n", err)
 			return exitFailed
 		}
@@ -176,23 +179,23 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 			return exitFailed
 		}
 		for _, r := range results { // invariants go to stderr, never into the JSON
-			sim.WriteNotes(stderr, r)
+			report.WriteNotes(stderr, r)
 		}
 	} else if *summary {
-		sim.WriteSummary(stdout, results)
+		report.WriteSummary(stdout, results)
 		for _, r := range results {
 			if sim.Broken(r) { // what broke, with times and jobs
-				sim.WriteNotes(stderr, r)
+				report.WriteNotes(stderr, r)
 			}
 		}
-	} else if err := sim.WriteTable(stdout, results); err != nil {
+	} else if err := report.WriteTable(stdout, results); err != nil {
 		fmt.Fprintf(stderr, "evalsched sim: %v\n", err)
 		return exitFailed
 	}
-	if *report != "" && !*asJSON {
-		fmt.Fprintf(stdout, "\nreport: %s\n", *report)
+	if *reportFile != "" && !*asJSON {
+		fmt.Fprintf(stdout, "\nreport: %s\n", *reportFile)
 	}
-	if faults != 0 && slices.ContainsFunc(results, sim.Broken) {
+	if faultSet != 0 && slices.ContainsFunc(results, sim.Broken) {
 		return exitFailed
 	}
 	return exitOK
@@ -209,9 +212,9 @@ func runFamily(seed int64, n, lane int, outDir string, workers int, asJSON, quie
 			ks[k] = k
 		}
 	}
-	lanes := make([]*sim.Scenario, len(ks))
+	lanes := make([]*scenario.Scenario, len(ks))
 	for i, k := range ks {
-		lanes[i] = sim.FamilyLane(seed, k)
+		lanes[i] = scenario.FamilyLane(seed, k)
 	}
 	if outDir != "" {
 		if err := os.MkdirAll(outDir, 0o755); err != nil {
@@ -261,7 +264,7 @@ func runFamily(seed int64, n, lane int, outDir string, workers int, asJSON, quie
 			return exitFailed
 		}
 	} else {
-		sim.WriteFamily(stdout, results, sum)
+		report.WriteFamily(stdout, results, sum)
 		fmt.Fprintf(stdout, "family seed %d: wall %s on %d worker(s)\n", seed, human(sum.WallS), workers)
 	}
 	if lane < 0 && !sum.Pass {
@@ -273,7 +276,7 @@ func runFamily(seed int64, n, lane int, outDir string, workers int, asJSON, quie
 // faultKinds lists the fault kinds for the usage text.
 func faultKinds() string {
 	var names []string
-	for _, k := range sim.FaultKinds() {
+	for _, k := range faults.Kinds() {
 		names = append(names, k.String())
 	}
 	return strings.Join(names, ", ")

@@ -45,7 +45,7 @@ func TestSimFamilyUsage(t *testing.T) {
 		{[]string{"--lane", "1", "--seed", "1"}, "--family must be at least 1"},
 		{[]string{"--family", "4", "--seed", "1", "--lane", "4"}, "--lane must be within 0..3"},
 		{[]string{"--family", "4"}, "--family needs --seed"},
-		{[]string{"--family", "4", "--seed", "1", "--scenario", scenario}, "exclude each other"},
+		{[]string{"--family", "4", "--seed", "1", "--scenario", scenarioFile}, "exclude each other"},
 		{[]string{"--family", "4", "--seed", "1", "--workers", "3"}, "--workers must be 1 or 2"},
 	} {
 		code, _, errs := runCLI(append([]string{"sim"}, c.args...)...)

@@ -15,8 +15,8 @@ func TestSimFaultsFlag(t *testing.T) {
 		code int
 		want string
 	}{
-		{"unknown kind", []string{"sim", "--scenario", scenario, "--faults", "crash,meteor"}, exitUsage, `--faults: unknown fault kind "meteor"`},
-		{"summary with json", []string{"sim", "--scenario", scenario, "--summary", "--json"}, exitUsage, "--summary and --json exclude each other"},
+		{"unknown kind", []string{"sim", "--scenario", scenarioFile, "--faults", "crash,meteor"}, exitUsage, `--faults: unknown fault kind "meteor"`},
+		{"summary with json", []string{"sim", "--scenario", scenarioFile, "--summary", "--json"}, exitUsage, "--summary and --json exclude each other"},
 		{"usage lists the kinds", []string{"sim", "--help"}, exitOK, "crash, overlap, events, runtask, store, metrics, intake, provider"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -30,7 +30,7 @@ func TestSimFaultsFlag(t *testing.T) {
 
 // One line per policy; the JSON totals carry the faults and the violations.
 func TestSimFaultsOutput(t *testing.T) {
-	args := []string{"sim", "--scenario", scenario, "--policy", "dynamic", "--duration", "600", "--faults", "events,metrics", "--quiet"}
+	args := []string{"sim", "--scenario", scenarioFile, "--policy", "dynamic", "--duration", "600", "--faults", "events,metrics", "--quiet"}
 	_, out, errs := runCLI(append(args, "--summary")...)
 	if !strings.HasPrefix(out, "small-behind-big seed=11 dynamic faults=") || strings.Count(out, "\n") != 1 ||
 		!strings.Contains(out, "events=") || !strings.Contains(out, "(crash=0 ") {

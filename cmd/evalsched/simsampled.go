@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/evalsched/evalsched/internal/sim"
+	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
 
 var simSampledCommand = command{
@@ -35,7 +36,7 @@ func runSimSampled(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(fs.Output(), simSampledUsage)
 		fs.PrintDefaults()
 	}
-	scenario := fs.String("scenario", "", "sampled scenario file `FILE`; required")
+	scenarioFile := fs.String("scenario", "", "sampled scenario file `FILE`; required")
 	seeds := fs.Int("seeds", 200, "how many seeds to run, from the first (`N` ≥ 1)")
 	seed := fs.Int64("seed", -1, "the first seed `N` (≥ 0; default the scenario's)")
 	asJSON := fs.Bool("json", false, "print the report as JSON, with every seed's run")
@@ -46,7 +47,7 @@ func runSimSampled(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	switch {
-	case *scenario == "":
+	case *scenarioFile == "":
 		fmt.Fprintln(stderr, "sim-sampled: --scenario is required")
 		return exitUsage
 	case *seeds < 1:
@@ -56,7 +57,7 @@ func runSimSampled(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sim-sampled: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
-	sc, err := sim.LoadSampledScenario(*scenario)
+	sc, err := scenario.LoadSampled(*scenarioFile)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitFailed
@@ -83,7 +84,7 @@ func runSimSampled(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func printSampledReport(w io.Writer, sc *sim.SampledScenario, r sim.SampledReport) {
+func printSampledReport(w io.Writer, sc *scenario.Sampled, r sim.SampledReport) {
 	fmt.Fprintf(w, "scenario %s: %d jobs in %d strata, moe %g at %g%% confidence, min %d per stratum; seeds %d..%d\n",
 		r.Scenario, r.Jobs, len(sc.Strata), sc.Sampling.MOE, sc.Sampling.Confidence*100, sc.Sampling.MinPerStratum,
 		r.FirstSeed, r.FirstSeed+int64(r.Seeds)-1)

@@ -9,7 +9,7 @@ import (
 	"github.com/evalsched/evalsched/internal/breaker"
 	"github.com/evalsched/evalsched/internal/config"
 	"github.com/evalsched/evalsched/internal/scheduler"
-	"github.com/evalsched/evalsched/internal/sim"
+	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
 
 func defaults(t *testing.T) config.Config {
@@ -36,15 +36,15 @@ func TestPassDefaultsAreTheSchedulers(t *testing.T) {
 		name      string
 		sim, conf float64
 	}{
-		{"tiers", sim.DefaultTiers, float64(c.Tiers)},
-		{"tier weight", sim.DefaultTierWeight, c.TierWeight},
-		{"default tier", sim.DefaultDefaultTier, float64(c.DefaultTier)},
-		{"launch rate", sim.DefaultLaunchRatePerS, c.LaunchRate},
-		{"launch burst", sim.DefaultLaunchBurst, float64(c.LaunchBurst)},
-		{"pass interval", sim.DefaultPassIntervalS, c.PassInterval.Seconds()},
-		{"min limit", sim.DefaultMinLimit, float64(m.MinLimit)},
-		{"max limit", sim.DefaultMaxLimit, float64(m.MaxLimit)},
-		{"initial limit", sim.DefaultInitialLimit, float64(m.InitialLimit)},
+		{"tiers", scenario.DefaultTiers, float64(c.Tiers)},
+		{"tier weight", scenario.DefaultTierWeight, c.TierWeight},
+		{"default tier", scenario.DefaultDefaultTier, float64(c.DefaultTier)},
+		{"launch rate", scenario.DefaultLaunchRatePerS, c.LaunchRate},
+		{"launch burst", scenario.DefaultLaunchBurst, float64(c.LaunchBurst)},
+		{"pass interval", scenario.DefaultPassIntervalS, c.PassInterval.Seconds()},
+		{"min limit", scenario.DefaultMinLimit, float64(m.MinLimit)},
+		{"max limit", scenario.DefaultMaxLimit, float64(m.MaxLimit)},
+		{"initial limit", scenario.DefaultInitialLimit, float64(m.InitialLimit)},
 	} {
 		if d.sim != d.conf {
 			t.Errorf("%s: the simulator's default %g, the deployment's %g", d.name, d.sim, d.conf)

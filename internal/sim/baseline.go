@@ -3,6 +3,8 @@ package sim
 import (
 	"cmp"
 	"slices"
+
+	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
 
 // The baselines are honest: each is as good as its rule allows. They pace
@@ -66,7 +68,7 @@ func (s *staticPolicy) pass(e *engine) {
 
 func (s *staticPolicy) failedToStart(j int32) { s.e.retryOrFail(j) }
 func (s *staticPolicy) submitted(int)         {}
-func (s *staticPolicy) pinned(Pin)            {}
+func (s *staticPolicy) pinned(scenario.Pin)   {}
 func (s *staticPolicy) started(int32)         {}
 func (s *staticPolicy) stopped(int32)         {}
 func (s *staticPolicy) finish(r *Result)      {}
@@ -124,7 +126,7 @@ func (u *unboundedPolicy) pass(e *engine) {
 
 func (u *unboundedPolicy) failedToStart(j int32) { u.e.retryOrFail(j) }
 func (u *unboundedPolicy) submitted(int)         {}
-func (u *unboundedPolicy) pinned(Pin)            {}
+func (u *unboundedPolicy) pinned(scenario.Pin)   {}
 func (u *unboundedPolicy) started(int32)         {}
 func (u *unboundedPolicy) stopped(int32)         {}
 func (u *unboundedPolicy) finish(r *Result)      {}

@@ -13,6 +13,23 @@
 // production code. Two baselines, static and unbounded, run the same world
 // with the rules of the old system, so the numbers compare like with like.
 //
+// The simulator is five packages; this one is the engine, the only one
+// that imports the scheduler's packages:
+//
+//   - internal/sim/scenario: the input, the scenario file format (parse,
+//     validate, encode), its distributions, the scenario family and the
+//     sampled-batch format;
+//   - internal/sim/faults: which faults a run injects and when (the plan of
+//     episodes and draws); the injection itself is the engine's
+//     (invocation.go, ecs.go, intake.go, storefaults.go);
+//   - internal/sim/stream: the random streams every package draws from;
+//   - internal/sim (here): the world, the policies, the oracle, the family's
+//     runs and judge, the invariants, and the results;
+//   - internal/sim/report: the results rendered (table, summaries, HTML).
+//
+// The engine imports scenario, faults and stream; report imports the
+// engine; cmd/evalsched imports all of them but stream.
+//
 // Same scenario and seed, same output, byte for byte. How the world is
 // simulated, why it is deterministic, the scenario family and its oracle,
 // the faults, the invariants checked after every step and what keeps it

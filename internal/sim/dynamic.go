@@ -14,6 +14,8 @@ import (
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/priority"
 	"github.com/evalsched/evalsched/internal/scheduler"
+	"github.com/evalsched/evalsched/internal/sim/faults"
+	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
 
 // dynamicPolicy is evalsched itself: the real scheduler.Pass over the
@@ -56,7 +58,7 @@ type dynamicPolicy struct {
 const maxViolations = 10
 
 // schedulerConfig is the pass's configuration for a scenario.
-func schedulerConfig(sc *Scenario, opt Options) scheduler.Config {
+func schedulerConfig(sc *scenario.Scenario, opt Options) scheduler.Config {
 	lc := limits.DefaultConfig()
 	if opt.Limits != nil {
 		lc = *opt.Limits
@@ -99,8 +101,8 @@ func newDynamic(e *engine, opt Options) (*dynamicPolicy, error) {
 		warned:   map[string]bool{},
 		retries:  map[string]int{},
 		store: memstore.New(scheduler.ModelConfig{
-			Enabled: true, MinLimit: DefaultMinLimit, MaxLimit: DefaultMaxLimit,
-			InitialLimit: DefaultInitialLimit, TargetDepth: 1,
+			Enabled: true, MinLimit: scenario.DefaultMinLimit, MaxLimit: scenario.DefaultMaxLimit,
+			InitialLimit: scenario.DefaultInitialLimit, TargetDepth: 1,
 		}),
 		sh: newShadow(len(e.jobs), len(e.models)),
 	}
@@ -161,12 +163,12 @@ func (d *dynamicPolicy) Now() time.Time { return Epoch.Add(d.e.now) }
 // A metrics fault hides, ages or corrupts the datapoints of its episode.
 func (d *dynamicPolicy) Depths(_ context.Context, models []string, _ time.Time) (map[string]scheduler.Depth, error) {
 	e := d.e
-	var ep *episode
+	var ep *faults.Episode
 	if d.fx != nil {
-		ep, _ = d.fx.plan.active(srcMetrics, e.now)
+		ep, _ = d.fx.plan.Active(faults.SrcMetrics, e.now)
 	}
-	if ep != nil && ep.mode == metricsError {
-		d.fx.plan.count(FaultMetrics)
+	if ep != nil && ep.Mode == faults.MetricsError {
+		d.fx.plan.Count(faults.Metrics)
 		return nil, errDepths
 	}
 	out := make(map[string]scheduler.Depth, len(models))
@@ -190,21 +192,21 @@ func (d *dynamicPolicy) Depths(_ context.Context, models []string, _ time.Time) 
 			}
 			continue
 		}
-		if ep != nil && (ep.model < 0 || ep.model == i) {
-			d.fx.plan.count(FaultMetrics)
-			switch ep.mode {
-			case metricsMissing:
+		if ep != nil && (ep.Model < 0 || ep.Model == i) {
+			d.fx.plan.Count(faults.Metrics)
+			switch ep.Mode {
+			case faults.MetricsMissing:
 				continue // the call's datapoints for the model, rate too
-			case metricsStale:
+			case faults.MetricsStale:
 				if v, at, ok = e.depthAt(i, at-600*time.Second); !ok {
 					if !dp.ErrorAt.IsZero() {
 						out[name] = dp
 					}
 					continue
 				}
-			case metricsTenfold:
+			case faults.MetricsTenfold:
 				v *= 10
-			case metricsZero:
+			case faults.MetricsZero:
 				v = 0
 			}
 		}
@@ -289,7 +291,7 @@ func (h *handle) Commit(ctx context.Context, plan scheduler.Plan) ([]scheduler.J
 	}
 	h.committed = true
 	d.bound(plan)
-	if h.crash == crashAfterCommit && len(jobs) > 0 {
+	if h.crash == faults.CrashAfterCommit && len(jobs) > 0 {
 		h.die()
 	}
 	return jobs, err
@@ -299,7 +301,7 @@ func (h *handle) Commit(ctx context.Context, plan scheduler.Plan) ([]scheduler.J
 // like Commit; each job it touches is read back.
 func (h *handle) RecordLaunches(ctx context.Context, now time.Time, results []scheduler.LaunchResult) error {
 	d := h.d
-	if h.crash == crashAfterLaunch {
+	if h.crash == faults.CrashAfterLaunch {
 		h.die()
 	}
 	if d.fx != nil && d.fx.throttled(0.3) {
@@ -321,7 +323,7 @@ func (h *handle) Launch(_ context.Context, jobs []scheduler.Job) []scheduler.Lau
 	deadline := d.e.now + d.e.interval
 	res := make([]scheduler.LaunchResult, len(jobs))
 	for i, jb := range jobs {
-		if h.crash == crashMidLaunch && i == len(jobs)/2 {
+		if h.crash == faults.CrashMidLaunch && i == len(jobs)/2 {
 			h.die()
 		}
 		r := &res[i]
@@ -443,7 +445,7 @@ func (d *dynamicPolicy) spec(bi int, lo, hi int32) domain.BatchSpec {
 }
 
 func (d *dynamicPolicy) submitted(bi int) {
-	if d.fx != nil && d.fx.plan.on.Has(FaultIntake) {
+	if d.fx != nil && d.fx.plan.On.Has(faults.Intake) {
 		d.fx.intake(bi)
 		return
 	}
@@ -471,7 +473,7 @@ func (d *dynamicPolicy) submit(bi int, lo, hi int32) {
 	}
 }
 
-func (d *dynamicPolicy) pinned(p Pin) {
+func (d *dynamicPolicy) pinned(p scenario.Pin) {
 	_ = d.store.PutPin(d.ctx, priority.Pin{Scope: p.Scope, Tier: strconv.Itoa(p.Tier), Note: "scenario"})
 }
 

@@ -11,8 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
 
-	domain "github.com/evalsched/evalsched/internal/job"
-	"github.com/evalsched/evalsched/internal/scheduler"
+	"github.com/evalsched/evalsched/internal/sim/faults"
 	"github.com/evalsched/evalsched/internal/taskevent"
 	"github.com/evalsched/evalsched/sandboxkit/sandboxenv"
 )
@@ -157,21 +156,21 @@ func (c *chaos) emit(j int32, stopped bool) {
 	jb := &e.jobs[j]
 	ev := taskEvent{job: j, attempt: jb.attempt, stopped: stopped, ok: jb.state == jobSucceeded, at: e.now, runAt: jb.runAt}
 	at := e.now // when the event reaches the handler; -1: never
-	if _, ok := c.plan.active(srcEvents, e.now); ok {
+	if _, ok := c.plan.Active(faults.SrcEvents, e.now); ok {
 		p := c.plan
-		switch x := p.draw[FaultEvents].Float64(); {
+		switch x := p.Draw(faults.Events).Float64(); {
 		case x < 0.08:
-			p.count(FaultEvents)
+			p.Count(faults.Events)
 			c.stats.EventsLost++
 			at = -1
 		case x < 0.20:
-			p.count(FaultEvents)
-			c.later(ev, e.now+p.between(FaultEvents, time.Second, 3*time.Minute))
+			p.Count(faults.Events)
+			c.later(ev, e.now+p.Between(faults.Events, time.Second, 3*time.Minute))
 		case x < 0.32:
-			p.count(FaultEvents)
-			at = e.now + p.between(FaultEvents, 30*time.Second, 5*time.Minute)
+			p.Count(faults.Events)
+			at = e.now + p.Between(faults.Events, 30*time.Second, 5*time.Minute)
 		case x < 0.42 && !stopped:
-			p.count(FaultEvents)
+			p.Count(faults.Events)
 			c.held[j] = ev
 			return
 		}
@@ -223,7 +222,7 @@ func (c *chaos) deliver(ev taskEvent) {
 			d.violation("task event of job %s: %v", d.jobName(ev.job), err)
 		}
 		c.stats.EventRetries++
-		c.later(ev, d.e.now+c.plan.between(FaultStore, 10*time.Second, 90*time.Second))
+		c.later(ev, d.e.now+c.plan.Between(faults.Store, 10*time.Second, 90*time.Second))
 	}
 	d.checkEvent()
 }
@@ -262,114 +261,4 @@ func (c *chaos) eventJSON(ev taskEvent) []byte {
 	b = append(b, `"}]}]}}}`...)
 	c.buf = b
 	return b
-}
-
-// eventStore is the store as the task-events handler and the reconciler
-// use it: every job it changes is read back; the handler's writes may be
-// throttled (the handler fails, EventBridge retries).
-type eventStore struct {
-	c          *chaos
-	reconciler bool
-}
-
-func (s eventStore) TaskStarted(ctx context.Context, id string, attempt int, now time.Time) error {
-	if !s.reconciler && s.c.throttled(0.2) {
-		return errThrottled
-	}
-	err := s.c.d.store.TaskStarted(ctx, id, attempt, now)
-	s.c.d.observeID(id)
-	return err
-}
-
-func (s eventStore) TaskStopped(ctx context.Context, id string, attempt int, exit domain.Exit, now time.Time) error {
-	if !s.reconciler && s.c.throttled(0.2) {
-		return errThrottled
-	}
-	err := s.c.d.store.TaskStopped(ctx, id, attempt, exit, now)
-	s.c.d.observeID(id)
-	return err
-}
-
-// reconcileStore adds what the reconciler reads and records; its records
-// may be throttled like the passes' (the run fails them, the next repairs).
-type reconcileStore struct{ eventStore }
-
-func (s reconcileStore) InFlight(ctx context.Context) ([]scheduler.InFlight, error) {
-	return s.c.d.store.InFlight(ctx)
-}
-
-func (s reconcileStore) RecordLaunches(ctx context.Context, now time.Time, results []scheduler.LaunchResult) error {
-	if s.c.throttled(0.3) {
-		return errThrottled
-	}
-	err := s.c.d.store.RecordLaunches(ctx, now, results)
-	for _, r := range results {
-		s.c.d.observeID(r.JobID)
-	}
-	return err
-}
-
-// intakeMsg is one SQS message of a batch on its way to the intake
-// function: jobs lo..hi-1 of batch bi.
-type intakeMsg struct {
-	batch  int32
-	lo, hi int32
-}
-
-// intake delivers batch bi as SQS does: a big batch comes in parts, in
-// any order, and a message may come twice. Half the batches come in 2 to 5
-// parts, shuffled, a few seconds apart; half have a part (or the whole
-// batch) delivered again up to ten minutes later.
-func (c *chaos) intake(bi int) {
-	e, p := c.d.e, c.plan
-	n := e.batches[bi].n
-	parts := int32(1)
-	if p.chance(FaultIntake, 0.5) {
-		parts = min(n, 2+int32(p.draw[FaultIntake].IntN(4)))
-	}
-	order := make([]int32, parts)
-	for i := range order {
-		order[i] = int32(i)
-	}
-	p.draw[FaultIntake].Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
-	for i := 1; i < len(order); i++ {
-		if order[i] < order[i-1] {
-			p.count(FaultIntake) // parts out of order
-			break
-		}
-	}
-	part := func(k int32) intakeMsg {
-		return intakeMsg{batch: int32(bi), lo: n * k / parts, hi: n * (k + 1) / parts}
-	}
-	at := e.now
-	for i, k := range order {
-		if i > 0 {
-			at += p.between(FaultIntake, 0, 20*time.Second)
-		}
-		c.send(part(k), at)
-	}
-	if p.chance(FaultIntake, 0.5) {
-		p.count(FaultIntake) // redelivered
-		m := intakeMsg{batch: int32(bi), lo: 0, hi: n}
-		if k := int32(p.draw[FaultIntake].IntN(int(parts) + 1)); k < parts {
-			m = part(k)
-		}
-		c.send(m, e.now+p.between(FaultIntake, 5*time.Second, 10*time.Minute))
-	}
-}
-
-func (c *chaos) send(m intakeMsg, at time.Duration) {
-	if at == c.d.e.now {
-		c.d.submit(int(m.batch), m.lo, m.hi)
-		c.d.checkStore("after a batch message")
-		return
-	}
-	c.intakes = append(c.intakes, m)
-	c.d.e.schedule(at, evIntake, int32(len(c.intakes)-1))
-}
-
-func (c *chaos) deliverIntake(i int32) {
-	m := c.intakes[i]
-	c.d.submit(int(m.batch), m.lo, m.hi)
-	c.d.checkStore("after a batch message")
 }

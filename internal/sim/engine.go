@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/evalsched/evalsched/internal/priority"
+	"github.com/evalsched/evalsched/internal/sim/faults"
+	"github.com/evalsched/evalsched/internal/sim/scenario"
+	"github.com/evalsched/evalsched/internal/sim/stream"
 )
 
 // Epoch is simulated time zero as the pass sees it on its clock.
@@ -50,7 +53,7 @@ type job struct {
 
 // modelSim is one model's gateway queue, provider and counters.
 type modelSim struct {
-	cfg       *Model
+	cfg       *scenario.Model
 	conc      int // provider concurrency now
 	errRate   float64
 	errCall   time.Duration
@@ -79,7 +82,7 @@ type modelSim struct {
 	calls      int64   // calls served
 	callErrors int64
 
-	// A provider fault (faults.go) overlays the scenario's provider: while
+	// A provider fault (internal/sim/faults) overlays the scenario's provider: while
 	// faultErr > 0 calls fail at that rate; while slow > 0 they take that
 	// many times their drawn service time.
 	faultErr     float64
@@ -89,7 +92,7 @@ type modelSim struct {
 
 // batchSim is one batch's progress.
 type batchSim struct {
-	cfg        *Batch
+	cfg        *scenario.Batch
 	first, n   int32 // jobs[first : first+n]
 	model      int16
 	arrived    bool
@@ -110,7 +113,7 @@ type policy interface {
 	// sets e.seen[m] (limit and depth the pass used) for the trace.
 	pass(e *engine)
 	submitted(b int)       // a batch arrived
-	pinned(p Pin)          // a pin landed
+	pinned(p scenario.Pin) // a pin landed
 	started(j int32)       // a container runs
 	stopped(j int32)       // a task ended (state says how)
 	failedToStart(j int32) // a task stopped before its container ran; the job waits again
@@ -127,7 +130,7 @@ type seenModel struct {
 
 // engine is one simulation run of one policy.
 type engine struct {
-	sc       *Scenario
+	sc       *scenario.Scenario
 	name     Policy
 	end      time.Duration
 	interval time.Duration
@@ -164,7 +167,7 @@ type engine struct {
 	progress func(simS float64, events int64)
 
 	// With faults: the plan, and the policy's handler of the fault events.
-	faults *faultPlan
+	faults *faults.Plan
 	ext    interface {
 		event(kind eventKind, arg int32)
 	}
@@ -179,7 +182,7 @@ func (s *jobSource) Uint64() uint64 { return s.p.Uint64() }
 // newEngine builds the jobs and the event queue of a run. Every random draw
 // that shapes a job is made here or from the job's own stream, so it depends
 // on the seed and the job only, never on the policy.
-func newEngine(sc *Scenario, name Policy) *engine {
+func newEngine(sc *scenario.Scenario, name Policy) *engine {
 	e := &engine{
 		sc:       sc,
 		name:     name,
@@ -218,14 +221,14 @@ func newEngine(sc *Scenario, name Policy) *engine {
 			e.projects = append(e.projects, proj)
 		}
 		b.project = projIndex[proj]
-		calls := rand.New(newPCG(sc.Seed, streamCalls, uint64(bi)))
-		start := rand.New(newPCG(sc.Seed, streamStart, uint64(bi)))
+		calls := rand.New(stream.New(sc.Seed, stream.Calls, uint64(bi)))
+		start := rand.New(stream.New(sc.Seed, stream.Start, uint64(bi)))
 		for k := range int32(cfg.Jobs) {
 			j := &e.jobs[first+k]
 			j.batch, j.model = int32(bi), b.model
 			j.calls = int32(min(cfg.Calls.Count(calls), math.MaxInt32))
 			j.startDelay = sc.ContainerStartS.Duration(start)
-			seedPCG(&j.rng, sc.Seed, streamJob, uint64(first+k))
+			stream.Seed(&j.rng, sc.Seed, stream.Job, uint64(first+k))
 		}
 		first += int32(cfg.Jobs)
 	}
@@ -366,7 +369,7 @@ func (e *engine) period(t time.Duration) (k, p int, ok bool) {
 	if t < 0 {
 		return 0, 0, false
 	}
-	p = cmp.Or(e.sc.DepthPeriodS, DefaultDepthPeriodS) // a Scenario built in code may leave it 0
+	p = cmp.Or(e.sc.DepthPeriodS, scenario.DefaultDepthPeriodS) // a Scenario built in code may leave it 0
 	k = (int(t/time.Second)+1)/p - 1
 	return k, p, k >= 0
 }
@@ -377,7 +380,7 @@ func (e *engine) metricDraw(m, k int) (missing bool, noise float64) {
 	if e.sc.MetricMissing == 0 && e.sc.MetricNoise == 0 {
 		return false, 0
 	}
-	r := rand.New(newPCG(e.sc.Seed, streamMetric, uint64(m)<<32|uint64(k)))
+	r := rand.New(stream.New(e.sc.Seed, stream.Metric, uint64(m)<<32|uint64(k)))
 	return r.Float64() < e.sc.MetricMissing, r.NormFloat64()
 }
 
@@ -467,22 +470,22 @@ func (e *engine) change(mi, ci int) {
 	e.serve(m)
 }
 
-// providerFault begins or ends a provider episode (faults.go): the model's
+// providerFault begins or ends a provider episode (internal/sim/faults): the model's
 // provider fails fast or slows down for a while, over the scenario's own
 // changes.
 func (e *engine) providerFault(arg int32) {
-	ep := &e.faults.src[srcProvider].episodes[arg/2]
-	m := &e.models[ep.model]
+	ep := &e.faults.Episodes(faults.SrcProvider)[arg/2]
+	m := &e.models[ep.Model]
 	e.touch(m)
 	m.faultErr, m.faultErrCall, m.slow = 0, 0, 0
 	if arg%2 == 1 {
 		return // the episode ends
 	}
-	e.faults.count(FaultProvider)
-	switch ep.mode {
-	case providerFailing:
+	e.faults.Count(faults.Provider)
+	switch ep.Mode {
+	case faults.ProviderFailing:
 		m.faultErr, m.faultErrCall = 0.8, 500*time.Millisecond
-	case providerSlow:
+	case faults.ProviderSlow:
 		m.slow = 3
 	}
 }
@@ -592,7 +595,7 @@ const maxAttempts = 3
 // (TaskFailedToStart): from the job's and attempt's own stream, so the
 // same attempts fail under every policy.
 func (e *engine) startFails(j int32) bool {
-	r := rand.New(newPCG(e.sc.Seed, streamInfra, uint64(j)<<8|uint64(e.jobs[j].attempt&0xff)))
+	r := rand.New(stream.New(e.sc.Seed, stream.Infra, uint64(j)<<8|uint64(e.jobs[j].attempt&0xff)))
 	return r.Float64() < e.sc.StartFailureRate
 }
 

@@ -4,20 +4,22 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
 
 // tiny is a one-model scenario with fixed distributions whose numbers can be
 // worked out by hand: conc 1, every job one 10-s call, containers start in
 // 5 s. Options change it.
-func tiny(jobs int, opts ...func(*Scenario)) *Scenario {
-	sc := &Scenario{
+func tiny(jobs int, opts ...func(*scenario.Scenario)) *scenario.Scenario {
+	sc := &scenario.Scenario{
 		Name: "tiny", Seed: 1, DurationS: 100, PassIntervalS: 10, GlobalMaxRunning: 10,
-		LaunchRatePerS: 20, LaunchBurst: 100, ContainerStartS: FixedDist(5), MetricDelayS: 20,
+		LaunchRatePerS: 20, LaunchBurst: 100, ContainerStartS: scenario.FixedDist(5), MetricDelayS: 20,
 		Tiers: 3, TierWeight: 0.8, DefaultTier: 2,
-		Models: []Model{{Name: "m", ProviderConcurrency: 1, CallS: FixedDist(10), TargetDepth: 1,
+		Models: []scenario.Model{{Name: "m", ProviderConcurrency: 1, CallS: scenario.FixedDist(10), TargetDepth: 1,
 			MinLimit: 1, MaxLimit: 10000, InitialLimit: 10, StaticCap: 10}},
-		Batches: []Batch{{Account: "a", Project: "p", Batch: "b", Model: "m", Jobs: jobs, Tier: -1,
-			Calls: FixedDist(1), ThinkS: FixedDist(0)}},
+		Batches: []scenario.Batch{{Account: "a", Project: "p", Batch: "b", Model: "m", Jobs: jobs, Tier: -1,
+			Calls: scenario.FixedDist(1), ThinkS: scenario.FixedDist(0)}},
 	}
 	for _, o := range opts {
 		o(sc)
@@ -27,9 +29,9 @@ func tiny(jobs int, opts ...func(*Scenario)) *Scenario {
 
 // eachPolicy runs the scenario under every policy; with fixed draws and
 // enough room they must all agree with the hand numbers.
-func eachPolicy(t *testing.T, sc *Scenario, check func(t *testing.T, e *engine, r *Result)) {
+func eachPolicy(t *testing.T, sc *scenario.Scenario, check func(t *testing.T, e *engine, r *Result)) {
 	t.Helper()
-	for _, p := range Policies {
+	for _, p := range policies {
 		t.Run(string(p), func(t *testing.T) {
 			e, r, err := simulate(sc, p, Options{Trace: true})
 			if err != nil {
@@ -100,7 +102,7 @@ func TestOneBlocked(t *testing.T) {
 // and a pass saw it (20 s): 20 s of backlog, 10 of them with the provider
 // busy.
 func TestBacklogUtilization(t *testing.T) {
-	sc := tiny(2, func(sc *Scenario) { sc.GlobalMaxRunning = 1 })
+	sc := tiny(2, func(sc *scenario.Scenario) { sc.GlobalMaxRunning = 1 })
 	eachPolicy(t, sc, func(t *testing.T, e *engine, r *Result) {
 		m := r.Models["m"]
 		b := r.Batches["a/p/b"]
@@ -127,7 +129,7 @@ func TestBacklogUtilization(t *testing.T) {
 
 // Launches are paced by the bucket: burst 2, then one a second.
 func TestLaunchPacing(t *testing.T) {
-	sc := tiny(5, func(sc *Scenario) {
+	sc := tiny(5, func(sc *scenario.Scenario) {
 		sc.LaunchRatePerS, sc.LaunchBurst = 1, 2
 		sc.Models[0].ProviderConcurrency = 100
 	})
@@ -144,7 +146,7 @@ func TestLaunchPacing(t *testing.T) {
 // Over a pass interval the bucket gives burst + rate·interval tokens at most;
 // the rest waits for the next pass.
 func TestLaunchBudgetPerPass(t *testing.T) {
-	sc := tiny(40, func(sc *Scenario) {
+	sc := tiny(40, func(sc *scenario.Scenario) {
 		sc.LaunchRatePerS, sc.LaunchBurst = 1, 5
 		sc.GlobalMaxRunning = 100
 		sc.Models[0].ProviderConcurrency = 100
@@ -172,9 +174,9 @@ func TestLaunchBudgetPerPass(t *testing.T) {
 
 // Depth seen by a pass is the sample metric_delay_s old: none before 20 s.
 func TestDepthDelay(t *testing.T) {
-	sc := tiny(3, func(sc *Scenario) {
-		sc.ContainerStartS = FixedDist(0)
-		sc.Models[0].CallS = FixedDist(100)
+	sc := tiny(3, func(sc *scenario.Scenario) {
+		sc.ContainerStartS = scenario.FixedDist(0)
+		sc.Models[0].CallS = scenario.FixedDist(100)
 		sc.DurationS = 40
 	})
 	eachPolicy(t, sc, func(t *testing.T, e *engine, r *Result) {
@@ -200,8 +202,8 @@ func TestDepthDelay(t *testing.T) {
 // after error_call_s, and the provider capacity change is applied.
 func TestProviderErrors(t *testing.T) {
 	rate, call, conc := 1.0, 0.5, 3
-	sc := tiny(4, func(sc *Scenario) {
-		sc.Models[0].Changes = []Change{{AtS: 0, ErrorRate: &rate, ErrorCallS: &call, ProviderConcurrency: &conc}}
+	sc := tiny(4, func(sc *scenario.Scenario) {
+		sc.Models[0].Changes = []scenario.Change{{AtS: 0, ErrorRate: &rate, ErrorCallS: &call, ProviderConcurrency: &conc}}
 	})
 	eachPolicy(t, sc, func(t *testing.T, e *engine, r *Result) {
 		m := r.Models["m"]
@@ -219,9 +221,9 @@ func TestProviderErrors(t *testing.T) {
 
 // Think time sits between calls, not after the last one.
 func TestCallsAndThink(t *testing.T) {
-	sc := tiny(1, func(sc *Scenario) {
-		sc.Batches[0].Calls = FixedDist(3)
-		sc.Batches[0].ThinkS = FixedDist(2)
+	sc := tiny(1, func(sc *scenario.Scenario) {
+		sc.Batches[0].Calls = scenario.FixedDist(3)
+		sc.Batches[0].ThinkS = scenario.FixedDist(2)
 	})
 	eachPolicy(t, sc, func(t *testing.T, e *engine, r *Result) {
 		// start 5, then 10 + 2 + 10 + 2 + 10 = 34: ends at 39.
@@ -236,10 +238,10 @@ func TestCallsAndThink(t *testing.T) {
 
 // A pin landing at 15 s moves the next start of its batch to tier 0.
 func TestPinLands(t *testing.T) {
-	sc := tiny(3, func(sc *Scenario) {
+	sc := tiny(3, func(sc *scenario.Scenario) {
 		sc.GlobalMaxRunning = 1
-		sc.Models[0].CallS = FixedDist(1)
-		sc.Pins = []Pin{{AtS: 15, Scope: "batch#a/p/b", Tier: 0}}
+		sc.Models[0].CallS = scenario.FixedDist(1)
+		sc.Pins = []scenario.Pin{{AtS: 15, Scope: "batch#a/p/b", Tier: 0}}
 	})
 	eachPolicy(t, sc, func(t *testing.T, e *engine, r *Result) {
 		// One job at a time, each done 6 s after its pass admits it: the
@@ -253,13 +255,13 @@ func TestPinLands(t *testing.T) {
 
 // The k-th call of a job draws the same under every policy.
 func TestDrawsIndependentOfPolicy(t *testing.T) {
-	sc := tiny(50, func(sc *Scenario) {
-		sc.ContainerStartS = LognormalDist(30, 60)
-		sc.Batches[0].Calls = LognormalDist(5, 10)
+	sc := tiny(50, func(sc *scenario.Scenario) {
+		sc.ContainerStartS = scenario.LognormalDist(30, 60)
+		sc.Batches[0].Calls = scenario.LognormalDist(5, 10)
 	})
 	var starts [][]time.Duration
 	var calls [][]int32
-	for _, p := range Policies {
+	for _, p := range policies {
 		e, _, err := simulate(sc, p, Options{})
 		if err != nil {
 			t.Fatal(err)

@@ -1,107 +1,17 @@
 package sim
 
 import (
-	"math"
 	"reflect"
 	"testing"
+
+	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
 
-// TestFamilyLanesDeterministic: lane k of a seed is the same whatever else
-// is drawn, and its scenario file reads back to the same lane.
-func TestFamilyLanesDeterministic(t *testing.T) {
-	a := Family(1, 8)
-	b := Family(1, 3)
-	for k := range b {
-		if !reflect.DeepEqual(a[k], b[k]) {
-			t.Fatalf("lane %d differs between a family of 8 and one of 3", k)
-		}
-		if !reflect.DeepEqual(FamilyLane(1, k), a[k]) {
-			t.Fatalf("lane %d differs between FamilyLane and Family", k)
-		}
-	}
-	if reflect.DeepEqual(FamilyLane(1, 0), FamilyLane(2, 0)) {
-		t.Fatal("lane 0 of seeds 1 and 2 are equal")
-	}
-	for k, sc := range a {
-		data, err := sc.MarshalJSON()
-		if err != nil {
-			t.Fatal(err)
-		}
-		back, err := ParseScenario(data)
-		if err != nil {
-			t.Fatalf("lane %d's file does not parse: %v\n%s", k, err, data)
-		}
-		if !reflect.DeepEqual(back, sc) {
-			t.Fatalf("lane %d's file reads back different:\n got %+v\nwant %+v", k, back, sc)
-		}
-	}
-}
-
-// TestFamilyDistributions: every drawn quantity is within the range
-// scenarios/README.md publishes, and each kind of lane occurs.
-func TestFamilyDistributions(t *testing.T) {
-	const n = 400
-	var multi, drops, rises, bursts, small int
-	for k, sc := range Family(20261201, n) {
-		in := func(what string, v, lo, hi float64) {
-			t.Helper()
-			if v < lo || v > hi || math.IsNaN(v) {
-				t.Errorf("lane %d: %s = %g, want within %g..%g", k, what, v, lo, hi)
-			}
-		}
-		in("models", float64(len(sc.Models)), 1, 3)
-		if len(sc.Models) > 1 {
-			multi++
-		}
-		in("metric_delay_s", sc.MetricDelayS, famDelayMin, famDelayMax)
-		in("container_start_s.min", sc.ContainerStartS.Min, famStartMin, famStartMax)
-		in("container_start_s.max", sc.ContainerStartS.Max, sc.ContainerStartS.Min, famStartMax)
-		in("duration_s", float64(sc.DurationS), famMinDurationS, famMaxDurationS)
-		for _, m := range sc.Models {
-			conc := float64(m.ProviderConcurrency)
-			in("provider_concurrency", conc, famConcMin, famConcMax)
-			in("target_depth", m.TargetDepth, math.Max(famTargetFloor, math.Floor(famTargetMin*conc)), math.Max(famTargetFloor, math.Ceil(famTargetMax*conc)))
-			in("call_s median", m.CallS.Median, famCallMin-0.05, famCallMax+0.05)
-			in("call_s p90", m.CallS.P90, m.CallS.Median, 40.05)
-			for _, b := range ErrorBursts(sc) {
-				in("burst length", b.ToS-b.FromS, famBurstSMin, famBurstSMax)
-				in("burst start", b.FromS/float64(sc.DurationS), 0.25, 0.5)
-			}
-			for _, c := range m.Changes {
-				switch {
-				case c.ErrorRate != nil && *c.ErrorRate > 0:
-					bursts++
-					in("error_rate", *c.ErrorRate, famBurstMin, famBurstMax)
-				case c.ProviderConcurrency != nil && *c.ProviderConcurrency < m.ProviderConcurrency:
-					drops++
-					in("drop share", float64(*c.ProviderConcurrency)/conc, famDropMin-0.01, famDropMax+0.01)
-				case c.ProviderConcurrency != nil && *c.ProviderConcurrency > m.ProviderConcurrency:
-					rises++
-					in("rise factor", float64(*c.ProviderConcurrency)/conc, famRiseMin-0.01, famRiseMax+0.01)
-				}
-			}
-		}
-		for _, b := range sc.Batches {
-			in("calls median", b.Calls.Median, famCallsMin, famCallsMax)
-			in("think_s median", b.ThinkS.Median, famThinkMin-0.05, famThinkMax+0.05)
-		}
-		small += len(SmallBatches(sc))
-		if len(sc.Batches) < len(sc.Models) {
-			t.Errorf("lane %d: %d batches for %d models", k, len(sc.Batches), len(sc.Models))
-		}
-	}
-	for what, got := range map[string]int{"multi-model lanes": multi, "drops": drops, "rises": rises, "bursts": bursts, "small batches": small} {
-		if got < n/20 {
-			t.Errorf("%s: %d in %d lanes, want at least %d", what, got, n, n/20)
-		}
-	}
-}
-
 // smallLane is a cheap lane of the family: a small provider.
-func smallLane(t *testing.T) *Scenario {
+func smallLane(t *testing.T) *scenario.Scenario {
 	t.Helper()
 	for k := range 200 {
-		sc := FamilyLane(1, k)
+		sc := scenario.FamilyLane(1, k)
 		if sc.Models[0].ProviderConcurrency > 60 || len(sc.Models) > 2 {
 			continue
 		}
@@ -116,27 +26,27 @@ func smallLane(t *testing.T) *Scenario {
 // same result.
 func TestFamilyOracle(t *testing.T) {
 	sc := smallLane(t)
-	o, err := FindOracle(sc, false)
+	o, err := findOracle(sc, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(o.Points) < len(oracleGrid) {
 		t.Fatalf("%d points swept, want at least the grid's %d", len(o.Points), len(oracleGrid))
 	}
-	best := Sweep{Caps: o.Caps, Succeeded: o.Best.Totals.Succeeded, BlockedShare: round(LaneBlocked(o.Best), 4)}
+	best := sweep{Caps: o.Caps, Succeeded: o.Best.Totals.Succeeded, BlockedShare: round(laneBlocked(o.Best), 4)}
 	for _, p := range o.Points {
 		if better(p, best) {
 			t.Errorf("caps %v (%d jobs, blocked %.4f) beat the oracle's %v (%d, %.4f)", p.Caps, p.Succeeded, p.BlockedShare, best.Caps, best.Succeeded, best.BlockedShare)
 		}
-		if float64(p.Succeeded) > (1+OracleTie)*float64(best.Succeeded) {
+		if float64(p.Succeeded) > (1+oracleTie)*float64(best.Succeeded) {
 			t.Errorf("caps %v finished %d jobs, more than the oracle's %d beyond the tie", p.Caps, p.Succeeded, best.Succeeded)
 		}
 	}
-	a, err := RunLane(sc, 7)
+	a, err := runLane(sc, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := RunLane(sc, 7)
+	b, err := runLane(sc, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,14 +63,14 @@ func TestFamilyOracle(t *testing.T) {
 func TestFamilyBetter(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		a, b Sweep
+		a, b sweep
 		want bool
 	}{
-		{"more jobs beyond the tie", Sweep{Succeeded: 1000, BlockedShare: 0.5}, Sweep{Succeeded: 980, BlockedShare: 0}, true},
-		{"fewer jobs beyond the tie", Sweep{Succeeded: 980}, Sweep{Succeeded: 1000}, false},
-		{"tie: lower blocked wins", Sweep{Succeeded: 995, BlockedShare: 0.01}, Sweep{Succeeded: 1000, BlockedShare: 0.2}, true},
-		{"tie: higher blocked loses", Sweep{Succeeded: 1000, BlockedShare: 0.2}, Sweep{Succeeded: 995, BlockedShare: 0.01}, false},
-		{"same: smaller caps win", Sweep{Caps: []int{5}, Succeeded: 10}, Sweep{Caps: []int{9}, Succeeded: 10}, true},
+		{"more jobs beyond the tie", sweep{Succeeded: 1000, BlockedShare: 0.5}, sweep{Succeeded: 980, BlockedShare: 0}, true},
+		{"fewer jobs beyond the tie", sweep{Succeeded: 980}, sweep{Succeeded: 1000}, false},
+		{"tie: lower blocked wins", sweep{Succeeded: 995, BlockedShare: 0.01}, sweep{Succeeded: 1000, BlockedShare: 0.2}, true},
+		{"tie: higher blocked loses", sweep{Succeeded: 1000, BlockedShare: 0.2}, sweep{Succeeded: 995, BlockedShare: 0.01}, false},
+		{"same: smaller caps win", sweep{Caps: []int{5}, Succeeded: 10}, sweep{Caps: []int{9}, Succeeded: 10}, true},
 	} {
 		if got := better(c.a, c.b); got != c.want {
 			t.Errorf("%s: better = %v, want %v", c.name, got, c.want)
@@ -221,16 +131,16 @@ func TestFamilyRecovery(t *testing.T) {
 		Limit: [][]int{{40, 50, 50, 20, 30, 50, 60}},
 		Held:  [][]bool{{false, false, true, true, false, false, false}},
 	}
-	rec, ok := recovery(s, ErrorBurst{Model: 0, FromS: 15, ToS: 30})
+	rec, ok := recovery(s, scenario.ErrorBurst{Model: 0, FromS: 15, ToS: 30})
 	if !ok || rec != 20 {
 		t.Errorf("recovery = %v, %v; want 20 s (pre-burst limit 50 at t=10, back at t=50)", rec, ok)
 	}
 	s.Held[0][5] = true
-	if rec, _ := recovery(s, ErrorBurst{Model: 0, FromS: 15, ToS: 30}); rec != 30 {
+	if rec, _ := recovery(s, scenario.ErrorBurst{Model: 0, FromS: 15, ToS: 30}); rec != 30 {
 		t.Errorf("a held breaker does not count as recovered: got %v, want 30", rec)
 	}
 	s.Limit[0][6] = 10
-	if _, ok := recovery(s, ErrorBurst{Model: 0, FromS: 15, ToS: 30}); ok {
+	if _, ok := recovery(s, scenario.ErrorBurst{Model: 0, FromS: 15, ToS: 30}); ok {
 		t.Error("never back at the pre-burst limit, yet recovered")
 	}
 }

@@ -2,20 +2,21 @@ package sim
 
 import (
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
 
 // The family's targets (scenarios/README.md, "Scenario family").
 const (
-	LaneMaxBlocked     = 0.10 // a lane meets with blocked ≤ this …
-	LaneMinThroughput  = 0.95 // … and throughput ≥ this × oracle's
-	BurstMinThroughput = 0.80 // an error-burst lane: throughput ≥ this × oracle's …
-	BurstMaxRecoveryS  = 180  // … and back to the pre-burst limit within this of the provider healing
+	laneMaxBlocked     = 0.10 // a lane meets with blocked ≤ this …
+	laneMinThroughput  = 0.95 // … and throughput ≥ this × oracle's
+	burstMinThroughput = 0.80 // an error-burst lane: throughput ≥ this × oracle's …
+	burstMaxRecoveryS  = 180  // … and back to the pre-burst limit within this of the provider healing
 	FamilyMinMeeting   = 0.90 // share of lanes that meet
 	FamilyMaxMedian    = 0.05 // median blocked share
 	FamilyMaxBlocked   = 0.25 // no lane above
@@ -75,12 +76,12 @@ type FamilySummary struct {
 
 }
 
-// JudgeLane measures dynamic's run of a lane against the oracle's.
-func JudgeLane(sc *Scenario, dyn *Result, o *OracleFit) LaneResult {
+// judgeLane measures dynamic's run of a lane against the oracle's.
+func judgeLane(sc *scenario.Scenario, dyn *Result, o *oracleFit) LaneResult {
 	lr := LaneResult{
 		Scenario: sc.Name, Models: len(sc.Models), DurationS: sc.DurationS,
 		Succeeded: dyn.Totals.Succeeded, OracleJobs: o.Best.Totals.Succeeded,
-		Blocked: round(LaneBlocked(dyn), 4), OracleBlock: round(LaneBlocked(o.Best), 4),
+		Blocked: round(laneBlocked(dyn), 4), OracleBlock: round(laneBlocked(o.Best), 4),
 		OracleCaps: o.Caps, Runs: 1 + len(o.Points),
 	}
 	lr.Throughput = 1
@@ -93,7 +94,7 @@ func JudgeLane(sc *Scenario, dyn *Result, o *OracleFit) LaneResult {
 			lr.DepthRatio = math.Max(lr.DepthRatio, round(dyn.Models[m.Name].P90Depth/m.TargetDepth, 2))
 		}
 	}
-	small := SmallBatches(sc)
+	small := scenario.SmallBatches(sc)
 	lr.SmallBatches = len(small)
 	for _, bi := range small {
 		b := dyn.Batches[sc.Batches[bi].Key()]
@@ -105,7 +106,7 @@ func JudgeLane(sc *Scenario, dyn *Result, o *OracleFit) LaneResult {
 			lr.SmallAdmitS = b.FirstAdmitS
 		}
 	}
-	bursts := ErrorBursts(sc)
+	bursts := scenario.ErrorBursts(sc)
 	lr.Burst = len(bursts) > 0
 	if lr.Burst {
 		worst := 0.0
@@ -130,17 +131,17 @@ func JudgeLane(sc *Scenario, dyn *Result, o *OracleFit) LaneResult {
 // within 3 minutes instead of the 0.95.
 func (lr *LaneResult) judge() (bool, string) {
 	var missed []string
-	if lr.Blocked > LaneMaxBlocked {
-		missed = append(missed, fmt.Sprintf("blocked %.3f > %.2f", lr.Blocked, LaneMaxBlocked))
+	if lr.Blocked > laneMaxBlocked {
+		missed = append(missed, fmt.Sprintf("blocked %.3f > %.2f", lr.Blocked, laneMaxBlocked))
 	}
-	minThr := LaneMinThroughput
+	minThr := laneMinThroughput
 	if lr.Burst {
-		minThr = BurstMinThroughput
+		minThr = burstMinThroughput
 		switch {
 		case lr.RecoveryS == nil:
 			missed = append(missed, "never recovered the pre-burst limit")
-		case *lr.RecoveryS > BurstMaxRecoveryS:
-			missed = append(missed, fmt.Sprintf("recovery %.0f s > %d s", *lr.RecoveryS, BurstMaxRecoveryS))
+		case *lr.RecoveryS > burstMaxRecoveryS:
+			missed = append(missed, fmt.Sprintf("recovery %.0f s > %d s", *lr.RecoveryS, burstMaxRecoveryS))
 		}
 	}
 	if lr.Throughput < minThr {
@@ -152,7 +153,7 @@ func (lr *LaneResult) judge() (bool, string) {
 // recovery is the time from a burst's end (the provider heals) to the first
 // pass at which the breaker admits freely and the limit is back at the
 // limit of the last pass before the burst began.
-func recovery(s *Series, b ErrorBurst) (float64, bool) {
+func recovery(s *Series, b scenario.ErrorBurst) (float64, bool) {
 	pre := -1
 	for k, t := range s.T {
 		if float64(t) >= b.FromS {
@@ -171,18 +172,18 @@ func recovery(s *Series, b ErrorBurst) (float64, bool) {
 	return 0, false
 }
 
-// RunLane runs one lane: dynamic, then the oracle's sweep.
-func RunLane(sc *Scenario, k int) (LaneResult, error) {
+// runLane runs one lane: dynamic, then the oracle's sweep.
+func runLane(sc *scenario.Scenario, k int) (LaneResult, error) {
 	start := time.Now()
-	dyn, err := Run(sc, Dynamic, Options{})
+	dyn, err := runPolicy(sc, Dynamic, Options{})
 	if err != nil {
 		return LaneResult{}, fmt.Errorf("lane %d: %w", k, err)
 	}
-	o, err := FindOracle(sc, false)
+	o, err := findOracle(sc, false)
 	if err != nil {
 		return LaneResult{}, fmt.Errorf("lane %d: %w", k, err)
 	}
-	lr := JudgeLane(sc, dyn, o)
+	lr := judgeLane(sc, dyn, o)
 	lr.Lane = k
 	lr.WallS = round(time.Since(start).Seconds(), 2)
 	return lr, nil
@@ -191,7 +192,7 @@ func RunLane(sc *Scenario, k int) (LaneResult, error) {
 // RunFamily runs the lanes (lane numbers ks, scenarios lanes) on at most
 // workers goroutines; progress, when set, is called after each lane with
 // the lanes done. Results come in lane order whatever the workers did.
-func RunFamily(lanes []*Scenario, ks []int, workers int, progress func(done int, lr LaneResult)) ([]LaneResult, error) {
+func RunFamily(lanes []*scenario.Scenario, ks []int, workers int, progress func(done int, lr LaneResult)) ([]LaneResult, error) {
 	out := make([]LaneResult, len(lanes))
 	errs := make([]error, len(lanes))
 	next := make(chan int)
@@ -201,7 +202,7 @@ func RunFamily(lanes []*Scenario, ks []int, workers int, progress func(done int,
 	for range max(1, min(workers, len(lanes))) {
 		wg.Go(func() {
 			for i := range next {
-				out[i], errs[i] = RunLane(lanes[i], ks[i])
+				out[i], errs[i] = runLane(lanes[i], ks[i])
 				mu.Lock()
 				done++
 				if progress != nil {
@@ -280,50 +281,4 @@ func median(sorted []float64) float64 {
 		return sorted[n/2]
 	}
 	return round((sorted[n/2-1]+sorted[n/2])/2, 4)
-}
-
-// WriteFamily prints one line per lane and the summary with its targets.
-func WriteFamily(w io.Writer, lanes []LaneResult, s FamilySummary) {
-	fmt.Fprintf(w, "%5s %6s %-15s %6s %8s %8s %8s %8s %9s %10s  %s\n",
-		"lane", "models", "concurrency", "dur", "thr/orc", "blocked", "orc blk", "p90/tgt", "small adm", "recovery", "verdict")
-	for _, lr := range lanes {
-		conc := strings.Trim(strings.Join(strings.Fields(fmt.Sprint(lr.Concurrency)), ","), "[]")
-		small := "-"
-		switch {
-		case lr.SmallNever:
-			small = "never"
-		case lr.SmallAdmitS != nil:
-			small = fmt.Sprintf("%.0fs", *lr.SmallAdmitS)
-		}
-		rec := "-"
-		if lr.Burst {
-			rec = "never"
-			if lr.RecoveryS != nil {
-				rec = fmt.Sprintf("%.0fs", *lr.RecoveryS)
-			}
-		}
-		verdict := "meets"
-		if !lr.Meets {
-			verdict = "MISSES: " + lr.Missed
-		}
-		fmt.Fprintf(w, "%5d %6d %-15s %5dm %8.3f %8.3f %8.3f %8.1f %9s %10s  %s\n",
-			lr.Lane, lr.Models, conc, lr.DurationS/60, lr.Throughput, lr.Blocked, lr.OracleBlock, lr.DepthRatio, small, rec, verdict)
-	}
-	WriteFamilySummary(w, s)
-}
-
-// WriteFamilySummary prints the summary lines with the targets.
-func WriteFamilySummary(w io.Writer, s FamilySummary) {
-	mark := func(ok bool) string {
-		if ok {
-			return "ok"
-		}
-		return "MISSED"
-	}
-	fmt.Fprintf(w, "family seed %d: %d lanes, %d meet (%.1f %%; target ≥ %.0f %%: %s); median blocked %.3f (target ≤ %.2f: %s); max blocked %.3f, lane %d (target ≤ %.2f: %s)\n",
-		s.Seed, s.Lanes, s.Meeting, 100*s.MeetShare, 100*FamilyMinMeeting, mark(s.MeetShare >= FamilyMinMeeting),
-		s.MedianBlock, FamilyMaxMedian, mark(s.MedianBlock <= FamilyMaxMedian),
-		s.MaxBlock, s.MaxLane, FamilyMaxBlocked, mark(s.MaxBlock <= FamilyMaxBlocked))
-	fmt.Fprintf(w, "family seed %d: median throughput %.3f × oracle; median p90 depth/target %.1f; small batches in %d lanes, never admitted in %d, first admit p90 %.0f s; error-burst lanes %d, %d meet; lanes took %.0f s summed\n",
-		s.Seed, s.MedianThr, s.MedianDepth, s.SmallLanes, s.SmallNever, s.SmallAdmit, s.BurstLanes, s.BurstMeet, s.LaneS)
 }

@@ -7,45 +7,20 @@ import (
 	"sync"
 	"testing"
 	"time"
-)
 
-func TestParseFaults(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want Faults
-		err  string
-	}{
-		{"", 0, ""},
-		{"none", 0, ""},
-		{"all", AllFaults, ""},
-		{"crash", 1 << FaultCrash, ""},
-		{"events, runtask", 1<<FaultEvents | 1<<FaultRunTask, ""},
-		{"store,store", 1 << FaultStore, ""},
-		{"crash,bogus", 0, `unknown fault kind "bogus"`},
-		{"crash,", 0, `unknown fault kind ""`},
-	} {
-		got, err := ParseFaults(c.in)
-		switch {
-		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
-			t.Errorf("ParseFaults(%q): got error %v, want one containing %q", c.in, err, c.err)
-		case c.err == "" && (err != nil || got != c.want):
-			t.Errorf("ParseFaults(%q) = %v, %v; want %v", c.in, got, err, c.want)
-		}
-	}
-	if s := Faults(1<<FaultEvents | 1<<FaultRunTask).String(); s != "events,runtask" {
-		t.Errorf("String() = %q, want events,runtask", s)
-	}
-}
+	"github.com/evalsched/evalsched/internal/sim/faults"
+	"github.com/evalsched/evalsched/internal/sim/scenario"
+)
 
 // tinyChaos is a small world for one fault at a time: 40 jobs of three
 // 10-s calls, room for all of them, twenty simulated minutes.
-func tinyChaos(opts ...func(*Scenario)) *Scenario {
-	return tiny(40, append([]func(*Scenario){func(sc *Scenario) {
+func tinyChaos(opts ...func(*scenario.Scenario)) *scenario.Scenario {
+	return tiny(40, append([]func(*scenario.Scenario){func(sc *scenario.Scenario) {
 		sc.DurationS = 1200
 		sc.GlobalMaxRunning = 100
 		sc.Models[0].ProviderConcurrency = 50
 		sc.Models[0].TargetDepth = 5
-		sc.Batches[0].Calls = FixedDist(3)
+		sc.Batches[0].Calls = scenario.FixedDist(3)
 	}}, opts...)...)
 }
 
@@ -55,21 +30,21 @@ const withIntake = -1
 
 // only injects exactly the episodes given (source → episodes) and nothing
 // else.
-func only(eps map[int][]episode) func(*dynamicPolicy, *faultPlan) {
-	return func(_ *dynamicPolicy, p *faultPlan) {
-		for i := range p.src {
-			p.src[i].episodes = eps[i]
+func only(eps map[int][]faults.Episode) func(*dynamicPolicy, *faults.Plan) {
+	return func(_ *dynamicPolicy, p *faults.Plan) {
+		for i := range faults.NumSources {
+			p.Script(i, eps[i])
 		}
 		if _, ok := eps[withIntake]; !ok {
-			p.on &^= 1 << FaultIntake
+			p.On &^= 1 << faults.Intake
 		}
 	}
 }
 
 // chaosRun runs policy dynamic with faults and the episodes given.
-func chaosRun(t *testing.T, sc *Scenario, eps map[int][]episode, hooks ...func(*dynamicPolicy, *faultPlan)) (*engine, *Result) {
+func chaosRun(t *testing.T, sc *scenario.Scenario, eps map[int][]faults.Episode, hooks ...func(*dynamicPolicy, *faults.Plan)) (*engine, *Result) {
 	t.Helper()
-	opt := Options{Faults: AllFaults, faultHook: func(d *dynamicPolicy, p *faultPlan) {
+	opt := Options{Faults: faults.All, faultHook: func(d *dynamicPolicy, p *faults.Plan) {
 		only(eps)(d, p)
 		for _, h := range hooks {
 			h(d, p)
@@ -110,7 +85,7 @@ func TestFaultMachineryWithoutFaults(t *testing.T) {
 }
 
 func TestCrashAfterCommitIsRequeued(t *testing.T) {
-	_, r := chaosRun(t, tinyChaos(), map[int][]episode{srcCrash: {{mode: crashAfterCommit}}})
+	_, r := chaosRun(t, tinyChaos(), map[int][]faults.Episode{faults.SrcCrash: {{Mode: faults.CrashAfterCommit}}})
 	invariants(t, r)
 	allSucceed(t, r)
 	if c := r.Chaos; c.Crashes != 1 || c.Repairs.Requeued != 10 {
@@ -121,8 +96,8 @@ func TestCrashAfterCommitIsRequeued(t *testing.T) {
 // RunTask returned, the launch was never recorded: the reconciler finds the
 // tasks by startedBy (here before their containers run, which take 200 s).
 func TestCrashAfterLaunchIsRecorded(t *testing.T) {
-	sc := tinyChaos(func(sc *Scenario) { sc.ContainerStartS = FixedDist(200) })
-	_, r := chaosRun(t, sc, map[int][]episode{srcCrash: {{mode: crashAfterLaunch}}})
+	sc := tinyChaos(func(sc *scenario.Scenario) { sc.ContainerStartS = scenario.FixedDist(200) })
+	_, r := chaosRun(t, sc, map[int][]faults.Episode{faults.SrcCrash: {{Mode: faults.CrashAfterLaunch}}})
 	invariants(t, r)
 	allSucceed(t, r)
 	if c := r.Chaos; c.Crashes != 1 || c.Repairs.Recorded != 10 || r.Totals.Launches != 40 {
@@ -132,8 +107,8 @@ func TestCrashAfterLaunchIsRecorded(t *testing.T) {
 }
 
 func TestCrashMidLaunch(t *testing.T) {
-	sc := tinyChaos(func(sc *Scenario) { sc.ContainerStartS = FixedDist(200) })
-	_, r := chaosRun(t, sc, map[int][]episode{srcCrash: {{mode: crashMidLaunch}}})
+	sc := tinyChaos(func(sc *scenario.Scenario) { sc.ContainerStartS = scenario.FixedDist(200) })
+	_, r := chaosRun(t, sc, map[int][]faults.Episode{faults.SrcCrash: {{Mode: faults.CrashMidLaunch}}})
 	invariants(t, r)
 	allSucceed(t, r)
 	if c := r.Chaos; c.Repairs.Recorded != 5 || c.Repairs.Requeued != 5 {
@@ -142,7 +117,7 @@ func TestCrashMidLaunch(t *testing.T) {
 }
 
 func TestDuplicateInvocationExits(t *testing.T) {
-	_, r := chaosRun(t, tinyChaos(), map[int][]episode{srcDuplicate: {{from: at(25), to: at(25)}}})
+	_, r := chaosRun(t, tinyChaos(), map[int][]faults.Episode{faults.SrcDuplicate: {{From: at(25), To: at(25)}}})
 	invariants(t, r)
 	if c := r.Chaos; c.Invocations != 21 || c.LeaseHeldExits != 1 || r.Passes != 120 {
 		t.Errorf("got %d invocations, %d exits on a held lease, %d passes; want 21, 1, 120", c.Invocations, c.LeaseHeldExits, r.Passes)
@@ -152,7 +127,7 @@ func TestDuplicateInvocationExits(t *testing.T) {
 // A duplicate just before the hand-over takes the free lease and covers the
 // next minute; the regular invocation then finds the lease held and exits.
 func TestDuplicateAtTheHandOverTakesOver(t *testing.T) {
-	_, r := chaosRun(t, tinyChaos(), map[int][]episode{srcDuplicate: {{from: at(55), to: at(55)}}})
+	_, r := chaosRun(t, tinyChaos(), map[int][]faults.Episode{faults.SrcDuplicate: {{From: at(55), To: at(55)}}})
 	invariants(t, r)
 	if c := r.Chaos; c.LeaseHeldExits != 1 || r.Passes != 120 {
 		t.Errorf("got %d exits on a held lease, %d passes; want 1 and 120 (every slot passed once)", c.LeaseHeldExits, r.Passes)
@@ -163,8 +138,8 @@ func TestDuplicateAtTheHandOverTakesOver(t *testing.T) {
 // next invocation waits for the hand-over, takes the lease at 70 s and
 // commits; the stalled pass's commit is then refused as stale.
 func TestStalledPassCommitIsRefused(t *testing.T) {
-	_, r := chaosRun(t, tinyChaos(func(sc *Scenario) { sc.Batches[0].Jobs = 400 }),
-		map[int][]episode{srcSlowPass: {{from: at(40), to: at(75)}}})
+	_, r := chaosRun(t, tinyChaos(func(sc *scenario.Scenario) { sc.Batches[0].Jobs = 400 }),
+		map[int][]faults.Episode{faults.SrcSlowPass: {{From: at(40), To: at(75)}}})
 	invariants(t, r)
 	if c := r.Chaos; c.StaleRefused != 1 || c.PassesFailed != 1 {
 		t.Errorf("got %d stale commits refused, %d passes failed; want 1 and 1", c.StaleRefused, c.PassesFailed)
@@ -172,7 +147,7 @@ func TestStalledPassCommitIsRefused(t *testing.T) {
 }
 
 func TestConcurrentClaimIsRefused(t *testing.T) {
-	_, r := chaosRun(t, tinyChaos(), map[int][]episode{srcRace: {{from: at(30), to: at(30)}}})
+	_, r := chaosRun(t, tinyChaos(), map[int][]faults.Episode{faults.SrcRace: {{From: at(30), To: at(30)}}})
 	invariants(t, r)
 	allSucceed(t, r)
 	if c := r.Chaos; c.StaleRefused != 1 {
@@ -183,8 +158,8 @@ func TestConcurrentClaimIsRefused(t *testing.T) {
 // Without the DynamoDB store's version check, the overlapping pass and the
 // stale one both claim up to the limit: the invariants catch it.
 func TestInvariantsCatchAnUncheckedConcurrentClaim(t *testing.T) {
-	_, r := chaosRun(t, tinyChaos(), map[int][]episode{srcRace: {{mode: 0}}},
-		func(d *dynamicPolicy, _ *faultPlan) { d.unlocked = true })
+	_, r := chaosRun(t, tinyChaos(), map[int][]faults.Episode{faults.SrcRace: {{Mode: 0}}},
+		func(d *dynamicPolicy, _ *faults.Plan) { d.unlocked = true })
 	if !strings.Contains(strings.Join(r.Violations, "\n"), "model m holds 20 jobs, over its limit") {
 		t.Errorf("violations %q; want model m over its limit of 10 with 20 jobs", r.Violations)
 	}
@@ -193,7 +168,7 @@ func TestInvariantsCatchAnUncheckedConcurrentClaim(t *testing.T) {
 // Every event lost, duplicated, delayed or held back for the whole run: the
 // handler's idempotence and the reconciler bring every job to its end.
 func TestEventFaultsAreRepaired(t *testing.T) {
-	_, r := chaosRun(t, tinyChaos(), map[int][]episode{srcEvents: {{to: at(1200)}}})
+	_, r := chaosRun(t, tinyChaos(), map[int][]faults.Episode{faults.SrcEvents: {{To: at(1200)}}})
 	invariants(t, r)
 	allSucceed(t, r)
 	if c := r.Chaos; r.Faults["events"] == 0 || c.EventsLost == 0 || c.Repairs.Started+c.Repairs.Ended == 0 {
@@ -202,7 +177,7 @@ func TestEventFaultsAreRepaired(t *testing.T) {
 }
 
 func TestRunTaskFaults(t *testing.T) {
-	_, r := chaosRun(t, tinyChaos(), map[int][]episode{srcRunTask: {{to: at(1200)}}})
+	_, r := chaosRun(t, tinyChaos(), map[int][]faults.Episode{faults.SrcRunTask: {{To: at(1200)}}})
 	invariants(t, r)
 	if r.Chaos.RunTaskRetried == 0 || r.Retries["ThrottlingException: Rate exceeded"]+r.Retries["capacity: RESOURCE:FARGATE: Capacity is unavailable at this time"] == 0 {
 		t.Errorf("%d RunTasks answered again by token, refusals %v; want some of each", r.Chaos.RunTaskRetried, r.Retries)
@@ -210,7 +185,7 @@ func TestRunTaskFaults(t *testing.T) {
 }
 
 func TestStoreThrottling(t *testing.T) {
-	_, r := chaosRun(t, tinyChaos(), map[int][]episode{srcThrottle: {{to: at(1200)}}})
+	_, r := chaosRun(t, tinyChaos(), map[int][]faults.Episode{faults.SrcThrottle: {{To: at(1200)}}})
 	invariants(t, r)
 	allSucceed(t, r)
 	if c := r.Chaos; r.Faults["store"] == 0 || c.PassesFailed == 0 || c.EventRetries == 0 {
@@ -223,7 +198,7 @@ func TestStoreThrottling(t *testing.T) {
 // pass, claims applied with their answer lost strand their jobs CLAIMED
 // until the reconciler requeues them; nothing is lost or launched twice.
 func TestStoreFaultsReachTheClaims(t *testing.T) {
-	_, r := chaosRun(t, tinyChaos(), map[int][]episode{srcThrottle: {{to: at(1200)}}})
+	_, r := chaosRun(t, tinyChaos(), map[int][]faults.Episode{faults.SrcThrottle: {{To: at(1200)}}})
 	invariants(t, r)
 	allSucceed(t, r)
 	if c := r.Chaos; c.ClaimsThrottled == 0 || c.ClaimsUnconfirmed == 0 || c.Repairs.Requeued == 0 {
@@ -233,8 +208,8 @@ func TestStoreFaultsReachTheClaims(t *testing.T) {
 }
 
 func TestMetricsFaults(t *testing.T) {
-	for mode := range numMetricsModes {
-		_, r := chaosRun(t, tinyChaos(), map[int][]episode{srcMetrics: {{from: at(60), to: at(600), mode: mode, model: -1}}})
+	for mode := range faults.NumMetricsModes {
+		_, r := chaosRun(t, tinyChaos(), map[int][]faults.Episode{faults.SrcMetrics: {{From: at(60), To: at(600), Mode: mode, Model: -1}}})
 		invariants(t, r)
 		allSucceed(t, r)
 		if r.Faults["metrics"] == 0 {
@@ -245,7 +220,7 @@ func TestMetricsFaults(t *testing.T) {
 
 func TestProviderFaults(t *testing.T) {
 	for mode, want := range []string{"failing", "slow"} {
-		_, r := chaosRun(t, tinyChaos(), map[int][]episode{srcProvider: {{from: at(20), to: at(200), mode: mode, model: 0}}})
+		_, r := chaosRun(t, tinyChaos(), map[int][]faults.Episode{faults.SrcProvider: {{From: at(20), To: at(200), Mode: mode, Model: 0}}})
 		invariants(t, r)
 		failed := r.Totals.Failed
 		if (want == "failing") != (failed > 0) {
@@ -257,14 +232,14 @@ func TestProviderFaults(t *testing.T) {
 // Batches come in parts out of order and again later: Submit creates each
 // job once.
 func TestIntakeFaults(t *testing.T) {
-	sc := tinyChaos(func(sc *Scenario) {
+	sc := tinyChaos(func(sc *scenario.Scenario) {
 		for i := range 6 {
 			b := sc.Batches[0]
 			b.Batch, b.AtS = string(rune('c'+i)), float64(30*i)
 			sc.Batches = append(sc.Batches, b)
 		}
 	})
-	_, r := chaosRun(t, sc, map[int][]episode{withIntake: nil})
+	_, r := chaosRun(t, sc, map[int][]faults.Episode{withIntake: nil})
 	invariants(t, r)
 	allSucceed(t, r)
 	if r.Faults["intake"] == 0 {
@@ -279,7 +254,7 @@ func TestFaultsAreDeterministic(t *testing.T) {
 		sc.Batches[i].Jobs = max(1, sc.Batches[i].Jobs/20)
 	}
 	run := func() []byte {
-		r, err := Run(sc, Dynamic, Options{Faults: AllFaults, Trace: true})
+		r, err := runPolicy(sc, Dynamic, Options{Faults: faults.All, Trace: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -305,8 +280,8 @@ func TestFaultsAreDeterministic(t *testing.T) {
 func TestBaselinesIgnoreFaults(t *testing.T) {
 	sc := shipped(t, "small-behind-big")
 	for _, p := range []Policy{Static, Unbounded} {
-		a, _ := Run(sc, p, Options{})
-		b, _ := Run(sc, p, Options{Faults: AllFaults})
+		a, _ := runPolicy(sc, p, Options{})
+		b, _ := runPolicy(sc, p, Options{Faults: faults.All})
 		x, _ := json.Marshal(a)
 		y, _ := json.Marshal(b)
 		if !bytes.Equal(x, y) {
@@ -367,7 +342,7 @@ func TestFaultsOnShippedScenarios(t *testing.T) {
 					t.Parallel()
 					sc := shipped(t, run.name)
 					sc.Seed = seed
-					r, err := Run(sc, Dynamic, Options{Faults: AllFaults})
+					r, err := runPolicy(sc, Dynamic, Options{Faults: faults.All})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -382,7 +357,7 @@ func TestFaultsOnShippedScenarios(t *testing.T) {
 			}
 		}
 	})
-	for _, k := range FaultKinds() {
+	for _, k := range faults.Kinds() {
 		if injected[k.String()] == 0 {
 			t.Errorf("no %s fault injected in any run", k)
 		}

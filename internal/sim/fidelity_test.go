@@ -5,13 +5,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/evalsched/evalsched/internal/sim/faults"
+	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
 
 // TestDepthIsThePeriodMaximum: a pass reads the Maximum of the newest whole
 // period that ended metric_delay_s ago, stamped with the period's start,
 // not the sample of one second.
 func TestDepthIsThePeriodMaximum(t *testing.T) {
-	sc := tiny(1, func(sc *Scenario) { sc.DepthPeriodS, sc.MetricDelayS = 10, 20 })
+	sc := tiny(1, func(sc *scenario.Scenario) { sc.DepthPeriodS, sc.MetricDelayS = 10, 20 })
 	e := newEngine(sc, Static)
 	for s := range 60 {
 		e.models[0].depth[s] = int32(s % 7) // 6 at s = 6, 13, 20, 27, 34, 41
@@ -44,7 +47,7 @@ func TestDepthIsThePeriodMaximum(t *testing.T) {
 // configured rate and its noise is a function of the period, so two reads
 // (or two policies) see the same datapoint.
 func TestMetricMissingAndNoise(t *testing.T) {
-	sc := tiny(1, func(sc *Scenario) {
+	sc := tiny(1, func(sc *scenario.Scenario) {
 		sc.DurationS, sc.DepthPeriodS, sc.MetricDelayS, sc.MetricMissing, sc.MetricNoise = 20000, 10, 0, 0.3, 0.2
 	})
 	e := newEngine(sc, Static)
@@ -87,11 +90,11 @@ func TestMetricMissingAndNoise(t *testing.T) {
 // in its period and those answered with an error.
 func TestGatewayErrorRate(t *testing.T) {
 	half, call := 0.5, 1.0
-	sc := tiny(2000, func(sc *Scenario) {
+	sc := tiny(2000, func(sc *scenario.Scenario) {
 		sc.DurationS, sc.DepthPeriodS, sc.MetricDelayS, sc.GlobalMaxRunning = 600, 10, 20, 500
 		sc.Models[0].ProviderConcurrency = 1000
 		sc.Models[0].StaticCap = 500
-		sc.Models[0].Changes = []Change{{AtS: 0, ErrorRate: &half, ErrorCallS: &call}}
+		sc.Models[0].Changes = []scenario.Change{{AtS: 0, ErrorRate: &half, ErrorCallS: &call}}
 	})
 	e, _, err := simulate(sc, Static, Options{})
 	if err != nil {
@@ -138,7 +141,7 @@ func TestGatewayErrorRate(t *testing.T) {
 // starts, and a gateway past reject_over answers 429, which fails the job
 // as a provider error and counts in the error rate.
 func TestSlowUnderLoadAndRejectOver(t *testing.T) {
-	sc := tiny(1, func(sc *Scenario) { sc.Models[0].ProviderConcurrency, sc.Models[0].SlowUnderLoad = 4, 1 })
+	sc := tiny(1, func(sc *scenario.Scenario) { sc.Models[0].ProviderConcurrency, sc.Models[0].SlowUnderLoad = 4, 1 })
 	e := newEngine(sc, Static)
 	m := &e.models[0]
 	if got := e.underLoad(m, 10*time.Second); got != 10*time.Second {
@@ -157,8 +160,8 @@ func TestSlowUnderLoadAndRejectOver(t *testing.T) {
 	}
 
 	load := func(reject float64) *Result {
-		sc := tiny(100, func(sc *Scenario) { sc.DurationS, sc.Models[0].RejectOver = 300, reject })
-		r, err := Run(sc, Unbounded, Options{})
+		sc := tiny(100, func(sc *scenario.Scenario) { sc.DurationS, sc.Models[0].RejectOver = 300, reject })
+		r, err := runPolicy(sc, Unbounded, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -177,7 +180,7 @@ func TestSlowUnderLoadAndRejectOver(t *testing.T) {
 // policy, the job waits again and launches with its next attempt, nothing
 // is lost or launched twice; past three attempts the job fails.
 func TestStartFailures(t *testing.T) {
-	sc := tiny(40, func(sc *Scenario) {
+	sc := tiny(40, func(sc *scenario.Scenario) {
 		sc.DurationS, sc.StartFailureRate = 2000, 0.3
 		sc.Models[0].ProviderConcurrency = 40
 	})
@@ -198,7 +201,7 @@ func TestStartFailures(t *testing.T) {
 			t.Errorf("every start fails: failed %d, launches %d; want 40 jobs failed after 3 launches each", r.Totals.Failed, r.Totals.Launches)
 		}
 	})
-	if _, err := Run(sc, Dynamic, Options{Faults: 1 << FaultCrash}); err == nil || !strings.Contains(err.Error(), "start_failure_rate") {
+	if _, err := runPolicy(sc, Dynamic, Options{Faults: 1 << faults.Crash}); err == nil || !strings.Contains(err.Error(), "start_failure_rate") {
 		t.Errorf("start failures with faults: %v, want an error naming start_failure_rate", err)
 	}
 }
@@ -209,11 +212,11 @@ func TestFidelityFieldsParse(t *testing.T) {
 	base := `{"name":"x","seed":1,"duration_s":60,"global_max_running":5,"container_start_s":{"fixed":1},%s
 	 "models":[{"name":"m","provider_concurrency":1,"call_s":{"fixed":1},"target_depth":1,"static_cap":1%s}],
 	 "batches":[]}`
-	sc, err := ParseScenario([]byte(strings.Replace(strings.Replace(base, "%s", "", 1), "%s", "", 1)))
+	sc, err := scenario.Parse([]byte(strings.Replace(strings.Replace(base, "%s", "", 1), "%s", "", 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sc.DepthPeriodS != DefaultDepthPeriodS || sc.MetricNoise != 0 || sc.MetricMissing != 0 || sc.StartFailureRate != 0 ||
+	if sc.DepthPeriodS != scenario.DefaultDepthPeriodS || sc.MetricNoise != 0 || sc.MetricMissing != 0 || sc.StartFailureRate != 0 ||
 		sc.Models[0].SlowUnderLoad != 0 || sc.Models[0].RejectOver != 0 {
 		t.Errorf("defaults: %+v", sc)
 	}
@@ -226,7 +229,7 @@ func TestFidelityFieldsParse(t *testing.T) {
 		{"", `,"reject_over":-1`, "models[0].reject_over: must be within"},
 	} {
 		data := strings.Replace(strings.Replace(base, "%s", c.top, 1), "%s", c.model, 1)
-		if _, err := ParseScenario([]byte(data)); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := scenario.Parse([]byte(data)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s%s: %v, want %q", c.top, c.model, err, c.want)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/evalsched/evalsched/internal/passloop"
 	"github.com/evalsched/evalsched/internal/reconcile"
 	"github.com/evalsched/evalsched/internal/scheduler"
+	"github.com/evalsched/evalsched/internal/sim/faults"
 	"github.com/evalsched/evalsched/internal/taskevent"
 )
 
@@ -21,7 +22,7 @@ import (
 // events through the real task-events handler, and the intake's messages.
 type chaos struct {
 	d        *dynamicPolicy
-	plan     *faultPlan
+	plan     *faults.Plan
 	lease    simLease
 	invs     []*invocation // every invocation, by id
 	active   []*invocation // those not done
@@ -55,7 +56,7 @@ type ChaosStats struct {
 	RunTaskRetried int // RunTasks that timed out after starting their task, answered again by clientToken
 
 	// ClaimsThrottled and ClaimsUnconfirmed count a Commit's claim
-	// transactions throttled, and applied with their answer lost (faults.go).
+	// transactions throttled, and applied with their answer lost (storefaults.go).
 	ClaimsThrottled, ClaimsUnconfirmed int
 }
 
@@ -71,7 +72,7 @@ var discardLog = slog.New(slog.DiscardHandler)
 
 // withFaults switches the policy to the faulted world: passes run in
 // invocations under the lease instead of on the simulator's own tick.
-func (d *dynamicPolicy) withFaults(p *faultPlan) {
+func (d *dynamicPolicy) withFaults(p *faults.Plan) {
 	e := d.e
 	c := &chaos{d: d, plan: p, held: map[int32]taskEvent{}, window: window * e.interval}
 	d.fx = c
@@ -83,12 +84,12 @@ func (d *dynamicPolicy) withFaults(p *faultPlan) {
 	for t := time.Duration(0); t < e.end; t += c.window {
 		e.schedule(t, evInvoke, 0)
 	}
-	for _, ep := range p.src[srcDuplicate].episodes {
-		e.schedule(ep.from, evInvoke, 1)
+	for _, ep := range p.Episodes(faults.SrcDuplicate) {
+		e.schedule(ep.From, evInvoke, 1)
 	}
-	for i, ep := range p.src[srcProvider].episodes {
-		e.schedule(ep.from, evProvider, int32(2*i))
-		e.schedule(ep.to, evProvider, int32(2*i+1))
+	for i, ep := range p.Episodes(faults.SrcProvider) {
+		e.schedule(ep.From, evProvider, int32(2*i))
+		e.schedule(ep.To, evProvider, int32(2*i+1))
 	}
 }
 
@@ -96,7 +97,7 @@ func (c *chaos) event(kind eventKind, arg int32) {
 	switch kind {
 	case evInvoke:
 		if arg == 1 {
-			c.plan.count(FaultOverlap)
+			c.plan.Count(faults.Overlap)
 		}
 		c.invoke()
 	case evWake:
@@ -217,15 +218,15 @@ func (inv *invocation) pass(ctx context.Context) error {
 func (c *chaos) arm(h *handle) {
 	now := c.d.e.now
 	h.crash, h.pause, h.rival = -1, 0, false
-	if ep, ok := c.plan.due(srcCrash, now); ok {
-		h.crash = ep.mode
+	if ep, ok := c.plan.Due(faults.SrcCrash, now); ok {
+		h.crash = ep.Mode
 	}
-	if ep, ok := c.plan.due(srcSlowPass, now); ok {
-		c.plan.take(srcSlowPass)
-		h.pause = ep.to - ep.from
+	if ep, ok := c.plan.Due(faults.SrcSlowPass, now); ok {
+		c.plan.Take(faults.SrcSlowPass)
+		h.pause = ep.To - ep.From
 	}
-	if _, ok := c.plan.due(srcRace, now); ok {
-		c.plan.take(srcRace)
+	if _, ok := c.plan.Due(faults.SrcRace, now); ok {
+		c.plan.Take(faults.SrcRace)
 		h.rival = true
 	}
 }
@@ -239,7 +240,7 @@ func (h *handle) die() {
 		return
 	}
 	c := inv.c
-	c.plan.take(srcCrash)
+	c.plan.Take(faults.SrcCrash)
 	c.stats.Crashes++
 	inv.dead, inv.holds, inv.inPass = true, false, false
 	panic(crashSignal{})
@@ -332,10 +333,10 @@ func (c *chaos) reconcile(ctx context.Context, now time.Time) reconcile.Report {
 // throttled draws whether DynamoDB throttles a write now (with probability
 // q during a throttling episode).
 func (c *chaos) throttled(q float64) bool {
-	if _, ok := c.plan.active(srcThrottle, c.d.e.now); !ok || c.settling || !c.plan.chance(FaultStore, q) {
+	if _, ok := c.plan.Active(faults.SrcThrottle, c.d.e.now); !ok || c.settling || !c.plan.Chance(faults.Store, q) {
 		return false
 	}
-	c.plan.count(FaultStore)
+	c.plan.Count(faults.Store)
 	return true
 }
 
@@ -353,27 +354,27 @@ func (c *chaos) launch(r *scheduler.LaunchResult, j int32, jb scheduler.Job, dea
 		c.runTask(r, j, jb, deadline)
 		return
 	}
-	_, faulty := p.active(srcRunTask, d.e.now)
+	_, faulty := p.Active(faults.SrcRunTask, d.e.now)
 	for throttled := 0; ; throttled++ {
 		switch {
-		case faulty && p.chance(FaultRunTask, 0.3):
-			p.count(FaultRunTask)
+		case faulty && p.Chance(faults.RunTask, 0.3):
+			p.Count(faults.RunTask)
 			if throttled < 3 {
 				continue // the launcher backs off and calls again
 			}
 			d.retry(r, "ThrottlingException: Rate exceeded")
 			return
-		case faulty && p.chance(FaultRunTask, 0.15):
-			p.count(FaultRunTask)
+		case faulty && p.Chance(faults.RunTask, 0.15):
+			p.Count(faults.RunTask)
 			d.retry(r, "capacity: RESOURCE:FARGATE: Capacity is unavailable at this time")
 			return
 		}
-		if !c.runTask(r, j, jb, deadline) || !faulty || !p.chance(FaultRunTask, 0.15) {
+		if !c.runTask(r, j, jb, deadline) || !faulty || !p.Chance(faults.RunTask, 0.15) {
 			return
 		}
 		// The task started; the answer timed out. The launcher calls again
 		// with the same request, so the same clientToken.
-		p.count(FaultRunTask)
+		p.Count(faults.RunTask)
 		c.stats.RunTaskRetried++
 		*r = scheduler.LaunchResult{JobID: r.JobID, Attempt: r.Attempt}
 		if c.runTask(r, j, jb, deadline) {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
 
 // The oracle is the best fixed cap in hindsight: policy static run again
@@ -30,30 +32,30 @@ var oracleRefine = []float64{0.84, 1.19}
 // neither the joint grid nor each model's own best finds.
 var oracleCoord = []float64{0.25, 0.5, 0.71, 1.41, 2}
 
-// OracleTie is the throughput within which two caps tie; the tie goes to
+// oracleTie is the throughput within which two caps tie; the tie goes to
 // the lower blocked share.
-const OracleTie = 0.01
+const oracleTie = 0.01
 
-// Sweep is one static run of the oracle's sweep.
-type Sweep struct {
+// sweep is one static run of the oracle's sweep.
+type sweep struct {
 	Caps         []int   `json:"caps"`
 	Succeeded    int     `json:"succeeded"`
 	BlockedShare float64 `json:"blocked_share"`
-	models       []Sweep // each model's own numbers in this run
+	models       []sweep // each model's own numbers in this run
 }
 
-// OracleFit is the best of the sweep, and every point tried.
-type OracleFit struct {
+// oracleFit is the best of the sweep, and every point tried.
+type oracleFit struct {
 	Best   *Result `json:"-"`
 	Caps   []int   `json:"caps"`
-	Points []Sweep `json:"points"`
+	Points []sweep `json:"points"`
 }
 
 // better reports whether a beats b: more throughput beyond the tie, or a
 // tie with a lower blocked share (then fewer jobs held, for determinism).
-func better(a, b Sweep) bool {
+func better(a, b sweep) bool {
 	top := math.Max(float64(a.Succeeded), float64(b.Succeeded))
-	if math.Abs(float64(a.Succeeded-b.Succeeded)) > OracleTie*top {
+	if math.Abs(float64(a.Succeeded-b.Succeeded)) > oracleTie*top {
 		return a.Succeeded > b.Succeeded
 	}
 	if a.BlockedShare != b.BlockedShare {
@@ -70,9 +72,9 @@ func sum(xs []int) int {
 	return n
 }
 
-// LaneBlocked pools the blocked share of every model of a run: blocked
+// laneBlocked pools the blocked share of every model of a run: blocked
 // container-seconds over running container-seconds.
-func LaneBlocked(r *Result) float64 {
+func laneBlocked(r *Result) float64 {
 	var b, run float64
 	for _, m := range r.Models {
 		b += m.BlockedS
@@ -84,7 +86,7 @@ func LaneBlocked(r *Result) float64 {
 	return b / run
 }
 
-// FindOracle sweeps the static caps of sc: the grid on every model's cap
+// findOracle sweeps the static caps of sc: the grid on every model's cap
 // at once; then the caps that were best for each model on its own (lanes
 // of policy static interact only through the global cap and the launch
 // bucket, so one run checks the combination); then steps around the best
@@ -92,9 +94,9 @@ func LaneBlocked(r *Result) float64 {
 // coordinate steps, model by model. The best run by the lane's rule is
 // the oracle. Runs are sequential: the caller parallelises across
 // scenarios. coarse takes the smaller grid.
-func FindOracle(sc *Scenario, coarse bool) (*OracleFit, error) {
-	o := &OracleFit{}
-	var best Sweep
+func findOracle(sc *scenario.Scenario, coarse bool) (*oracleFit, error) {
+	o := &oracleFit{}
+	var best sweep
 	tried := map[string]bool{}
 	try := func(caps []int) error {
 		key := fmt.Sprint(caps)
@@ -102,14 +104,14 @@ func FindOracle(sc *Scenario, coarse bool) (*OracleFit, error) {
 			return nil
 		}
 		tried[key] = true
-		r, err := Run(sc, Static, Options{StaticCaps: caps})
+		r, err := runPolicy(sc, Static, Options{StaticCaps: caps})
 		if err != nil {
 			return err
 		}
-		s := Sweep{Caps: slices.Clone(caps), Succeeded: r.Totals.Succeeded, BlockedShare: round(LaneBlocked(r), 4)}
+		s := sweep{Caps: slices.Clone(caps), Succeeded: r.Totals.Succeeded, BlockedShare: round(laneBlocked(r), 4)}
 		for i, m := range sc.Models {
 			mr := r.Models[m.Name]
-			s.models = append(s.models, Sweep{Caps: caps[i : i+1], Succeeded: mr.Succeeded, BlockedShare: mr.BlockedShare})
+			s.models = append(s.models, sweep{Caps: caps[i : i+1], Succeeded: mr.Succeeded, BlockedShare: mr.BlockedShare})
 		}
 		o.Points = append(o.Points, s)
 		if o.Best == nil || better(s, best) {
@@ -121,7 +123,7 @@ func FindOracle(sc *Scenario, coarse bool) (*OracleFit, error) {
 	eachBest := func() []int {
 		caps := make([]int, len(sc.Models))
 		for i := range caps {
-			var b Sweep
+			var b sweep
 			for k, p := range o.Points {
 				if k == 0 || better(p.models[i], b) {
 					b = p.models[i]
@@ -142,7 +144,7 @@ func FindOracle(sc *Scenario, coarse bool) (*OracleFit, error) {
 	if coarse {
 		grid = oracleCoarse
 	}
-	start := BusyCaps(sc)
+	start := scenario.BusyCaps(sc)
 	for _, f := range grid {
 		if err := try(scaled(start, f)); err != nil {
 			return nil, err
@@ -177,40 +179,4 @@ func FindOracle(sc *Scenario, coarse bool) (*OracleFit, error) {
 	}
 	o.Caps = best.Caps
 	return o, nil
-}
-
-// BusyCaps estimates, per model, the jobs that keep its provider just busy
-// at its peak concurrency: concurrency × (call + think) / call jobs
-// calling or thinking, and on top the slots of jobs whose containers are
-// starting: × (job + container start) / job, a job lasting calls × (call +
-// think). Means of call_s, container_start_s and the model's batches' calls
-// and think_s (weighted by jobs). It is what an operator who knows the
-// workload would set, and where the oracle's sweep starts.
-func BusyCaps(sc *Scenario) []int {
-	caps := make([]int, len(sc.Models))
-	for i, m := range sc.Models {
-		peak := m.ProviderConcurrency
-		for _, c := range m.Changes {
-			if c.ProviderConcurrency != nil {
-				peak = max(peak, *c.ProviderConcurrency)
-			}
-		}
-		var think, calls, jobs float64
-		for _, b := range sc.Batches {
-			if b.Model == m.Name {
-				think += float64(b.Jobs) * mean(b.ThinkS)
-				calls += float64(b.Jobs) * math.Max(1, mean(b.Calls))
-				jobs += float64(b.Jobs)
-			}
-		}
-		if jobs > 0 {
-			think /= jobs
-			calls /= jobs
-		}
-		call := math.Max(mean(m.CallS), 1e-3)
-		job := math.Max(calls*(call+think), 1e-3)
-		busy := float64(peak) * (call + think) / call * (job + mean(sc.ContainerStartS)) / job
-		caps[i] = max(1, int(math.Round(busy)))
-	}
-	return caps
 }

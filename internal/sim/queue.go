@@ -2,6 +2,7 @@ package sim
 
 import (
 	"container/heap"
+	"math"
 	"time"
 )
 
@@ -19,7 +20,7 @@ const (
 	evCallFail                      // a call fails with a provider error (arg: job)
 	evThinkEnd                      // a job is done thinking and sends its next call (arg: job)
 
-	// With faults (policy dynamic only): see faults.go and invocation.go.
+	// With faults (policy dynamic only): see internal/sim/faults and invocation.go.
 	evInvoke   // EventBridge starts a scheduler invocation (arg: 1 for a duplicate)
 	evWake     // a sleeping invocation wakes up (arg: invocation)
 	evDeliver  // a task event reaches the task-events function (arg: delivery)
@@ -130,4 +131,10 @@ func (b *bucket) reserve(now, deadline time.Duration) (time.Duration, bool) {
 	}
 	b.tat = max(b.tat, g) + b.interval
 	return g, true
+}
+
+// seconds converts seconds to a duration, rounded to the nanosecond (as
+// scenario.Dist.Duration does).
+func seconds(s float64) time.Duration {
+	return time.Duration(math.Round(s * 1e9))
 }

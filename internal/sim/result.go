@@ -329,3 +329,10 @@ func CommonWaitShare(results []*Result) (n int, p50, p90 []*float64) {
 	}
 	return len(common), p50, p90
 }
+
+// Broken reports whether a run broke an invariant: a job lost or launched
+// twice, or any other violation.
+func Broken(r *Result) bool {
+	t := r.Totals
+	return t.Lost+t.DoubleLaunched+t.InvariantViolations > 0
+}

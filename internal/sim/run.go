@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/evalsched/evalsched/internal/limits"
+	"github.com/evalsched/evalsched/internal/sim/faults"
+	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
 
 // Policy names a scheduling policy.
@@ -22,8 +24,8 @@ const (
 	Oracle Policy = "oracle"
 )
 
-// Policies lists the simulated policies; tests run each.
-var Policies = []Policy{Dynamic, Static, Unbounded}
+// policies lists the simulated policies; tests run each.
+var policies = []Policy{Dynamic, Static, Unbounded}
 
 // AllPolicies is what "all" runs and prints, in order: the old caps and
 // the oracle side by side.
@@ -63,16 +65,16 @@ type Options struct {
 	// Faults are the kinds of fault to inject into policy dynamic (doc.go,
 	// "Faults"); the baselines ignore them. Unlike the other options they
 	// change the results: the same faults give the same results.
-	Faults Faults
+	Faults faults.Set
 
 	// faultHook, in tests, shapes the fault plan (and the policy) before
 	// the run starts.
-	faultHook func(*dynamicPolicy, *faultPlan)
+	faultHook func(*dynamicPolicy, *faults.Plan)
 }
 
-// Run simulates the scenario under one policy. Same scenario and seed, same
+// runPolicy simulates the scenario under one policy. Same scenario and seed, same
 // result, whatever else runs alongside.
-func Run(sc *Scenario, p Policy, opt Options) (*Result, error) {
+func runPolicy(sc *scenario.Scenario, p Policy, opt Options) (*Result, error) {
 	if p == Oracle {
 		return runOracle(sc, opt)
 	}
@@ -82,15 +84,15 @@ func Run(sc *Scenario, p Policy, opt Options) (*Result, error) {
 
 // runOracle sweeps static's caps and returns the best run as policy
 // oracle, with its caps and the wall time of the whole sweep.
-func runOracle(sc *Scenario, opt Options) (*Result, error) {
+func runOracle(sc *scenario.Scenario, opt Options) (*Result, error) {
 	wall := time.Now()
-	o, err := FindOracle(sc, opt.OracleCoarse)
+	o, err := findOracle(sc, opt.OracleCoarse)
 	if err != nil {
 		return nil, err
 	}
 	r := o.Best
 	if opt.Trace { // the sweep ran without traces: run the best caps again
-		if r, err = Run(sc, Static, Options{StaticCaps: o.Caps, Trace: true}); err != nil {
+		if r, err = runPolicy(sc, Static, Options{StaticCaps: o.Caps, Trace: true}); err != nil {
 			return nil, err
 		}
 	}
@@ -104,7 +106,7 @@ func runOracle(sc *Scenario, opt Options) (*Result, error) {
 
 // simulate runs one policy and also returns the engine, for tests that
 // look at single jobs.
-func simulate(sc *Scenario, p Policy, opt Options) (*engine, *Result, error) {
+func simulate(sc *scenario.Scenario, p Policy, opt Options) (*engine, *Result, error) {
 	wall := time.Now()
 	e := newEngine(sc, p)
 	switch p {
@@ -118,7 +120,7 @@ func simulate(sc *Scenario, p Policy, opt Options) (*engine, *Result, error) {
 		}
 		e.pol = d
 		if opt.Faults != 0 {
-			plan := newFaultPlan(sc, opt.Faults)
+			plan := faults.NewPlan(sc, opt.Faults)
 			if opt.faultHook != nil {
 				opt.faultHook(d, plan)
 			}
@@ -156,9 +158,9 @@ func simulate(sc *Scenario, p Policy, opt Options) (*engine, *Result, error) {
 	r := e.result(opt.Trace)
 	e.pol.finish(r)
 	if e.faults != nil {
-		r.Faults = make(map[string]int, numFaultKinds)
-		for k, n := range e.faults.injected {
-			r.Faults[FaultKind(k).String()] = n
+		r.Faults = make(map[string]int, faults.NumKinds)
+		for k, n := range e.faults.Injected {
+			r.Faults[faults.Kind(k).String()] = n
 			r.Totals.FaultsInjected += n
 		}
 	}
@@ -170,12 +172,12 @@ func simulate(sc *Scenario, p Policy, opt Options) (*engine, *Result, error) {
 // RunAll runs the policies side by side, one goroutine each (they share
 // nothing but the read-only scenario), and returns the results in the order
 // given.
-func RunAll(sc *Scenario, ps []Policy, opt Options) ([]*Result, error) {
+func RunAll(sc *scenario.Scenario, ps []Policy, opt Options) ([]*Result, error) {
 	results := make([]*Result, len(ps))
 	errs := make([]error, len(ps))
 	var wg sync.WaitGroup
 	for i, p := range ps {
-		wg.Go(func() { results[i], errs[i] = Run(sc, p, opt) })
+		wg.Go(func() { results[i], errs[i] = runPolicy(sc, p, opt) })
 	}
 	wg.Wait()
 	for _, err := range errs {

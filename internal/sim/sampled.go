@@ -4,143 +4,16 @@ import (
 	"cmp"
 	"container/heap"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"time"
 
 	domain "github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
-	"github.com/evalsched/evalsched/internal/sampling"
 	"github.com/evalsched/evalsched/internal/scheduler"
+	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
-
-// SampledScenario is the input of `evalsched sim-sampled`
-// (scenarios/README.md, "Sampled batches"): one sampled batch whose strata
-// have latent pass rates, run once per seed beside the same batch in full.
-type SampledScenario struct {
-	Name          string
-	Seed          int64
-	PassIntervalS int
-	Slots         int  // jobs the batch holds at once
-	JobS          Dist // container time of one job
-	Sampling      sampling.Params
-	Strata        []SampledStratum
-}
-
-// SampledStratum is one stratum: its jobs and the chance each passes.
-type SampledStratum struct {
-	Name     string  `json:"name"`
-	Jobs     int     `json:"jobs"`
-	PassRate float64 `json:"pass_rate"`
-}
-
-type rawSampled struct {
-	Name          *string           `json:"name"`
-	Seed          *int64            `json:"seed"`
-	PassIntervalS *int              `json:"pass_interval_s"`
-	Slots         *int              `json:"slots"`
-	JobS          json.RawMessage   `json:"job_s"`
-	Sampling      json.RawMessage   `json:"sampling"`
-	Strata        []json.RawMessage `json:"strata"`
-}
-
-type rawStratum struct {
-	Name     *string  `json:"name"`
-	Jobs     *int     `json:"jobs"`
-	PassRate *float64 `json:"pass_rate"`
-}
-
-type rawParams struct {
-	MOE           *float64 `json:"moe"`
-	Confidence    *float64 `json:"confidence"`
-	MinPerStratum *int     `json:"min_per_stratum"`
-}
-
-// maxSampledJobs bounds a sampled scenario's batch (memory and time of
-// 200 seeds).
-const maxSampledJobs = 200_000
-
-// LoadSampledScenario reads and checks a sampled scenario; errors name the
-// field and the rule, one per line.
-func LoadSampledScenario(path string) (*SampledScenario, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("scenario: %w", err)
-	}
-	return ParseSampledScenario(data)
-}
-
-// ParseSampledScenario parses and checks a sampled scenario.
-func ParseSampledScenario(data []byte) (*SampledScenario, error) {
-	p := &parser{}
-	var r rawSampled
-	if !p.decode("", data, &r) {
-		return nil, p.err()
-	}
-	sc := &SampledScenario{}
-	sc.Name = p.name("name", r.Name)
-	switch {
-	case r.Seed == nil:
-		p.fail("seed", "required")
-	case *r.Seed < 0:
-		p.fail("seed", "must not be negative, got %d", *r.Seed)
-	default:
-		sc.Seed = *r.Seed
-	}
-	sc.PassIntervalS = p.intIn("pass_interval_s", r.PassIntervalS, DefaultPassIntervalS, 1, 3600)
-	sc.Slots = p.intIn("slots", r.Slots, 0, 1, maxSampledJobs)
-	sc.JobS = p.dist("job_s", r.JobS, true)
-	if isNull(r.Sampling) {
-		p.fail("sampling", "required")
-	} else {
-		var rp rawParams
-		if p.decode("sampling", r.Sampling, &rp) {
-			sc.Sampling.MOE = p.floatIn("sampling.moe", rp.MOE, 0, sampling.MinMOE, true, sampling.MaxMOE)
-			sc.Sampling.Confidence = p.floatIn("sampling.confidence", rp.Confidence, 0, sampling.MinConfidence, true, sampling.MaxConfidence)
-			sc.Sampling.MinPerStratum = p.intIn("sampling.min_per_stratum", rp.MinPerStratum, sampling.DefaultMinPerStratum, 1, sampling.MaxMinPerStratum)
-			if rp.MOE == nil {
-				p.fail("sampling.moe", "required")
-			}
-			if rp.Confidence == nil {
-				p.fail("sampling.confidence", "required")
-			}
-		}
-	}
-	if len(r.Strata) == 0 {
-		p.fail("strata", "required: at least one stratum")
-	}
-	names, total := map[string]int{}, 0
-	for i, raw := range r.Strata {
-		path := fmt.Sprintf("strata[%d]", i)
-		var rs rawStratum
-		if !p.decode(path, raw, &rs) {
-			continue
-		}
-		st := SampledStratum{Name: p.name(path+".name", rs.Name)}
-		if j, dup := names[st.Name]; dup {
-			p.fail(path+".name", "%q is already the name of strata[%d]", st.Name, j)
-		}
-		names[st.Name] = i
-		st.Jobs = p.intIn(path+".jobs", rs.Jobs, 0, 1, maxSampledJobs)
-		if rs.PassRate == nil {
-			p.fail(path+".pass_rate", "required")
-		} else {
-			st.PassRate = p.floatIn(path+".pass_rate", rs.PassRate, 0, 0, true, 1)
-		}
-		total += st.Jobs
-		sc.Strata = append(sc.Strata, st)
-	}
-	if total > maxSampledJobs {
-		p.fail("strata", "%d jobs in all is more than the simulator's %d", total, maxSampledJobs)
-	}
-	if err := p.err(); err != nil {
-		return nil, err
-	}
-	return sc, nil
-}
 
 // SampledRun is one seed's sampled run beside the full batch.
 type SampledRun struct {
@@ -165,9 +38,9 @@ type sampledJob struct {
 
 const sampledBatchName = "sampled"
 
-// RunSampled runs one seed: draws every job's verdict and time, then runs
+// runSampled runs one seed: draws every job's verdict and time, then runs
 // the batch sampled and in full on the same slots.
-func RunSampled(sc *SampledScenario, seed int64) SampledRun {
+func runSampled(sc *scenario.Sampled, seed int64) SampledRun {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x5a3b1ed))
 	draws := map[string]sampledJob{}
 	sampled := domain.BatchSpec{Account: "sim", Project: "sampled", Batch: sampledBatchName, Model: "m", Tier: -1, MaxAttempts: 1}
@@ -206,7 +79,7 @@ func RunSampled(sc *SampledScenario, seed int64) SampledRun {
 // its drawn time, reports its verdict and ends. It returns the store, the
 // jobs that ran, their container seconds and the wall seconds to the last
 // end.
-func runOnSlots(sc *SampledScenario, b domain.BatchSpec, draws map[string]sampledJob) (*memstore.Store, int, float64, float64) {
+func runOnSlots(sc *scenario.Sampled, b domain.BatchSpec, draws map[string]sampledJob) (*memstore.Store, int, float64, float64) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	s := memstore.New(scheduler.ModelConfig{})
@@ -288,11 +161,11 @@ type SampledReport struct {
 }
 
 // RunSampledSeeds runs seeds first, first+1, … and sums them.
-func RunSampledSeeds(sc *SampledScenario, first int64, seeds int) SampledReport {
+func RunSampledSeeds(sc *scenario.Sampled, first int64, seeds int) SampledReport {
 	rep := SampledReport{Scenario: sc.Name, Seeds: seeds, FirstSeed: first, Confidence: sc.Sampling.Confidence}
 	var ran, jobs, ch, fch, wh, fwh, hw, ae float64
 	for i := range seeds {
-		r := RunSampled(sc, first+int64(i))
+		r := runSampled(sc, first+int64(i))
 		rep.Runs = append(rep.Runs, r)
 		rep.Jobs = r.Jobs
 		ran += float64(r.Ran)

@@ -7,11 +7,13 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
 
-func shipped(t testing.TB, name string) *Scenario {
+func shipped(t testing.TB, name string) *scenario.Scenario {
 	t.Helper()
-	sc, err := LoadScenario("../../scenarios/" + name + ".json")
+	sc, err := scenario.Load("../../scenarios/" + name + ".json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +29,7 @@ func shippedRun(t *testing.T, name string) map[Policy]*Result {
 	if r, ok := shippedRuns[name]; ok {
 		return r
 	}
-	results, err := RunAll(shipped(t, name), Policies, Options{})
+	results, err := RunAll(shipped(t, name), policies, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,9 +42,9 @@ func shippedRun(t *testing.T, name string) map[Policy]*Result {
 	return out
 }
 
-func jsonOf(t *testing.T, sc *Scenario) []byte {
+func jsonOf(t *testing.T, sc *scenario.Scenario) []byte {
 	t.Helper()
-	results, err := RunAll(sc, Policies, Options{Trace: true})
+	results, err := RunAll(sc, policies, Options{Trace: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +78,7 @@ func TestDeterminism(t *testing.T) {
 // The JSON has exactly the README's field names.
 func TestJSONFields(t *testing.T) {
 	sc := tiny(2)
-	r, err := Run(sc, Static, Options{Trace: true})
+	r, err := runPolicy(sc, Static, Options{Trace: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +95,7 @@ func TestJSONFields(t *testing.T) {
 			t.Errorf("JSON lacks %s:\n%s", field, b)
 		}
 	}
-	r, _ = Run(sc, Static, Options{})
+	r, _ = runPolicy(sc, Static, Options{})
 	if b, _ := json.Marshal(r); strings.Contains(string(b), "passes") {
 		t.Error("passes present without trace")
 	}
@@ -198,7 +200,7 @@ func TestTargets(t *testing.T) {
 		for mult := 2; staticEnd == nil && mult <= 16; mult *= 2 {
 			sc := shipped(t, "small-behind-big")
 			sc.DurationS *= mult
-			long, err := Run(sc, Static, Options{})
+			long, err := runPolicy(sc, Static, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -228,7 +230,7 @@ func TestTargets(t *testing.T) {
 	})
 	t.Run("invariants", func(t *testing.T) {
 		for _, name := range []string{"seed-hot-lanes", "small-behind-big", "tiers-saturated"} {
-			for _, p := range Policies {
+			for _, p := range policies {
 				t.Run(name+"/"+string(p), func(t *testing.T) { invariants(t, shippedRun(t, name)[p]) })
 			}
 		}
@@ -246,11 +248,11 @@ func fmtS(p *float64) string {
 // simulator's speed: run with -benchtime 1x.
 func BenchmarkSeedHotLanes(b *testing.B) {
 	sc := shipped(b, "seed-hot-lanes")
-	for _, p := range Policies {
+	for _, p := range policies {
 		b.Run(string(p), func(b *testing.B) {
 			var events, calls int64
 			for b.Loop() {
-				r, err := Run(sc, p, Options{})
+				r, err := runPolicy(sc, p, Options{})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -267,16 +269,16 @@ func BenchmarkSeedHotLanes(b *testing.B) {
 // job cost what one does.
 func TestNoAllocationsPerCall(t *testing.T) {
 	allocs := func(calls float64) float64 {
-		sc := tiny(200, func(sc *Scenario) {
+		sc := tiny(200, func(sc *scenario.Scenario) {
 			sc.DurationS = 3600
 			sc.GlobalMaxRunning = 200
 			sc.Models[0].ProviderConcurrency = 50
-			sc.Models[0].CallS = FixedDist(1)
+			sc.Models[0].CallS = scenario.FixedDist(1)
 			sc.Models[0].StaticCap = 200
-			sc.Batches[0].Calls = FixedDist(calls)
+			sc.Batches[0].Calls = scenario.FixedDist(calls)
 		})
 		return testing.AllocsPerRun(2, func() {
-			if _, err := Run(sc, Static, Options{}); err != nil {
+			if _, err := runPolicy(sc, Static, Options{}); err != nil {
 				t.Fatal(err)
 			}
 		})

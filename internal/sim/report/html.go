@@ -1,4 +1,4 @@
-package sim
+package report
 
 import (
 	"bufio"
@@ -8,16 +8,18 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/evalsched/evalsched/internal/sim"
 )
 
-// WriteReport writes one self-contained HTML page: inline SVG drawn here by
+// WriteHTML writes one self-contained HTML page: inline SVG drawn here by
 // hand, no script, no network. It shows, for dynamic, each model's limit,
 // running jobs, provider capacity and the depth the pass saw over time;
 // container starts by tier and by project over time for every policy, on
 // one y-scale per chart kind; and the policies side by side: per batch its
 // first start and its finish on log axes, the wait share over the jobs every
 // policy finished, the old caps (static) beside the oracle.
-func WriteReport(w io.Writer, results []*Result) error {
+func WriteHTML(w io.Writer, results []*sim.Result) error {
 	if len(results) == 0 {
 		return fmt.Errorf("no results to report")
 	}
@@ -30,14 +32,14 @@ func WriteReport(w io.Writer, results []*Result) error {
 // maxPoints caps a plotted series; longer ones are thinned evenly.
 const maxPoints = 1000
 
-var policyColor = map[Policy]string{Dynamic: "#1f77b4", Static: "#ff7f0e", Oracle: "#2ca02c", Unbounded: "#7f7f7f"}
+var policyColor = map[sim.Policy]string{sim.Dynamic: "#1f77b4", sim.Static: "#ff7f0e", sim.Oracle: "#2ca02c", sim.Unbounded: "#7f7f7f"}
 
 // palette colours tiers and projects.
 var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"}
 
 type reporter struct {
 	w       *bufio.Writer
-	results []*Result
+	results []*sim.Result
 }
 
 func (rp *reporter) printf(format string, a ...any) { fmt.Fprintf(rp.w, format, a...) }
@@ -63,7 +65,7 @@ svg text{font:11px system-ui,sans-serif;fill:#333}
 	rp.totals()
 	rp.sideBySide()
 	for _, r := range rp.results {
-		if r.Policy == Dynamic {
+		if r.Policy == sim.Dynamic {
 			rp.models(r)
 		}
 	}
@@ -122,7 +124,7 @@ func (rp *reporter) sideBySide() {
 	for _, r := range rp.results {
 		names = append(names, string(r.Policy))
 	}
-	perModel := func(title string, f func(*ModelResult) float64, format string) {
+	perModel := func(title string, f func(*sim.ModelResult) float64, format string) {
 		vals := make([][]*float64, len(r0.ModelNames))
 		for g, m := range r0.ModelNames {
 			for _, r := range rp.results {
@@ -132,10 +134,10 @@ func (rp *reporter) sideBySide() {
 		}
 		rp.bars(title, r0.ModelNames, names, vals, format, "", false)
 	}
-	perModel("Throughput (succeeded jobs per hour; higher is better)", func(m *ModelResult) float64 { return m.ThroughputPerH }, "%.0f")
-	perModel("Backlog utilization (provider busy while work waits; higher is better)", func(m *ModelResult) float64 { return m.BacklogUtilization }, "%.3f")
-	perModel("Blocked share (container time queued at the gateway; lower is better)", func(m *ModelResult) float64 { return m.BlockedShare }, "%.3f")
-	perBatch := func(title string, f func(*BatchResult) *float64) {
+	perModel("Throughput (succeeded jobs per hour; higher is better)", func(m *sim.ModelResult) float64 { return m.ThroughputPerH }, "%.0f")
+	perModel("Backlog utilization (provider busy while work waits; higher is better)", func(m *sim.ModelResult) float64 { return m.BacklogUtilization }, "%.3f")
+	perModel("Blocked share (container time queued at the gateway; lower is better)", func(m *sim.ModelResult) float64 { return m.BlockedShare }, "%.3f")
+	perBatch := func(title string, f func(*sim.BatchResult) *float64) {
 		vals := make([][]*float64, len(r0.BatchKeys))
 		for g, k := range r0.BatchKeys {
 			for _, r := range rp.results {
@@ -146,9 +148,9 @@ func (rp *reporter) sideBySide() {
 		// seconds of the others.
 		rp.bars(title, r0.BatchKeys, names, vals, "%.0f", "never", true)
 	}
-	perBatch("First start of each batch (s after submit, log scale; shorter is better)", func(b *BatchResult) *float64 { return b.FirstStartS })
-	perBatch("Each batch finished (its last job's end, s after submit, log scale; shorter is better)", func(b *BatchResult) *float64 { return b.LastEndS })
-	n, p50, p90 := CommonWaitShare(rp.results)
+	perBatch("First start of each batch (s after submit, log scale; shorter is better)", func(b *sim.BatchResult) *float64 { return b.FirstStartS })
+	perBatch("Each batch finished (its last job's end, s after submit, log scale; shorter is better)", func(b *sim.BatchResult) *float64 { return b.LastEndS })
+	n, p50, p90 := sim.CommonWaitShare(rp.results)
 	rp.bars(fmt.Sprintf("Wait share (submit→running / submit→end; lower is better) over the %d jobs every policy finished", n),
 		[]string{"p50", "p90"}, names, [][]*float64{p50, p90}, "%.2f", "–", false)
 	rp.printf("</div>\n")
@@ -160,22 +162,22 @@ func (rp *reporter) sideBySide() {
 
 // baselineNote says what each baseline is and what dynamic is measured
 // against it.
-func baselineNote(results []*Result) string {
+func baselineNote(results []*sim.Result) string {
 	var parts []string
 	for _, r := range results {
 		switch r.Policy {
-		case Static:
+		case sim.Static:
 			parts = append(parts, "static: the scenario's old hand-set caps (static_cap); against it dynamic wins throughput")
-		case Oracle:
+		case sim.Oracle:
 			parts = append(parts, fmt.Sprintf("oracle: static with the best fixed caps in hindsight (%v, the best of %d static runs), which no operator can set in advance; against it dynamic is measured on fairness (small batches behind big ones, tiers) and adaptation (capacity changes, error bursts)", r.OracleCaps, r.OracleRuns))
-		case Unbounded:
+		case sim.Unbounded:
 			parts = append(parts, "unbounded: no per-model cap")
 		}
 	}
 	return strings.Join(parts, ". ") + "."
 }
 
-func (rp *reporter) models(r *Result) {
+func (rp *reporter) models(r *sim.Result) {
 	s := r.Series
 	if s == nil || len(s.T) == 0 {
 		return
@@ -370,7 +372,7 @@ func (rp *reporter) bars(title string, groups, series []string, vals [][]*float6
 	rp.printf(`<svg width="%d" height="%d" viewBox="0 0 %d %d" role="img" data-scale="%s"><title>%s</title>`+"\n", w, h, w, h, scale, esc(title))
 	rp.printf(`<text x="4" y="14" style="font-weight:bold">%s</text>`+"\n", esc(title))
 	for i, s := range series {
-		color := policyColor[Policy(s)]
+		color := policyColor[sim.Policy(s)]
 		if color == "" {
 			color = palette[i%len(palette)]
 		}
@@ -380,7 +382,7 @@ func (rp *reporter) bars(title string, groups, series []string, vals [][]*float6
 	for g, name := range groups {
 		rp.printf(`<text x="%d" y="%d" text-anchor="end">%s</text>`+"\n", labelW-6, y+rowH*len(series)/2+4, esc(name))
 		for i, s := range series {
-			color := policyColor[Policy(s)]
+			color := policyColor[sim.Policy(s)]
 			if color == "" {
 				color = palette[i%len(palette)]
 			}

@@ -1,4 +1,4 @@
-package sim
+package scenario
 
 import (
 	"fmt"
@@ -89,37 +89,4 @@ func (d Dist) String() string {
 // seconds converts seconds to a duration, rounded to the nanosecond.
 func seconds(s float64) time.Duration {
 	return time.Duration(math.Round(s * 1e9))
-}
-
-// splitmix64 scrambles a stream key into a well-spread PCG seed, so streams
-// with neighbouring keys (job 41, job 42) are unrelated.
-func splitmix64(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
-}
-
-// Stream tags: each kind of randomness has its own family of PCG sources, so
-// adding draws of one kind never shifts the draws of another.
-const (
-	streamCalls     uint64 = iota + 1 // per batch: each job's number of calls, in job order
-	streamStart                       // per batch: each job's container start latency, in job order
-	streamJob                         // per job: its calls' service times, error coins and think times
-	streamFaultPlan                   // per fault source: its episodes (faults.go)
-	streamFaultDraw                   // per fault kind: the draws made as the run meets opportunities
-	streamMetric                      // per (model, depth period): a datapoint's missing coin and noise
-	streamInfra                       // per (job, attempt): whether its task fails to start
-)
-
-// newPCG returns the source of stream (tag, key) under seed.
-func newPCG(seed int64, tag, key uint64) *rand.PCG {
-	p := &rand.PCG{}
-	seedPCG(p, seed, tag, key)
-	return p
-}
-
-// seedPCG sets p to the start of stream (tag, key) under seed, in place.
-func seedPCG(p *rand.PCG, seed int64, tag, key uint64) {
-	p.Seed(splitmix64(uint64(seed)^splitmix64(tag)), splitmix64(key^(tag<<56)))
 }

@@ -1,4 +1,4 @@
-package sim
+package report
 
 import (
 	"bytes"
@@ -6,6 +6,9 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/evalsched/evalsched/internal/sim"
+	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
 
 // svgChart is what the report test reads from each inline SVG.
@@ -23,23 +26,23 @@ type svgChart struct {
 // reportCharts runs every policy on a scenario whose small batch waits
 // behind a big one under the old caps, writes the report and parses its
 // charts (no browser: the SVG is XML).
-func reportCharts(t *testing.T) ([]*Result, string, []svgChart) {
+func reportCharts(t *testing.T) ([]*sim.Result, string, []svgChart) {
 	t.Helper()
-	sc := tiny(300, func(sc *Scenario) {
+	sc := tiny(300, func(sc *scenario.Scenario) {
 		sc.DurationS, sc.GlobalMaxRunning = 3600, 100
 		sc.Models[0].ProviderConcurrency, sc.Models[0].StaticCap = 4, 3
-		sc.Batches = append(sc.Batches, Batch{AtS: 60, Account: "b", Project: "q", Batch: "small", Model: "m", Jobs: 5,
-			Tier: -1, Calls: FixedDist(1), ThinkS: FixedDist(0)},
+		sc.Batches = append(sc.Batches, scenario.Batch{AtS: 60, Account: "b", Project: "q", Batch: "small", Model: "m", Jobs: 5,
+			Tier: -1, Calls: scenario.FixedDist(1), ThinkS: scenario.FixedDist(0)},
 			// A late batch no policy finishes: the finished sets differ.
-			Batch{AtS: 3400, Account: "c", Project: "r", Batch: "late", Model: "m", Jobs: 200,
-				Tier: -1, Calls: FixedDist(1), ThinkS: FixedDist(0)})
+			scenario.Batch{AtS: 3400, Account: "c", Project: "r", Batch: "late", Model: "m", Jobs: 200,
+				Tier: -1, Calls: scenario.FixedDist(1), ThinkS: scenario.FixedDist(0)})
 	})
-	results, err := RunAll(sc, AllPolicies, Options{})
+	results, err := sim.RunAll(sc, sim.AllPolicies, sim.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := WriteReport(&buf, results); err != nil {
+	if err := WriteHTML(&buf, results); err != nil {
 		t.Fatal(err)
 	}
 	page := buf.String()
@@ -131,7 +134,7 @@ func TestReportComparisonPlots(t *testing.T) {
 	if len(ws) != 1 || !strings.Contains(ws[0].Title, "lower is better") || !strings.Contains(ws[0].Title, "every policy finished") {
 		t.Fatalf("wait share chart: %+v; want one that says lower is better and over which jobs", ws)
 	}
-	n, p50, _ := CommonWaitShare(results)
+	n, p50, _ := sim.CommonWaitShare(results)
 	if n == 0 || n >= len(results[0].JobWaits) {
 		t.Fatalf("%d jobs finished under every policy of %d: the scenario must finish some but not all", n, len(results[0].JobWaits))
 	}
@@ -157,10 +160,29 @@ func TestReportComparisonPlots(t *testing.T) {
 // TestCommonWaitShare: only jobs finished under every policy count.
 func TestCommonWaitShare(t *testing.T) {
 	nan := float32(math.NaN())
-	a := &Result{JobWaits: []float32{0.1, 0.2, nan, 0.9}}
-	b := &Result{JobWaits: []float32{0.5, nan, 0.3, 0.7}}
-	n, p50, p90 := CommonWaitShare([]*Result{a, b})
+	a := &sim.Result{JobWaits: []float32{0.1, 0.2, nan, 0.9}}
+	b := &sim.Result{JobWaits: []float32{0.5, nan, 0.3, 0.7}}
+	n, p50, p90 := sim.CommonWaitShare([]*sim.Result{a, b})
 	if n != 2 || math.Abs(*p50[0]-0.1) > 1e-6 || math.Abs(*p90[0]-0.9) > 1e-6 || math.Abs(*p50[1]-0.5) > 1e-6 {
 		t.Errorf("n %d, p50 %v/%v, p90 %v; want 2 jobs (0 and 3): a 0.1/0.9, b 0.5/0.7", n, *p50[0], *p50[1], *p90[0])
 	}
+}
+
+// tiny is internal/sim's test scenario: a one-model scenario with fixed distributions whose numbers can be
+// worked out by hand: conc 1, every job one 10-s call, containers start in
+// 5 s. Options change it.
+func tiny(jobs int, opts ...func(*scenario.Scenario)) *scenario.Scenario {
+	sc := &scenario.Scenario{
+		Name: "tiny", Seed: 1, DurationS: 100, PassIntervalS: 10, GlobalMaxRunning: 10,
+		LaunchRatePerS: 20, LaunchBurst: 100, ContainerStartS: scenario.FixedDist(5), MetricDelayS: 20,
+		Tiers: 3, TierWeight: 0.8, DefaultTier: 2,
+		Models: []scenario.Model{{Name: "m", ProviderConcurrency: 1, CallS: scenario.FixedDist(10), TargetDepth: 1,
+			MinLimit: 1, MaxLimit: 10000, InitialLimit: 10, StaticCap: 10}},
+		Batches: []scenario.Batch{{Account: "a", Project: "p", Batch: "b", Model: "m", Jobs: jobs, Tier: -1,
+			Calls: scenario.FixedDist(1), ThinkS: scenario.FixedDist(0)}},
+	}
+	for _, o := range opts {
+		o(sc)
+	}
+	return sc
 }

@@ -1,4 +1,4 @@
-package sim
+package scenario
 
 import (
 	"encoding/json"
@@ -36,7 +36,7 @@ func model0(v map[string]any) map[string]any { return v["models"].([]any)[0].(ma
 func batch0(v map[string]any) map[string]any { return v["batches"].([]any)[0].(map[string]any) }
 
 func TestParseDefaults(t *testing.T) {
-	sc, err := ParseScenario([]byte(minimal))
+	sc, err := Parse([]byte(minimal))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestParseDefaults(t *testing.T) {
 }
 
 func TestParseDefaultTierClamped(t *testing.T) {
-	sc, err := ParseScenario(edit(t, func(v map[string]any) { v["tiers"] = 2 }))
+	sc, err := Parse(edit(t, func(v map[string]any) { v["tiers"] = 2 }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestParseUnknownFields(t *testing.T) {
 		}, `scenario: batches[0].think_s: unknown field "unit"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := ParseScenario(edit(t, c.edit))
+			_, err := Parse(edit(t, c.edit))
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("error = %v, want it to contain %q", err, c.want)
 			}
@@ -173,7 +173,7 @@ func TestParseBadValues(t *testing.T) {
 		{"missing batches", func(v map[string]any) { delete(v, "batches") }, "scenario: batches: required"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := ParseScenario(edit(t, c.edit))
+			_, err := Parse(edit(t, c.edit))
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("error = %v\nwant it to contain %q", err, c.want)
 			}
@@ -182,22 +182,22 @@ func TestParseBadValues(t *testing.T) {
 }
 
 func TestParseSyntax(t *testing.T) {
-	_, err := ParseScenario([]byte("{\n  \"name\": \"x\",\n  \"seed\": 1,,\n}"))
+	_, err := Parse([]byte("{\n  \"name\": \"x\",\n  \"seed\": 1,,\n}"))
 	if err == nil || !strings.Contains(err.Error(), "scenario: invalid JSON at line 3") {
 		t.Errorf("error = %v, want the line of the syntax error", err)
 	}
-	_, err = ParseScenario([]byte(minimal + `{}`))
+	_, err = Parse([]byte(minimal + `{}`))
 	if err == nil || !strings.Contains(err.Error(), "unexpected data after the object") {
 		t.Errorf("error = %v, want trailing data rejected", err)
 	}
-	_, err = ParseScenario(nil)
+	_, err = Parse(nil)
 	if err == nil || !strings.Contains(err.Error(), "scenario: empty or truncated JSON") {
 		t.Errorf("error = %v, want empty input rejected", err)
 	}
 }
 
 func TestParseAllErrors(t *testing.T) {
-	_, err := ParseScenario(edit(t, func(v map[string]any) {
+	_, err := Parse(edit(t, func(v map[string]any) {
 		v["duration_s"] = 0
 		batch0(v)["jobs"] = 0
 	}))
@@ -207,14 +207,14 @@ func TestParseAllErrors(t *testing.T) {
 }
 
 func TestShippedScenariosParse(t *testing.T) {
-	files, err := filepath.Glob("../../scenarios/*.json")
+	files, err := filepath.Glob("../../../scenarios/*.json")
 	// sampled-*.json are sim-sampled's format (TestShippedSampledScenario).
 	files = slices.DeleteFunc(files, func(f string) bool { return strings.HasPrefix(filepath.Base(f), "sampled-") })
 	if err != nil || len(files) != 3 {
 		t.Fatalf("shipped scenarios: %v %v, want 3", files, err)
 	}
 	for _, f := range files {
-		sc, err := LoadScenario(f)
+		sc, err := Load(f)
 		if err != nil {
 			t.Errorf("%s: %v", f, err)
 			continue

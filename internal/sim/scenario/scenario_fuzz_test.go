@@ -1,4 +1,4 @@
-package sim
+package scenario
 
 import (
 	"os"
@@ -10,7 +10,7 @@ import (
 // FuzzParseScenario: no panic, and every rejection names where it is
 // ("scenario: …") — the shipped scenarios are the seeds.
 func FuzzParseScenario(f *testing.F) {
-	files, _ := filepath.Glob("../../scenarios/*.json")
+	files, _ := filepath.Glob("../../../scenarios/*.json")
 	for _, p := range files {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b)
@@ -18,7 +18,7 @@ func FuzzParseScenario(f *testing.F) {
 	}
 	f.Add([]byte(`{"name":"x","models":[{"name":"m","call_s":{"medain":1}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		sc, err := ParseScenario(data)
+		sc, err := Parse(data)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "scenario") {
 				t.Fatalf("rejection %q does not say it is the scenario's", err)

@@ -1,4 +1,4 @@
-package sim
+package scenario
 
 import (
 	"bytes"
@@ -188,19 +188,19 @@ type rawDist struct {
 	Max    *float64 `json:"max"`
 }
 
-// LoadScenario reads and parses a scenario file.
-func LoadScenario(path string) (*Scenario, error) {
+// Load reads and parses a scenario file.
+func Load(path string) (*Scenario, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
-	return ParseScenario(data)
+	return Parse(data)
 }
 
-// ParseScenario parses a scenario, applies the defaults and validates it.
+// Parse parses a scenario, applies the defaults and validates it.
 // Errors name the field by its path (models[2].call_s) and the rule broken;
 // all broken rules are reported, one per line.
-func ParseScenario(data []byte) (*Scenario, error) {
+func Parse(data []byte) (*Scenario, error) {
 	p := &parser{}
 	sc := p.scenario(data)
 	if err := p.err(); err != nil {

@@ -1,4 +1,4 @@
-package sim
+package scenario
 
 import (
 	"encoding/json"
@@ -83,7 +83,7 @@ func (o distOut) MarshalJSON() ([]byte, error) {
 }
 
 // MarshalJSON writes the scenario in the file format (scenarios/README.md);
-// ParseScenario reads it back to an equal Scenario.
+// Parse reads it back to an equal Scenario.
 func (sc *Scenario) MarshalJSON() ([]byte, error) {
 	out := scenarioOut{
 		Name: sc.Name, Seed: sc.Seed, DurationS: sc.DurationS, PassIntervalS: sc.PassIntervalS,

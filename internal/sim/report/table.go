@@ -1,4 +1,4 @@
-package sim
+package report
 
 import (
 	"bytes"
@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/evalsched/evalsched/internal/sim"
+	"github.com/evalsched/evalsched/internal/sim/faults"
 )
 
 // WriteTable prints results side by side, one column per policy: per model
@@ -16,7 +19,7 @@ import (
 // long containers sat blocked, the depth and the final limit; per batch when
 // it was first admitted, first started and finished; starts by tier; the
 // wait share; and the totals, lost and double-launched jobs included.
-func WriteTable(w io.Writer, results []*Result) error {
+func WriteTable(w io.Writer, results []*sim.Result) error {
 	if len(results) == 0 {
 		return nil
 	}
@@ -28,9 +31,9 @@ func WriteTable(w io.Writer, results []*Result) error {
 	fmt.Fprintf(w, "scenario %s, seed %d, %d s simulated\n", r0.Scenario, r0.Seed, r0.DurationS)
 	for _, r := range results {
 		switch r.Policy {
-		case Static:
+		case sim.Static:
 			fmt.Fprintf(w, "static: the scenario's old caps (static_cap)\n")
-		case Oracle:
+		case sim.Oracle:
 			fmt.Fprintf(w, "oracle: static with the best fixed caps in hindsight, %v, the best of %d static runs\n", r.OracleCaps, r.OracleRuns)
 		}
 	}
@@ -48,7 +51,7 @@ func WriteTable(w io.Writer, results []*Result) error {
 		fmt.Fprintf(tw, "%-*s  %-*s\t%s\t\n", w1, a, w2, b, strings.Join(cells, "\t"))
 	}
 	blank := func() { row("", "", make([]string, len(results))...) }
-	each := func(f func(*Result) string) []string {
+	each := func(f func(*sim.Result) string) []string {
 		out := make([]string, len(results))
 		for i, r := range results {
 			out[i] = f(r)
@@ -58,27 +61,27 @@ func WriteTable(w io.Writer, results []*Result) error {
 
 	row("MODEL", "", head...)
 	for _, name := range r0.ModelNames {
-		m := func(f func(*ModelResult) string) []string {
-			return each(func(r *Result) string { return f(r.Models[name]) })
+		m := func(f func(*sim.ModelResult) string) []string {
+			return each(func(r *sim.Result) string { return f(r.Models[name]) })
 		}
-		row(name, "succeeded", m(func(x *ModelResult) string { return strconv.Itoa(x.Succeeded) })...)
-		row("", "throughput/h", m(func(x *ModelResult) string { return fmt.Sprintf("%.0f", x.ThroughputPerH) })...)
-		row("", "backlog s", m(func(x *ModelResult) string { return fmt.Sprintf("%.0f", x.BacklogS) })...)
-		row("", "backlog utilization", m(func(x *ModelResult) string { return fmt.Sprintf("%.3f", x.BacklogUtilization) })...)
-		row("", "blocked share", m(func(x *ModelResult) string { return fmt.Sprintf("%.3f", x.BlockedShare) })...)
-		row("", "depth mean / p90", m(func(x *ModelResult) string { return fmt.Sprintf("%.1f / %.0f", x.MeanDepth, x.P90Depth) })...)
-		row("", "final limit", m(func(x *ModelResult) string { return strconv.Itoa(x.FinalLimit) })...)
+		row(name, "succeeded", m(func(x *sim.ModelResult) string { return strconv.Itoa(x.Succeeded) })...)
+		row("", "throughput/h", m(func(x *sim.ModelResult) string { return fmt.Sprintf("%.0f", x.ThroughputPerH) })...)
+		row("", "backlog s", m(func(x *sim.ModelResult) string { return fmt.Sprintf("%.0f", x.BacklogS) })...)
+		row("", "backlog utilization", m(func(x *sim.ModelResult) string { return fmt.Sprintf("%.3f", x.BacklogUtilization) })...)
+		row("", "blocked share", m(func(x *sim.ModelResult) string { return fmt.Sprintf("%.3f", x.BlockedShare) })...)
+		row("", "depth mean / p90", m(func(x *sim.ModelResult) string { return fmt.Sprintf("%.1f / %.0f", x.MeanDepth, x.P90Depth) })...)
+		row("", "final limit", m(func(x *sim.ModelResult) string { return strconv.Itoa(x.FinalLimit) })...)
 	}
 	blank()
 	row("BATCH (s after at_s)", "", head...)
 	for _, key := range r0.BatchKeys {
-		b := func(f func(*BatchResult) string) []string {
-			return each(func(r *Result) string { return f(r.Batches[key]) })
+		b := func(f func(*sim.BatchResult) string) []string {
+			return each(func(r *sim.Result) string { return f(r.Batches[key]) })
 		}
-		row(key, "done / jobs", b(func(x *BatchResult) string { return fmt.Sprintf("%d / %d", x.Succeeded+x.Failed, x.Jobs) })...)
-		row("", "first admit", b(func(x *BatchResult) string { return secs(x.FirstAdmitS) })...)
-		row("", "first start", b(func(x *BatchResult) string { return secs(x.FirstStartS) })...)
-		row("", "last end", b(func(x *BatchResult) string { return secs(x.LastEndS) })...)
+		row(key, "done / jobs", b(func(x *sim.BatchResult) string { return fmt.Sprintf("%d / %d", x.Succeeded+x.Failed, x.Jobs) })...)
+		row("", "first admit", b(func(x *sim.BatchResult) string { return secs(x.FirstAdmitS) })...)
+		row("", "first start", b(func(x *sim.BatchResult) string { return secs(x.FirstStartS) })...)
+		row("", "last end", b(func(x *sim.BatchResult) string { return secs(x.LastEndS) })...)
 	}
 	blank()
 	row("TIER", "starts (share)", head...)
@@ -89,7 +92,7 @@ func WriteTable(w io.Writer, results []*Result) error {
 		return x - y
 	})
 	for _, t := range tiers {
-		row(t, "", each(func(r *Result) string {
+		row(t, "", each(func(r *sim.Result) string {
 			total := 0
 			for _, v := range r.Tiers {
 				total += v.Starts
@@ -104,10 +107,10 @@ func WriteTable(w io.Writer, results []*Result) error {
 	blank()
 	// Lower is better; a policy's own finished jobs differ from another's,
 	// so the second row compares the jobs every policy finished.
-	row("WAIT SHARE", "p50/p90, own done", each(func(r *Result) string {
+	row("WAIT SHARE", "p50/p90, own done", each(func(r *sim.Result) string {
 		return share(r.WaitShare.P50) + " / " + share(r.WaitShare.P90)
 	})...)
-	n, p50, p90 := CommonWaitShare(results)
+	n, p50, p90 := sim.CommonWaitShare(results)
 	cells := make([]string, len(results))
 	for i := range results {
 		cells[i] = share(p50[i]) + " / " + share(p90[i])
@@ -115,24 +118,24 @@ func WriteTable(w io.Writer, results []*Result) error {
 	row("(lower is better)", fmt.Sprintf("%d done by all", n), cells...)
 	blank()
 	row("TOTALS", "", head...)
-	t := func(f func(Totals) int) []string {
-		return each(func(r *Result) string { return strconv.Itoa(f(r.Totals)) })
+	t := func(f func(sim.Totals) int) []string {
+		return each(func(r *sim.Result) string { return strconv.Itoa(f(r.Totals)) })
 	}
-	row("", "submitted", t(func(x Totals) int { return x.Submitted })...)
-	row("", "succeeded", t(func(x Totals) int { return x.Succeeded })...)
-	row("", "failed", t(func(x Totals) int { return x.Failed })...)
-	row("", "waiting", t(func(x Totals) int { return x.Waiting })...)
-	row("", "running", t(func(x Totals) int { return x.Running })...)
-	row("", "launches", t(func(x Totals) int { return x.Launches })...)
-	row("", "lost", t(func(x Totals) int { return x.Lost })...)
-	row("", "double launched", t(func(x Totals) int { return x.DoubleLaunched })...)
-	row("", "store check violations", each(func(r *Result) string { return strconv.Itoa(r.CheckViolations) })...)
-	row("", "invariant violations", t(func(x Totals) int { return x.InvariantViolations })...)
-	if slices.ContainsFunc(results, func(r *Result) bool { return r.Faults != nil }) {
+	row("", "submitted", t(func(x sim.Totals) int { return x.Submitted })...)
+	row("", "succeeded", t(func(x sim.Totals) int { return x.Succeeded })...)
+	row("", "failed", t(func(x sim.Totals) int { return x.Failed })...)
+	row("", "waiting", t(func(x sim.Totals) int { return x.Waiting })...)
+	row("", "running", t(func(x sim.Totals) int { return x.Running })...)
+	row("", "launches", t(func(x sim.Totals) int { return x.Launches })...)
+	row("", "lost", t(func(x sim.Totals) int { return x.Lost })...)
+	row("", "double launched", t(func(x sim.Totals) int { return x.DoubleLaunched })...)
+	row("", "store check violations", each(func(r *sim.Result) string { return strconv.Itoa(r.CheckViolations) })...)
+	row("", "invariant violations", t(func(x sim.Totals) int { return x.InvariantViolations })...)
+	if slices.ContainsFunc(results, func(r *sim.Result) bool { return r.Faults != nil }) {
 		blank()
 		row("FAULTS INJECTED", "", head...)
-		faults := func(kind string) []string {
-			return each(func(r *Result) string {
+		injected := func(kind string) []string {
+			return each(func(r *sim.Result) string {
 				if r.Faults == nil {
 					return "–" // the baselines ignore faults
 				}
@@ -142,9 +145,9 @@ func WriteTable(w io.Writer, results []*Result) error {
 				return strconv.Itoa(r.Faults[kind])
 			})
 		}
-		row("", "all", faults("")...)
-		for _, k := range FaultKinds() {
-			row("", k.String(), faults(k.String())...)
+		row("", "all", injected("")...)
+		for _, k := range faults.Kinds() {
+			row("", k.String(), injected(k.String())...)
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -167,7 +170,7 @@ func WriteTable(w io.Writer, results []*Result) error {
 // WriteNotes prints what went wrong in a run: broken invariants, refused
 // launches, pass warnings; with faults, how the system met them. Nothing
 // when all is well.
-func WriteNotes(w io.Writer, r *Result) {
+func WriteNotes(w io.Writer, r *sim.Result) {
 	var retries []string
 	for _, reason := range slices.Sorted(maps.Keys(r.Retries)) {
 		retries = append(retries, fmt.Sprintf("%d × %s", r.Retries[reason], reason))
@@ -213,30 +216,23 @@ func share(p *float64) string {
 // WriteSummary prints one line per run: the scenario, seed and policy, the
 // faults injected by kind, and the invariants (lost, double launched,
 // invariant violations), each of which must be 0.
-func WriteSummary(w io.Writer, results []*Result) {
+func WriteSummary(w io.Writer, results []*sim.Result) {
 	for _, r := range results {
 		fmt.Fprintf(w, "%s seed=%d %s", r.Scenario, r.Seed, r.Policy)
 		if r.Faults != nil {
 			fmt.Fprintf(w, " faults=%d", r.Totals.FaultsInjected)
 			var kinds []string
-			for _, k := range FaultKinds() {
+			for _, k := range faults.Kinds() {
 				kinds = append(kinds, fmt.Sprintf("%s=%d", k, r.Faults[k.String()]))
 			}
 			fmt.Fprintf(w, " (%s)", strings.Join(kinds, " "))
 		}
 		t := r.Totals
 		verdict := "ok"
-		if Broken(r) {
+		if sim.Broken(r) {
 			verdict = "FAIL"
 		}
 		fmt.Fprintf(w, " succeeded=%d lost=%d double_launched=%d invariant_violations=%d wall=%.1fs %s\n",
 			t.Succeeded, t.Lost, t.DoubleLaunched, t.InvariantViolations, r.Wall.Seconds(), verdict)
 	}
-}
-
-// Broken reports whether a run broke an invariant: a job lost or launched
-// twice, or any other violation.
-func Broken(r *Result) bool {
-	t := r.Totals
-	return t.Lost+t.DoubleLaunched+t.InvariantViolations > 0
 }

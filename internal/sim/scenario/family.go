@@ -1,9 +1,11 @@
-package sim
+package scenario
 
 import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"github.com/evalsched/evalsched/internal/sim/stream"
 )
 
 // The scenario family: random lanes drawn from a seed, to measure the
@@ -32,20 +34,17 @@ const (
 	famMinDurationS, famMaxDurationS   = 3600, 10800
 )
 
-// streamFamily keys each lane's draws: its own stream per (family seed, lane).
-const streamFamily uint64 = 0x46 // 'F': apart from the engine's stream tags
-
 // FamilyLane draws lane k of the family with seed seed. The lane's own
 // simulation seed is derived from both, so lanes do not share job streams.
 func FamilyLane(seed int64, k int) *Scenario {
-	r := rand.New(newPCG(seed, streamFamily, uint64(k)))
+	r := rand.New(stream.New(seed, stream.Family, uint64(k)))
 	logU := func(lo, hi float64) float64 { return math.Exp(math.Log(lo) + (math.Log(hi)-math.Log(lo))*r.Float64()) }
 	uni := func(lo, hi float64) float64 { return lo + (hi-lo)*r.Float64() }
 	round1 := func(x float64) float64 { return math.Round(x*10) / 10 }
 
 	sc := &Scenario{
 		Name:           fmt.Sprintf("family-%d-lane-%d", seed, k),
-		Seed:           int64(splitmix64(uint64(seed)^uint64(k)) >> 1),
+		Seed:           int64(stream.Mix(uint64(seed)^uint64(k)) >> 1),
 		PassIntervalS:  DefaultPassIntervalS,
 		LaunchRatePerS: DefaultLaunchRatePerS,
 		LaunchBurst:    DefaultLaunchBurst,
@@ -174,8 +173,8 @@ func FamilyLane(seed int64, k int) *Scenario {
 	return sc
 }
 
-// Family draws lanes 0..n-1 of the family with seed seed.
-func Family(seed int64, n int) []*Scenario {
+// family draws lanes 0..n-1 of the family with seed seed.
+func family(seed int64, n int) []*Scenario {
 	lanes := make([]*Scenario, n)
 	for k := range lanes {
 		lanes[k] = FamilyLane(seed, k)
@@ -240,4 +239,40 @@ func SmallBatches(sc *Scenario) []int {
 		}
 	}
 	return out
+}
+
+// BusyCaps estimates, per model, the jobs that keep its provider just busy
+// at its peak concurrency: concurrency × (call + think) / call jobs
+// calling or thinking, and on top the slots of jobs whose containers are
+// starting: × (job + container start) / job, a job lasting calls × (call +
+// think). Means of call_s, container_start_s and the model's batches' calls
+// and think_s (weighted by jobs). It is what an operator who knows the
+// workload would set, and where the oracle's sweep starts.
+func BusyCaps(sc *Scenario) []int {
+	caps := make([]int, len(sc.Models))
+	for i, m := range sc.Models {
+		peak := m.ProviderConcurrency
+		for _, c := range m.Changes {
+			if c.ProviderConcurrency != nil {
+				peak = max(peak, *c.ProviderConcurrency)
+			}
+		}
+		var think, calls, jobs float64
+		for _, b := range sc.Batches {
+			if b.Model == m.Name {
+				think += float64(b.Jobs) * mean(b.ThinkS)
+				calls += float64(b.Jobs) * math.Max(1, mean(b.Calls))
+				jobs += float64(b.Jobs)
+			}
+		}
+		if jobs > 0 {
+			think /= jobs
+			calls /= jobs
+		}
+		call := math.Max(mean(m.CallS), 1e-3)
+		job := math.Max(calls*(call+think), 1e-3)
+		busy := float64(peak) * (call + think) / call * (job + mean(sc.ContainerStartS)) / job
+		caps[i] = max(1, int(math.Round(busy)))
+	}
+	return caps
 }
