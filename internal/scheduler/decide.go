@@ -183,7 +183,8 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 				Now: now, Depth: mp.Depth.Value, DepthAt: mp.Depth.At,
 				Running: m.Running, Starting: m.Starting, Waiting: mp.Waiting,
 				Ended: m.Outcomes.OK + m.Outcomes.ProviderFailed, PendingRaise: m.PendingRaise,
-				Failing: failing(cfg, gw, now),
+				Failing:   failing(cfg, gw, now),
+				InService: mp.Depth.InService, InServiceAt: mp.Depth.InServiceAt,
 			})
 		}
 		mp.State.Limit = mp.Limit.State
