@@ -280,3 +280,20 @@ func TestAProviderThatGrewForgetsItsConcurrency(t *testing.T) {
 		t.Errorf("got concurrency %g, limit %d (%s); want it forgotten and the ×4 ramp to 208", dec.State.Conc, dec.State.Limit, dec.Reason)
 	}
 }
+
+// A limit the breaker held is refilled in dead time: until most of its
+// launches run and a datapoint measures them, an empty queue raises
+// nothing.
+func TestARefilledLimitWaitsForItsLaunches(t *testing.T) {
+	m := Model{Target: 12, Min: 1, Max: 10000}
+	st := steady(734).State.Refill(t0.Add(-30*time.Second), 3)
+	if st.RaisedBy != 731 || !st.FilledAt.IsZero() || !st.SettledAt.IsZero() {
+		t.Fatalf("got %+v, want a raise of 731 not yet filled", st)
+	}
+	input := in(0, 14, 720, 15000)
+	input.PendingRaise = 720
+	dec := Next(DefaultConfig(), m, st, input)
+	if dec.Action == Raised || dec.State.Limit != 734 {
+		t.Errorf("got %s to %d (%s), want a hold while the refill starts", dec.Action, dec.State.Limit, dec.Reason)
+	}
+}
