@@ -112,6 +112,7 @@ func shardRunner(cfg config.Config, c clients, shard int, log *slog.Logger) (*ru
 	depths := gatewaydepth.New(c.cw, gatewaydepth.Config{
 		Namespace: cfg.MetricNamespace, MetricName: cfg.MetricName, Dimension: cfg.MetricDimension, Period: cfg.MetricPeriod,
 		ErrorMetricName: cfg.ErrorMetricName, CallsMetricName: cfg.CallsMetricName,
+		InServiceMetricName: cfg.InServiceMetricName,
 	})
 	clock := runner.RealClock{}
 	return &runner.Runner{

@@ -37,7 +37,10 @@ type Config struct {
 	// both empty (the default): the breaker goes by exit codes alone.
 	ErrorMetricName string
 	CallsMetricName string
-	EMFNamespace    string
+	// InServiceMetricName is the gateway's count of calls in service to
+	// each model's provider; empty (the default): not read.
+	InServiceMetricName string
+	EMFNamespace        string
 	// ModelMetrics is emf.Full or emf.Essential: how many per-model
 	// values become CloudWatch metrics (the rest stay in the logs).
 	ModelMetrics string
@@ -110,6 +113,7 @@ func Load(getenv Getenv) (Config, error) {
 		MetricPeriod:          time.Duration(r.integer("EVALSCHED_METRIC_PERIOD_SECONDS", 10, 1, 3600)) * time.Second,
 		ErrorMetricName:       r.str("EVALSCHED_ERROR_METRIC_NAME", ""),
 		CallsMetricName:       r.str("EVALSCHED_CALLS_METRIC_NAME", ""),
+		InServiceMetricName:   r.str("EVALSCHED_INSERVICE_METRIC_NAME", ""),
 		EMFNamespace:          r.str("EVALSCHED_EMF_NAMESPACE", "evalsched"),
 		ModelMetrics:          r.str("EVALSCHED_MODEL_METRICS", "full"),
 		DLQURL:                r.str("EVALSCHED_DLQ_URL", ""),

@@ -15,7 +15,7 @@ func TestLoadDefaults(t *testing.T) {
 	}
 	if c.TablePrefix != "evalsched-" || c.Tiers != 3 || c.DefaultTier != 2 || c.LaunchRate != 20 ||
 		c.MetricPeriod != 10*time.Second || c.Capacity != "FARGATE" || len(c.ProviderErrorCodes) != 1 || c.Shards != 1 ||
-		c.JobRetention != 90*24*time.Hour || c.ModelMetrics != "full" || c.ErrorMetricName != "" || c.CallsMetricName != "" {
+		c.JobRetention != 90*24*time.Hour || c.ModelMetrics != "full" || c.ErrorMetricName != "" || c.CallsMetricName != "" || c.InServiceMetricName != "" {
 		t.Errorf("got %+v", c)
 	}
 }
@@ -26,12 +26,13 @@ func TestLoadReadsEverything(t *testing.T) {
 		"EVALSCHED_CAPACITY": "SPOT_FALLBACK", "EVALSCHED_ASSIGN_PUBLIC_IP": "true", "EVALSCHED_PROVIDER_ERROR_EXIT_CODES": "75,76",
 		"EVALSCHED_SHARDS": "4", "EVALSCHED_JOB_RETENTION_DAYS": "0",
 		"EVALSCHED_ERROR_METRIC_NAME": "ProviderErrors", "EVALSCHED_CALLS_METRIC_NAME": "Calls",
+		"EVALSCHED_INSERVICE_METRIC_NAME": "InService",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(c.Subnets) != 2 || c.Subnets[1] != "subnet-b" || c.DefaultTier != 4 || !c.AssignPublicIP || c.ProviderErrorCodes[1] != 76 || c.Shards != 4 || c.JobRetention != 0 ||
-		c.ErrorMetricName != "ProviderErrors" || c.CallsMetricName != "Calls" {
+		c.ErrorMetricName != "ProviderErrors" || c.CallsMetricName != "Calls" || c.InServiceMetricName != "InService" {
 		t.Errorf("got %+v", c)
 	}
 }

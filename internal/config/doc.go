@@ -25,6 +25,8 @@
 //	EVALSCHED_ERROR_METRIC_NAME     the gateway's count of calls answered with 429/5xx, per model
 //	                                (default "": off, the breaker goes by exit codes alone)
 //	EVALSCHED_CALLS_METRIC_NAME     its count of all calls, per model; set with the error metric
+//	EVALSCHED_INSERVICE_METRIC_NAME the gateway's calls in service to each model's provider, read
+//	                                as a Maximum (default "": off); the limits learn the knee from it
 //	EVALSCHED_EMF_NAMESPACE         namespace of evalsched's own metrics (default "evalsched")
 //	EVALSCHED_MODEL_METRICS         full (default): 14 CloudWatch metrics a busy model; essential: 5
 //	                                (depth, limit, running, waiting, breaker), the rest in the logs

@@ -32,6 +32,12 @@ type Config struct {
 	// default): no error rate is read. One without the other is an error.
 	ErrorMetricName string
 	CallsMetricName string
+	// InServiceMetricName is the gateway's count of calls in service to the
+	// model's provider (sent, not yet answered), per model in the same
+	// namespace and dimension, read as a Maximum over Period. Empty (the
+	// default): not read. The limit controller learns the provider's
+	// concurrency and the knee from it (limits.Input.InService).
+	InServiceMetricName string
 }
 
 // maxQueries is GetMetricData's limit of metrics per call.
@@ -43,6 +49,7 @@ const (
 	idDepth  = 'm'
 	idErrors = 'e'
 	idCalls  = 'c'
+	idInSvc  = 's'
 )
 
 // Errors reports whether the error rate is read.
@@ -84,16 +91,22 @@ func New(api API, cfg Config) *Reader {
 	return &Reader{api: api, cfg: cfg.withDefaults()}
 }
 
-// Depths reads the newest datapoint of each model, and its newest error
-// rate when the error metric is configured, all in the same calls: one per
-// 500 queries, following NextToken. A model without a depth datapoint has
-// none in its Depth (zero At), a model without calls no error rate (zero
-// ErrorAt); a model with neither is missing from the map.
+// Depths reads the newest datapoint of each model, its newest error rate
+// when the error metric is configured and its calls in service of the
+// depth's period when that metric is, all in the same calls: one per 500
+// queries, following NextToken. A model without a depth datapoint has none
+// in its Depth (zero At), a model without calls no error rate (zero
+// ErrorAt), one without an in-service datapoint of its depth's period no
+// InService (zero InServiceAt); a model with no depth nor rate is missing
+// from the map.
 func (r *Reader) Depths(ctx context.Context, models []string, now time.Time) (map[string]scheduler.Depth, error) {
 	out := make(map[string]scheduler.Depth, len(models))
 	perModel := 1
 	if r.cfg.Errors() {
-		perModel = 3
+		perModel += 2
+	}
+	if r.cfg.InServiceMetricName != "" {
+		perModel++
 	}
 	step := maxQueries / perModel
 	for start := 0; start < len(models); start += step {
@@ -105,9 +118,9 @@ func (r *Reader) Depths(ctx context.Context, models []string, now time.Time) (ma
 	return out, nil
 }
 
-// counts holds one model's error and call counts by period start, over
-// every page of a call.
-type counts struct{ errors, calls map[time.Time]float64 }
+// counts holds one model's error and call counts and calls in service by
+// period start, over every page of a call.
+type counts struct{ errors, calls, inService map[time.Time]float64 }
 
 func (r *Reader) read(ctx context.Context, models []string, now time.Time, out map[string]scheduler.Depth) error {
 	in := &cloudwatch.GetMetricDataInput{
@@ -121,6 +134,9 @@ func (r *Reader) read(ctx context.Context, models []string, now time.Time, out m
 			in.MetricDataQueries = append(in.MetricDataQueries,
 				r.query(idErrors, i, r.cfg.ErrorMetricName, m, "Sum"),
 				r.query(idCalls, i, r.cfg.CallsMetricName, m, "Sum"))
+		}
+		if r.cfg.InServiceMetricName != "" {
+			in.MetricDataQueries = append(in.MetricDataQueries, r.query(idInSvc, i, r.cfg.InServiceMetricName, m, "Maximum"))
 		}
 	}
 	rates := make([]counts, len(models))
@@ -151,10 +167,20 @@ func (r *Reader) read(ctx context.Context, models []string, now time.Time, out m
 				rates[i].errors = addAll(rates[i].errors, res.Timestamps, res.Values)
 			case idCalls:
 				rates[i].calls = addAll(rates[i].calls, res.Timestamps, res.Values)
+			case idInSvc:
+				rates[i].inService = addAll(rates[i].inService, res.Timestamps, res.Values)
 			}
 		}
 	}
 	for i, c := range rates {
+		// The calls in service pair with the depth of their period: the
+		// controller reads the provider as full only when both saw it.
+		if d, ok := out[models[i]]; ok && !d.At.IsZero() {
+			if v, ok := c.inService[d.At.Add(-r.cfg.Period)]; ok {
+				d.InService, d.InServiceAt = v, d.At
+				out[models[i]] = d
+			}
+		}
 		if rate, calls, at, ok := c.newest(); ok {
 			d := out[models[i]]
 			d.ErrorRate, d.Calls, d.ErrorAt = rate, calls, at.Add(r.cfg.Period)

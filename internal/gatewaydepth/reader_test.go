@@ -188,3 +188,66 @@ func TestDepthsWithErrorsSplitsPast500Queries(t *testing.T) {
 		t.Errorf("model-399: got depth %v, error rate %v; want 399 and 0.99", d.Value, d.ErrorRate)
 	}
 }
+
+func TestDepthsReadsCallsInServiceOfTheDepthsPeriod(t *testing.T) {
+	fake := awsfake.NewCloudWatch()
+	defer fake.Close()
+	// gpt-5.5: depth and calls in service in the newest period [-30s,
+	// -20s); in service is its Maximum (two datapoints).
+	fake.Put("gpt-5.5", now.Add(-25*time.Second), 3)
+	fake.PutMetric("InService", "gpt-5.5", now.Add(-45*time.Second), 99) // an older period
+	fake.PutMetric("InService", "gpt-5.5", now.Add(-28*time.Second), 240)
+	fake.PutMetric("InService", "gpt-5.5", now.Add(-24*time.Second), 250)
+	// lagging: its newest in-service datapoint is of an older period than
+	// its depth's: not paired (the controller reads the two together).
+	fake.Put("lagging", now.Add(-15*time.Second), 0)
+	fake.PutMetric("InService", "lagging", now.Add(-35*time.Second), 40)
+	// bare: calls in service, no depth: no entry.
+	fake.PutMetric("InService", "bare", now.Add(-15*time.Second), 7)
+
+	r := New(client(fake.URL()), Config{InServiceMetricName: "InService"})
+	got, err := r.Depths(context.Background(), []string{"gpt-5.5", "lagging", "bare"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fake.Calls != 1 || fake.Queries != 6 {
+		t.Errorf("got %d calls with %d queries, want 1 call with 6 (depth and in service per model)", fake.Calls, fake.Queries)
+	}
+	at := now.Add(-20 * time.Second)
+	if d := got["gpt-5.5"]; d.Value != 3 || d.InService != 250 || !d.InServiceAt.Equal(at) || !d.At.Equal(at) {
+		t.Errorf("gpt-5.5: got depth %v, in service %v at %v; want 3 and 250 at %v", d.Value, d.InService, d.InServiceAt, at)
+	}
+	if d := got["lagging"]; d.At.IsZero() || !d.InServiceAt.IsZero() || d.InService != 0 {
+		t.Errorf("lagging: got %+v, want its depth without an in-service datapoint of another period", d)
+	}
+	if d, ok := got["bare"]; ok {
+		t.Errorf("bare: got %+v, want no entry without a depth", d)
+	}
+	q := fake.Requests[0]["MetricDataQueries"].(cbor.List)[1].(cbor.Map)
+	stat := q["MetricStat"].(cbor.Map)
+	if stat["Stat"] != cbor.String("Maximum") || stat["Metric"].(cbor.Map)["MetricName"] != cbor.String("InService") {
+		t.Errorf("got query %v, want the Maximum of InService", q)
+	}
+}
+
+func TestDepthsWithEveryMetricSplitsPast500Queries(t *testing.T) {
+	fake := awsfake.NewCloudWatch()
+	defer fake.Close()
+	var models []string
+	for i := range 300 {
+		m := fmt.Sprintf("model-%03d", i)
+		models = append(models, m)
+		fake.Put(m, now.Add(-15*time.Second), 1)
+		fake.PutMetric("InService", m, now.Add(-15*time.Second), float64(i))
+	}
+	got, err := New(client(fake.URL()), Config{ErrorMetricName: "Errors", CallsMetricName: "Calls", InServiceMetricName: "InService"}).Depths(context.Background(), models, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fake.Calls != 3 || fake.Queries != 1200 {
+		t.Errorf("got %d calls with %d queries, want 3 calls (125 models of 4 queries each at most), 1200 queries", fake.Calls, fake.Queries)
+	}
+	if d := got["model-299"]; d.InService != 299 {
+		t.Errorf("model-299: got in service %v, want 299", d.InService)
+	}
+}

@@ -37,6 +37,14 @@
 //     may grow (with long container starts most slots are starting).
 //     The limit binds when the slots held after the last pass's admissions
 //     (State.Held) or the load now reach BindingShare of it.
+//     When the gateway publishes its calls in service (Input.InService), a
+//     period that queued a call gives the provider's concurrency C
+//     (State.Conc); a far-below raise then stops at the knee it implies,
+//     measured·C/inService + target running jobs (closed-loop Little's
+//     law), instead of ×FastFactor past it.
+//
+// A limit the breaker held through an error burst is refilled as a raise
+// (State.Refill): its jobs are in dead time once the provider heals.
 //
 // Otherwise it holds. The result is clamped to [min, max]. Every decision carries
 // a reason an operator can read in the pass log.

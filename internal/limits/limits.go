@@ -109,6 +109,26 @@ type State struct {
 	// starting + admitted): what admission measured against Limit. The
 	// pass sets it after admission; 0 = not known (the load stands in).
 	Held int
+	// Conc is the provider's concurrency as the gateway showed it: its
+	// calls in service in the newest period that also queued a call (a
+	// gateway queues a call only when the provider is full, so the calls
+	// in service then are all it serves at once). 0 = not seen, no
+	// in-service metric, or the provider has since served more (it grew).
+	Conc   float64
+	ConcAt time.Time // when Conc was last seen
+}
+
+// Refill marks a held limit's free slots as a raise still to be
+// launched: when the breaker holds the limit through an error burst, the
+// jobs that fill it again once the provider heals are in dead time as a
+// raise's launches are, and a datapoint measured before they run (an empty
+// queue, few jobs running) says nothing of the limit. Without it the first
+// pass after the burst read depth 0 under a binding limit and raised it ×4
+// (lane 4 of family seed 1: 734 → 2,936 on a knee of ~590 running jobs).
+func (s State) Refill(now time.Time, load int) State {
+	s.RaisedAt, s.RaisedBy = now, max(1, s.Limit-load)
+	s.FilledAt, s.SettledAt, s.PeakSince = time.Time{}, time.Time{}, 0
+	return s
 }
 
 // Sample is the running count at one pass.
@@ -147,6 +167,12 @@ type Input struct {
 	// that fail fast leave the queue empty, which is no spare capacity:
 	// never raise on it.
 	Failing bool
+	// InService is the gateway's calls in service to the model's provider,
+	// the Maximum over the depth's period, when the operator configured
+	// that metric; InServiceAt is the end of its period (zero: no metric
+	// or no datapoint). It is read only with a depth of the same period.
+	InService   float64
+	InServiceAt time.Time
 }
 
 // Mark is the time up to which claimed jobs count as the last raise's
@@ -241,6 +267,10 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 
 	// The datapoint measured the jobs running then, not the load now.
 	measured := st.runningAt(in.DepthAt, in.Running)
+	inService := !in.InServiceAt.IsZero() && in.InServiceAt.Equal(in.DepthAt)
+	if inService && fresh {
+		next.Conc, next.ConcAt = concurrency(next, in)
+	}
 
 	low, high := m.Target*(1-cfg.Band), m.Target*(1+cfg.Band)
 	switch {
@@ -302,14 +332,20 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 			next.Ceiling = 0 // an old saturation says little about the provider now
 		}
 		fastTo := cfg.FastUpTo * float64(next.Ceiling)
-		if next.PeakSince <= cfg.FarBelow*m.Target && (next.Ceiling == 0 || float64(measured) < fastTo) {
+		if k := knee(next, in, m.Target, measured); k > 0 {
+			// The gateway measured the knee before the depth rose: it
+			// replaces the one a past overshoot left, and is no guess, so
+			// the fast raise goes up to it, not to a share of it.
+			fastTo = k
+		}
+		if next.PeakSince <= cfg.FarBelow*m.Target && (fastTo == 0 || float64(measured) < fastTo) {
 			// Every reading since the last raise settled was far below:
 			// fast, but not up to where the provider saturated before.
 			// The knee counts running jobs, so the limit grows by the
 			// share the running jobs may grow: its starting slots grow
 			// with them.
 			f = cfg.FastFactor
-			if next.Ceiling > 0 && measured > 0 {
+			if fastTo > 0 && measured > 0 {
 				f = max(1, min(f, fastTo/float64(measured)))
 			}
 			want = max(want, int(math.Ceil(float64(cur)*f)))
@@ -328,6 +364,35 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 			"raise ×%.3g: depth %s < target %s, %d waiting", f, num(depth), num(m.Target), in.Waiting)}
 	}
 	return hold("depth %s within %s..%s of target %s", num(depth), num(low), num(high), num(m.Target))
+}
+
+// concurrency updates the provider's concurrency from an in-service
+// datapoint paired with its period's depth.
+func concurrency(st State, in Input) (float64, time.Time) {
+	switch {
+	case in.Depth > 0 && in.InService > 0:
+		// A call queued: the provider was full, and served this many.
+		return in.InService, in.Now
+	case in.InService > st.Conc:
+		// More in service than the provider's concurrency, with nothing
+		// queued: it grew, and the old knee says nothing now.
+		return 0, time.Time{}
+	}
+	return st.Conc, st.ConcAt
+}
+
+// knee returns the running jobs at which the depth reaches the target, as
+// the gateway's calls in service measure it (0 = unknown). Below the knee
+// each running job holds a call a share f = inService/running of its
+// life, so the provider fills at Conc/f jobs; past it each job more queues
+// one call (closed-loop Little's law), so the depth is the target at
+// Conc/f + target. The in-service datapoint is a Maximum over the period,
+// which overstates f and so puts the knee early: cautious.
+func knee(st State, in Input, target float64, measured int) float64 {
+	if st.Conc <= 0 || in.InService <= 0 || measured <= 0 || in.InServiceAt.IsZero() || !in.InServiceAt.Equal(in.DepthAt) {
+		return 0
+	}
+	return float64(measured)*st.Conc/in.InService + target
 }
 
 func (c Config) withDefaults() Config {

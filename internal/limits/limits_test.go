@@ -216,3 +216,84 @@ func TestAStaleSmoothedDepthIsForgotten(t *testing.T) {
 		t.Errorf("got %s to %d, smoothed %g (%s); want the fresh 0 alone, no lowering", dec.Action, dec.State.Limit, dec.State.Smoothed, dec.Reason)
 	}
 }
+
+// withInService adds the gateway's calls in service, of the depth's period.
+func withInService(i Input, calls float64) Input {
+	i.InService, i.InServiceAt = calls, i.DepthAt
+	return i
+}
+
+// A period that queued a call shows the provider full: its calls in
+// service are the provider's concurrency.
+func TestInServiceLearnsTheProviderConcurrency(t *testing.T) {
+	m := Model{Target: 2, Min: 1, Max: 10000}
+	dec := Next(DefaultConfig(), m, State{Limit: 160}, withInService(in(30, 150, 10, 900), 25))
+	if dec.State.Conc != 25 || dec.State.ConcAt != t0 {
+		t.Errorf("got concurrency %g at %v, want 25 at %v: a call queued with 25 in service", dec.State.Conc, dec.State.ConcAt, t0)
+	}
+	// Nothing queued: the calls in service say only that the provider
+	// serves at least that many.
+	dec = Next(DefaultConfig(), m, State{Limit: 40}, withInService(in(0, 40, 0, 900), 12))
+	if dec.State.Conc != 0 {
+		t.Errorf("got concurrency %g from a period without a queue, want 0 (unknown)", dec.State.Conc)
+	}
+	// An in-service datapoint of another period than the depth's is not
+	// paired with it.
+	other := in(30, 150, 10, 900)
+	other.InService, other.InServiceAt = 25, other.DepthAt.Add(-10*time.Second)
+	if dec = Next(DefaultConfig(), m, State{Limit: 160}, other); dec.State.Conc != 0 {
+		t.Errorf("got concurrency %g from another period's in-service datapoint, want 0", dec.State.Conc)
+	}
+}
+
+// With the provider's concurrency known, a far-below reading raises the
+// running jobs up to the knee the calls in service measure (Conc/f +
+// target), not ×FastFactor past it: an overshoot drains only as jobs end.
+func TestTheInServiceKneeBoundsAFastRaise(t *testing.T) {
+	m := Model{Target: 2, Min: 1, Max: 10000}
+	st := State{Limit: 40, Conc: 25, ConcAt: t0.Add(-10 * time.Minute)}
+	// 40 running hold at most 20 calls: f = 0.5, the provider fills at
+	// 50 jobs and the depth reaches 2 at 52.
+	dec := Next(DefaultConfig(), m, st, withInService(in(0, 40, 0, 900), 20))
+	if dec.Action != Raised || dec.State.Limit != 52 {
+		t.Errorf("got %s to %d (%s), want a raise to 52: 40 × 25/20 + 2", dec.Action, dec.State.Limit, dec.Reason)
+	}
+	// Without the in-service datapoint the cold ramp is ×4.
+	dec = Next(DefaultConfig(), m, st, in(0, 40, 0, 900))
+	if dec.Action != Raised || dec.State.Limit != 160 {
+		t.Errorf("got %s to %d (%s), want ×4 to 160 without the metric", dec.Action, dec.State.Limit, dec.Reason)
+	}
+	// At the knee the fast raise stops; the careful step remains.
+	dec = Next(DefaultConfig(), m, State{Limit: 52, Conc: 25, ConcAt: t0}, withInService(in(0, 52, 0, 900), 25))
+	if dec.State.Limit != 55 {
+		t.Errorf("got %s to %d (%s), want the careful ×1.05 step to 55 at the knee", dec.Action, dec.State.Limit, dec.Reason)
+	}
+}
+
+// More calls in service than the concurrency learned, with nothing
+// queued: the provider grew, and its old knee bounds nothing.
+func TestAProviderThatGrewForgetsItsConcurrency(t *testing.T) {
+	m := Model{Target: 2, Min: 1, Max: 10000}
+	st := State{Limit: 52, Conc: 25, ConcAt: t0.Add(-5 * time.Minute)}
+	dec := Next(DefaultConfig(), m, st, withInService(in(0, 52, 0, 900), 31))
+	if dec.State.Conc != 0 || dec.State.Limit != 208 {
+		t.Errorf("got concurrency %g, limit %d (%s); want it forgotten and the ×4 ramp to 208", dec.State.Conc, dec.State.Limit, dec.Reason)
+	}
+}
+
+// A limit the breaker held is refilled in dead time: until most of its
+// launches run and a datapoint measures them, an empty queue raises
+// nothing.
+func TestARefilledLimitWaitsForItsLaunches(t *testing.T) {
+	m := Model{Target: 12, Min: 1, Max: 10000}
+	st := steady(734).State.Refill(t0.Add(-30*time.Second), 3)
+	if st.RaisedBy != 731 || !st.FilledAt.IsZero() || !st.SettledAt.IsZero() {
+		t.Fatalf("got %+v, want a raise of 731 not yet filled", st)
+	}
+	input := in(0, 14, 720, 15000)
+	input.PendingRaise = 720
+	dec := Next(DefaultConfig(), m, st, input)
+	if dec.Action == Raised || dec.State.Limit != 734 {
+		t.Errorf("got %s to %d (%s), want a hold while the refill starts", dec.Action, dec.State.Limit, dec.Reason)
+	}
+}

@@ -177,13 +177,16 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 			// capacity, nor is a queue of a few probes a measure of load:
 			// the limit stays where it was before the provider failed, so
 			// the model returns to it the pass the breaker closes.
-			mp.Limit = limits.Decision{State: m.State.Limit, Action: limits.Held, Reason: "hold: breaker " + string(mp.Breaker.State.Phase)}
+			// Its jobs will fill it again, in dead time: a raise's launches.
+			held := m.State.Limit.Refill(now, m.Running+m.Starting)
+			mp.Limit = limits.Decision{State: held, Action: limits.Held, Reason: "hold: breaker " + string(mp.Breaker.State.Phase)}
 		} else {
 			mp.Limit = limits.Next(cfg.Limits, lm, m.State.Limit, limits.Input{
 				Now: now, Depth: mp.Depth.Value, DepthAt: mp.Depth.At,
 				Running: m.Running, Starting: m.Starting, Waiting: mp.Waiting,
 				Ended: m.Outcomes.OK + m.Outcomes.ProviderFailed, PendingRaise: m.PendingRaise,
-				Failing: failing(cfg, gw, now),
+				Failing:   failing(cfg, gw, now),
+				InService: mp.Depth.InService, InServiceAt: mp.Depth.InServiceAt,
 			})
 		}
 		mp.State.Limit = mp.Limit.State

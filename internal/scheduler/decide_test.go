@@ -288,6 +288,14 @@ func TestDecideErrorBurst(t *testing.T) {
 	if want := min(cfg.MaxLaunchesPerPass, 300-3); mp.Admitted != want {
 		t.Errorf("the pass it closed admitted %d, want %d (up to the limit, within the launch budget)", mp.Admitted, want)
 	}
+	// 4. The jobs refilling the limit are starting (the rest launched by
+	// the next pass): a datapoint of the empty queue before they run says
+	// nothing of the limit.
+	m.Starting = 300 - 3
+	mp = pass(3, breaker.Outcomes{}, Depth{Value: 0, At: at.Add(-20 * time.Second), Calls: 3, ErrorAt: at.Add(-20 * time.Second)})
+	if mp.Limit.Action == limits.Raised || mp.State.Limit.Limit != 300 {
+		t.Errorf("refilling after the burst: got %s to %d (%s), want a hold at 300 until the refill runs", mp.Limit.Action, mp.State.Limit.Limit, mp.Limit.Reason)
+	}
 }
 
 // A limit admission keeps filling binds even when jobs end between passes:

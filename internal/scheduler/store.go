@@ -56,6 +56,12 @@ type Depth struct {
 	ErrorRate float64
 	Calls     float64   // the calls in that period (> 0 when ErrorAt is set)
 	ErrorAt   time.Time // end of that period; zero: no metric configured, or no calls
+	// InService is the gateway's calls in service to the model's provider,
+	// the Maximum over the depth's period, when the operator configured
+	// that metric; it goes to the limit controller, which learns the
+	// provider's concurrency and the knee from it (limits.Input).
+	InService   float64
+	InServiceAt time.Time // end of its period (= At); zero: no metric configured, or no datapoint
 }
 
 // ModelConfig is the operator's item for one model, already validated by the

@@ -211,6 +211,7 @@ func (d *dynamicPolicy) Depths(_ context.Context, models []string, _ time.Time) 
 			}
 		}
 		dp.Value, dp.At = v, Epoch.Add(at)
+		e.withInService(&dp, i, at)
 		out[name] = dp
 	}
 	return out, nil

@@ -74,6 +74,7 @@ type modelSim struct {
 	succeeded  int
 	failed     int
 	depth      []int32 // gateway depth sampled at every whole second
+	inSvc      []int32 // calls in service at the provider, sampled with depth (inservice.go)
 	sent, errs []int32 // calls sent to the gateway, and those answered with an error or 429, per second
 	retry      []int32 // baselines: jobs whose task failed to start, to launch again first
 	limit      int     // limit the last pass used
@@ -199,6 +200,7 @@ func newEngine(sc *scenario.Scenario, name Policy) *engine {
 		m.cfg = &sc.Models[i]
 		m.conc = m.cfg.ProviderConcurrency
 		m.depth = make([]int32, sc.DurationS)
+		m.inSvc = make([]int32, sc.DurationS)
 		m.sent, m.errs = make([]int32, sc.DurationS), make([]int32, sc.DurationS)
 		index[m.cfg.Name] = i
 	}
@@ -325,6 +327,7 @@ func (e *engine) sampleBefore(t time.Duration) {
 	for e.nextSample < e.sc.DurationS && time.Duration(e.nextSample)*time.Second < t {
 		for i := range e.models {
 			e.models[i].depth[e.nextSample] = int32(e.models[i].queue.len())
+			e.models[i].inSvc[e.nextSample] = int32(e.models[i].inService)
 		}
 		e.nextSample++
 	}

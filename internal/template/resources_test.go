@@ -544,7 +544,7 @@ func checkSandbox(f *fixture) []string {
 // parameters are the deployment's settings an operator sets.
 var parameters = []string{
 	"GatewayMetricNamespace", "GatewayMetricName", "GatewayMetricDimension", "GatewayMetricPeriod",
-	"GatewayErrorMetricName", "GatewayCallsMetricName",
+	"GatewayErrorMetricName", "GatewayCallsMetricName", "GatewayInServiceMetricName",
 	"Subnets", "SecurityGroups", "AssignPublicIp", "CapacityStrategy", "GlobalMaxRunning",
 	"Tiers", "TierWeight", "DefaultTier", "SandboxImage", "LaunchRate", "LaunchBurst", "SchedulerShards",
 }
