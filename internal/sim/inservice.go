@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/evalsched/evalsched/internal/scheduler"
+	"github.com/evalsched/evalsched/internal/sim/scenario"
+	"github.com/evalsched/evalsched/internal/sim/stream"
 )
 
 // The gateway's calls in service to each model's provider, published as a
@@ -22,7 +24,7 @@ import (
 // its own 1 + metric_noise·N(0,1), drawn after the depth's from the same
 // (model, period) stream so the depth's draws do not move.
 func (e *engine) inServiceOf(m int, at time.Duration) (float64, bool) {
-	p := cmp.Or(e.sc.DepthPeriodS, DefaultDepthPeriodS)
+	p := cmp.Or(e.sc.DepthPeriodS, scenario.DefaultDepthPeriodS)
 	k := int(at/time.Second) / p
 	if k < 0 || time.Duration(k*p)*time.Second != at {
 		return 0, false
@@ -36,7 +38,7 @@ func (e *engine) inServiceOf(m int, at time.Duration) (float64, bool) {
 		return 0, false
 	}
 	if e.sc.MetricNoise > 0 {
-		r := rand.New(newPCG(e.sc.Seed, streamMetric, uint64(m)<<32|uint64(k)))
+		r := rand.New(stream.New(e.sc.Seed, stream.Metric, uint64(m)<<32|uint64(k)))
 		r.Float64()     // the depth's missing coin
 		r.NormFloat64() // the depth's noise
 		v = math.Round(max(0, v*(1+e.sc.MetricNoise*r.NormFloat64())))
