@@ -17,6 +17,7 @@ import (
 
 	"github.com/evalsched/evalsched/internal/awsfake"
 	"github.com/evalsched/evalsched/internal/dynamostore"
+	"github.com/evalsched/evalsched/internal/dynamostore/dynamotest"
 	"github.com/evalsched/evalsched/internal/ecslauncher"
 	domain "github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/localaws"
@@ -35,14 +36,7 @@ func withTables(t *testing.T) *dynamostore.Store {
 	t.Setenv("AWS_ACCESS_KEY_ID", "local")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "local")
 	t.Setenv("EVALSCHED_TABLE_PREFIX", "cli-")
-	client, err := dynamostore.LocalClient(ctx, endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := dynamostore.New(client, dynamostore.DefaultTables("cli-"), scheduler.ModelConfig{Enabled: true, MinLimit: 1, MaxLimit: 100, TargetDepth: 10, InitialLimit: 4})
-	if err := st.CreateTables(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st := dynamotest.Tables(t, endpoint, "cli-", scheduler.ModelConfig{Enabled: true, MinLimit: 1, MaxLimit: 100, TargetDepth: 10, InitialLimit: 4})
 	// The model's operator item: the CLI reads it like the pass does.
 	if err := st.PutModel(ctx, scheduler.ModelConfig{Name: "gpt-5.5", Enabled: true, MinLimit: 1, MaxLimit: 100, TargetDepth: 10, InitialLimit: 4}); err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/evalsched/evalsched/internal/dynamostore"
+	"github.com/evalsched/evalsched/internal/dynamostore/dynamotest"
 	"github.com/evalsched/evalsched/internal/localaws"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -31,15 +31,8 @@ func TestUnderTheEmulator(t *testing.T) {
 	ddbEndpoint, sqsEndpoint := localaws.DynamoDB(t), localaws.SQS(t)
 
 	// The world: tables and a dead-letter queue.
-	client, err := dynamostore.LocalClient(ctx, ddbEndpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const prefix = "rie-"
-	store := dynamostore.New(client, dynamostore.DefaultTables(prefix), scheduler.ModelConfig{})
-	if err := store.CreateTables(ctx); err != nil {
-		t.Fatal(err)
-	}
+	store := dynamotest.Tables(t, ddbEndpoint, prefix, scheduler.ModelConfig{})
 	sqsClient := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(sqsEndpoint),
 		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
 	q, err := sqsClient.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("intake-dlq")})

@@ -6,15 +6,13 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/evalsched/evalsched/internal/dynamostore"
-	"github.com/evalsched/evalsched/internal/job"
+	"github.com/evalsched/evalsched/internal/dynamostore/dynamotest"
 	"github.com/evalsched/evalsched/internal/localaws"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -31,25 +29,9 @@ func TestUnderTheEmulator(t *testing.T) {
 
 	// The world: tables with the job of events/sqs-batch.json, claimed
 	// (attempt 1), and a dead-letter queue.
-	client, err := dynamostore.LocalClient(ctx, ddbEndpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const prefix = "rie-results-"
-	store := dynamostore.New(client, dynamostore.DefaultTables(prefix), scheduler.ModelConfig{Enabled: true, MaxLimit: 10})
-	if err := store.CreateTables(ctx); err != nil {
-		t.Fatal(err)
-	}
-	b := job.BatchSpec{Account: "acme", Project: "search-evals", Batch: "2026-11-29-sweep-17", Model: "gpt-5.5", Tier: 1,
-		Jobs: []job.JobSpec{{Key: "task-000123"}}}
-	if _, err := store.Submit(ctx, b, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	q := scheduler.QueueKey{Account: b.Account, Project: b.Project, Batch: b.Batch, Model: b.Model}
-	claimed, err := store.Commit(ctx, scheduler.Plan{At: time.Now(), Models: []scheduler.ModelPlan{{Model: b.Model, Grants: []scheduler.Grant{{Queue: q, Count: 1}}}}})
-	if err != nil || len(claimed) != 1 {
-		t.Fatalf("claim: %v, %d jobs", err, len(claimed))
-	}
+	store := dynamotest.Tables(t, ddbEndpoint, prefix, scheduler.ModelConfig{Enabled: true, MaxLimit: 10})
+	id := dynamotest.ClaimedSampleJob(t, store)
 	sqsClient := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(sqsEndpoint),
 		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
 	dlq, err := sqsClient.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("results-dlq")})
@@ -73,7 +55,7 @@ func TestUnderTheEmulator(t *testing.T) {
 	if len(answer.BatchItemFailures) != 0 {
 		t.Errorf("batch item failures %v, want none\n%s", answer.BatchItemFailures, fn.Output())
 	}
-	r, ok, err := store.JobResult(ctx, claimed[0].ID)
+	r, ok, err := store.JobResult(ctx, id)
 	if err != nil || !ok || !r.Pass || r.Attempt != 1 {
 		t.Errorf("job result %+v, %v, %v; want attempt 1's pass\n%s", r, ok, err, fn.Output())
 	}

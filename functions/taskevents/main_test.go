@@ -5,9 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/evalsched/evalsched/internal/dynamostore"
+	"github.com/evalsched/evalsched/internal/dynamostore/dynamotest"
 	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/localaws"
 	"github.com/evalsched/evalsched/internal/scheduler"
@@ -30,26 +29,9 @@ func TestUnderTheEmulator(t *testing.T) {
 
 	// The world: tables with the job of events/sqs-batch.json, claimed
 	// (attempt 1).
-	client, err := dynamostore.LocalClient(ctx, ddbEndpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const prefix = "rie-taskevents-"
-	store := dynamostore.New(client, dynamostore.DefaultTables(prefix), scheduler.ModelConfig{Enabled: true, MaxLimit: 10})
-	if err := store.CreateTables(ctx); err != nil {
-		t.Fatal(err)
-	}
-	b := job.BatchSpec{Account: "acme", Project: "search-evals", Batch: "2026-11-29-sweep-17", Model: "gpt-5.5", Tier: 1,
-		Jobs: []job.JobSpec{{Key: "task-000123"}}}
-	if _, err := store.Submit(ctx, b, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	q := scheduler.QueueKey{Account: b.Account, Project: b.Project, Batch: b.Batch, Model: b.Model}
-	claimed, err := store.Commit(ctx, scheduler.Plan{At: time.Now(), Models: []scheduler.ModelPlan{{Model: b.Model, Grants: []scheduler.Grant{{Queue: q, Count: 1}}}}})
-	if err != nil || len(claimed) != 1 {
-		t.Fatalf("claim: %v, %d jobs", err, len(claimed))
-	}
-	id := claimed[0].ID
+	store := dynamotest.Tables(t, ddbEndpoint, prefix, scheduler.ModelConfig{Enabled: true, MaxLimit: 10})
+	id := dynamotest.ClaimedSampleJob(t, store)
 
 	fn := localaws.Lambda(t, "taskevents",
 		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/evalsched/evalsched/internal/awsfake"
-	"github.com/evalsched/evalsched/internal/dynamostore"
+	"github.com/evalsched/evalsched/internal/dynamostore/dynamotest"
 	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/localaws"
 	"github.com/evalsched/evalsched/internal/scheduler"
@@ -35,15 +35,8 @@ func TestABatchRunsToTheEnd(t *testing.T) {
 	t.Cleanup(cw.Close)
 
 	// The world: tables, the model's item, the queues.
-	client, err := dynamostore.LocalClient(ctx, ddb)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const prefix = "e2e-"
-	store := dynamostore.New(client, dynamostore.DefaultTables(prefix), scheduler.ModelConfig{})
-	if err := store.CreateTables(ctx); err != nil {
-		t.Fatal(err)
-	}
+	store := dynamotest.Tables(t, ddb, prefix, scheduler.ModelConfig{})
 	if err := store.PutModel(ctx, scheduler.ModelConfig{Name: "gpt-5.5", Enabled: true, MinLimit: 1, MaxLimit: 100, TargetDepth: 10, InitialLimit: 4}); err != nil {
 		t.Fatal(err)
 	}

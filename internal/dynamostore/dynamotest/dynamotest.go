@@ -1,0 +1,59 @@
+package dynamotest
+
+import (
+	"context"
+	"time"
+
+	"github.com/evalsched/evalsched/internal/dynamostore"
+	"github.com/evalsched/evalsched/internal/job"
+	"github.com/evalsched/evalsched/internal/scheduler"
+)
+
+// T is the part of testing.TB the world needs.
+type T interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
+// Tables is a store on the DynamoDB Local at endpoint, its tables created
+// under prefix (each test its own prefix, as the functions read
+// EVALSCHED_TABLE_PREFIX), with cfg for models without an item.
+func Tables(t T, endpoint, prefix string, cfg scheduler.ModelConfig) *dynamostore.Store {
+	t.Helper()
+	ctx := context.Background()
+	client, err := dynamostore.LocalClient(ctx, endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := dynamostore.New(client, dynamostore.DefaultTables(prefix), cfg)
+	if err := store.CreateTables(ctx); err != nil {
+		t.Fatalf("create the tables under %q: %v", prefix, err)
+	}
+	return store
+}
+
+// SampleBatch is the batch of events/sqs-batch.json, cut to its first job:
+// the job the sample task and result events report on.
+func SampleBatch() job.BatchSpec {
+	return job.BatchSpec{Account: "acme", Project: "search-evals", Batch: "2026-11-29-sweep-17", Model: "gpt-5.5", Tier: 1,
+		Jobs: []job.JobSpec{{Key: "task-000123"}}}
+}
+
+// ClaimedSampleJob submits SampleBatch to store and claims its job as a
+// pass would (attempt 1), returning the job's id: the world a task event or
+// a result of events/ starts from.
+func ClaimedSampleJob(t T, store *dynamostore.Store) string {
+	t.Helper()
+	ctx := context.Background()
+	b := SampleBatch()
+	if _, err := store.Submit(ctx, b, time.Now()); err != nil {
+		t.Fatalf("submit the sample batch: %v", err)
+	}
+	q := scheduler.QueueKey{Account: b.Account, Project: b.Project, Batch: b.Batch, Model: b.Model}
+	claimed, err := store.Commit(ctx, scheduler.Plan{At: time.Now(), Models: []scheduler.ModelPlan{{Model: b.Model, Grants: []scheduler.Grant{{Queue: q, Count: 1}}}}})
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim the sample job: %v, %d jobs claimed, want 1", err, len(claimed))
+	}
+	return claimed[0].ID
+}
