@@ -30,7 +30,8 @@ func TestStatusWhySampled(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := scheduler.QueueKey{Account: b.Account, Project: b.Project, Batch: b.Batch, Model: b.Model}
-	jobs, err := st.Commit(ctx, scheduler.Plan{At: time.Now(), Models: []scheduler.ModelPlan{{Model: b.Model, Grants: []scheduler.Grant{{Queue: q, Count: 20}}}}})
+	committed, err := st.Commit(ctx, scheduler.Plan{At: time.Now(), Models: []scheduler.ModelPlan{{Model: b.Model, Grants: []scheduler.Grant{{Queue: q, Count: 20}}}}}, nil)
+	jobs := committed.Claimed
 	if err != nil {
 		t.Fatal(err)
 	}

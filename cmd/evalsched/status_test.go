@@ -169,8 +169,9 @@ func TestCancelStopsRunningTasks(t *testing.T) {
 	defer fake.Close()
 	t.Setenv("AWS_ENDPOINT_URL_ECS", fake.URL())
 	// Two of lab/bulk/big's jobs are claimed and launched on the fake.
-	jobs, err := st.Commit(ctx, scheduler.Plan{At: time.Now(), Models: []scheduler.ModelPlan{{Model: "gpt-5.5", Grants: []scheduler.Grant{{
-		Queue: scheduler.QueueKey{Account: "lab", Project: "bulk", Batch: "big", Model: "gpt-5.5"}, Count: 2}}}}})
+	committed, err := st.Commit(ctx, scheduler.Plan{At: time.Now(), Models: []scheduler.ModelPlan{{Model: "gpt-5.5", Grants: []scheduler.Grant{{
+		Queue: scheduler.QueueKey{Account: "lab", Project: "bulk", Batch: "big", Model: "gpt-5.5"}, Count: 2}}}}}, nil)
+	jobs := committed.Claimed
 	if err != nil || len(jobs) != 2 {
 		t.Fatalf("claim: %v %d", err, len(jobs))
 	}
@@ -212,8 +213,9 @@ func TestFinishedBatchesStay(t *testing.T) {
 	ctx := context.Background()
 	st := withTables(t)
 	// lab/bulk/big: one succeeds, one fails, one is cancelled while waiting.
-	jobs, err := st.Commit(ctx, scheduler.Plan{At: time.Now(), Models: []scheduler.ModelPlan{{Model: "gpt-5.5", Grants: []scheduler.Grant{{
-		Queue: scheduler.QueueKey{Account: "lab", Project: "bulk", Batch: "big", Model: "gpt-5.5"}, Count: 2}}}}})
+	committed, err := st.Commit(ctx, scheduler.Plan{At: time.Now(), Models: []scheduler.ModelPlan{{Model: "gpt-5.5", Grants: []scheduler.Grant{{
+		Queue: scheduler.QueueKey{Account: "lab", Project: "bulk", Batch: "big", Model: "gpt-5.5"}, Count: 2}}}}}, nil)
+	jobs := committed.Claimed
 	if err != nil || len(jobs) != 2 {
 		t.Fatalf("claim: %v %d", err, len(jobs))
 	}

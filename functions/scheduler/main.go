@@ -125,6 +125,8 @@ func shardRunner(cfg config.Config, c clients, shard int, log *slog.Logger) (*ru
 			Config:   sc,
 			Log:      log,
 			Sharing:  cfg.Sharing(shard),
+			Loads:    store,    // the shards' loads: SHARDS items in the state table
+			Rates:    launcher, // its token bucket follows the shard's share
 		},
 		Lease:     func(owner string) passloop.Lease { return dynamolease.ForShard(c.ddb, tables.State, shard, owner) },
 		Clock:     clock,

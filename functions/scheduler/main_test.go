@@ -73,6 +73,15 @@ func TestHandlerRefusesAShardOutsideTheDeployment(t *testing.T) {
 	if h.Shards != 2 {
 		t.Errorf("got %d shards, want EVALSCHED_SHARDS", h.Shards)
 	}
+	// A shard's pass shares the caps by load: it reads and reports loads in
+	// the store and resizes the launcher's bucket.
+	r, err := h.Runner(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := r.Scheduler; s.Sharing == nil || s.Sharing.Shard != 1 || s.Loads == nil || s.Rates == nil {
+		t.Errorf("shard 1's scheduler: sharing %+v, loads %v, rates %v; want shard 1 of 2 with both", s.Sharing, s.Loads, s.Rates)
+	}
 	for _, c := range []struct{ event, want string }{
 		{`{"shard": 2}`, "scheduler event: shard: 2 is not an integer in 0..1 (EVALSCHED_SHARDS is 2)"},
 		{`{"shard": "0"}`, `scheduler event: shard: "0" is not an integer in 0..1`},

@@ -17,5 +17,5 @@
 // the minute after sharding is turned on, the last unsharded invocation
 // excludes shard 0 only; it may pass at once with shards 1…N−1 over their
 // models, which the store's conditions keep safe (a model's state written by
-// both fails one Commit with ErrStale; a job is claimed once).
+// both makes one Commit stale (scheduler.ErrStale); a job is claimed once).
 package dynamolease

@@ -56,7 +56,7 @@ func TestClaimsAreBatchedAcrossQueues(t *testing.T) {
 	snapCalls := c.stats().Calls
 	plan := planFromSnapshot(t0, snap, 1)
 	c.reset()
-	got := commit(t, s, plan)
+	got := commitRead(t, s, plan, snap.Versions)
 	st := c.stats()
 	t.Logf("snapshot: %d requests; commit of 150 one-job grants: %d requests %v", snapCalls, st.Calls, st.ByOp)
 	if len(got) != 150 {
@@ -96,7 +96,7 @@ func TestClaimsAreBatchedAcrossQueues(t *testing.T) {
 		{Queue: scheduler.QueueKey{Account: "lab", Project: "big", Batch: "huge", Model: "m0"}, Tier: 1, Count: 120},
 		{Queue: queueOf(got[1]), Tier: 1, Count: 1},
 	}}}}
-	got2 := commit(t, s, plan)
+	got2 := commitRead(t, s, plan, snap.Versions)
 	if len(got2) != 123 {
 		t.Fatalf("claimed %d, want 123", len(got2))
 	}
@@ -136,7 +136,7 @@ func TestBatchedClaimOfAQueueThatMoved(t *testing.T) {
 		t.Fatalf("second message: %d created, %v; want 2", n, err)
 	}
 
-	got := commit(t, s, plan)
+	got := commitRead(t, s, plan, snap.Versions)
 	slices.SortFunc(got, func(a, b scheduler.Job) int { return cmpString(a.Key, b.Key) })
 	want := []string{"emptying-0000", "emptying-0001", "moving-0003", "moving-0004", "steady-0000", "steady-0001"}
 	if !slices.Equal(keys(got), want) {
@@ -192,7 +192,7 @@ func TestChunksAreAlignedAcrossMessages(t *testing.T) {
 		fresh := New(c, s.tables, defaults())
 		snap := snapshot(t, fresh)
 		c.reset()
-		jobs := commit(t, fresh, planFromSnapshot(t0.Add(time.Duration(round)*10*time.Second), snap, 80))
+		jobs := commitRead(t, fresh, planFromSnapshot(t0.Add(time.Duration(round)*10*time.Second), snap, 80), snap.Versions)
 		if st := c.stats(); st.ByOp["Query"] != 0 {
 			t.Fatalf("round %d: %d Query calls, want chunks read by key (%v)", round, st.ByOp["Query"], st.ByOp)
 		}
@@ -262,8 +262,8 @@ func TestEmptiedPendingEntriesAreRemoved(t *testing.T) {
 	b := batch("lab", "sweep", "b", "claude", -1, 2)
 	submit(t, s, a)
 	submit(t, s, b)
-	plan := planFromSnapshot(t0, snapshot(t, s), 2)
-	claimed := commit(t, s, plan)
+	snap := snapshot(t, s)
+	claimed := commitRead(t, s, planFromSnapshot(t0, snap, 2), snap.Versions)
 	launchAll(t, s, claimed)
 	for _, j := range claimed {
 		if err := s.TaskStarted(ctx, j.ID, j.Attempt, t0); err != nil {
@@ -275,8 +275,8 @@ func TestEmptiedPendingEntriesAreRemoved(t *testing.T) {
 	}
 	// gpt claims its last 2 jobs; claude has nothing left to claim.
 	at := t0.Add(10 * time.Second)
-	plan = planFromSnapshot(at, snapshot(t, s), 2)
-	if got := commit(t, s, plan); len(got) != 2 {
+	snap = snapshot(t, s)
+	if got := commitRead(t, s, planFromSnapshot(at, snap, 2), snap.Versions); len(got) != 2 {
 		t.Fatalf("claimed %d, want 2", len(got))
 	}
 	if p := pendingOf(t, s, "gpt"); len(p) != 1 || p[stamp(at)] != 2 {
@@ -331,15 +331,16 @@ func TestUnknownLaunchesAreLeftClaimed(t *testing.T) {
 }
 
 // batchedWorld is 40 three-job batches over 3 models and a plan granting
-// all 120 jobs from the Snapshot, so that Commit claims them batched: two
-// transactions of up to 100 items.
-func batchedWorld(t *testing.T) (*Store, *counter, scheduler.Plan) {
+// all 120 jobs from the Snapshot (whose Versions it returns), so that
+// Commit claims them batched: two transactions of up to 100 items.
+func batchedWorld(t *testing.T) (*Store, *counter, scheduler.Plan, scheduler.Versions) {
 	t.Helper()
 	s, c := newStore(t)
 	for i := range 40 {
 		submit(t, s, batch("lab", fmt.Sprintf("p%d", i%5), fmt.Sprintf("b%02d", i), fmt.Sprintf("m%d", i%3), -1, 3))
 	}
-	return s, c, planFromSnapshot(t0, snapshot(t, s), 3)
+	snap := snapshot(t, s)
+	return s, c, planFromSnapshot(t0, snap, 3), snap.Versions
 }
 
 // TestCrashDuringBatchedClaim stops a batched Commit at each of its calls,
@@ -349,9 +350,9 @@ func batchedWorld(t *testing.T) (*Store, *counter, scheduler.Plan) {
 // counter matches the jobs.
 func TestCrashDuringBatchedClaim(t *testing.T) {
 	ctx := context.Background()
-	s, c, plan := batchedWorld(t)
+	s, c, plan, read := batchedWorld(t)
 	c.reset()
-	if jobs := commit(t, s, plan); len(jobs) != 120 {
+	if jobs := commitRead(t, s, plan, read); len(jobs) != 120 {
 		t.Fatalf("got %d, want 120", len(jobs))
 	}
 	calls := c.stats().Calls
@@ -360,14 +361,16 @@ func TestCrashDuringBatchedClaim(t *testing.T) {
 		for failAt := 1; failAt <= calls; failAt++ {
 			t.Run(fmt.Sprintf("after=%v/call=%d", after, failAt), func(t *testing.T) {
 				t.Parallel()
-				s, c, plan := batchedWorld(t)
+				s, c, plan, read := batchedWorld(t)
 				c.failAt, c.failAfter = failAt, after
-				jobs1, err := s.Commit(ctx, plan)
+				c1, err := s.Commit(ctx, plan, read)
 				if err != nil && !errors.Is(err, errCrash) {
 					t.Fatalf("got %v, want the injected crash or nil", err)
 				}
+				jobs1 := c1.Claimed
 				other := New(client, s.tables, defaults())
-				jobs2 := commit(t, other, planFromSnapshot(t0.Add(10*time.Second), snapshot(t, other), 3))
+				snap := snapshot(t, other)
+				jobs2 := commitRead(t, other, planFromSnapshot(t0.Add(10*time.Second), snap, 3), snap.Versions)
 				d := dump(t, s)
 				returned, stranded := claimedOnce(t, d, after, transactMax, jobs1, jobs2)
 				if returned+len(stranded) != 120 {
@@ -391,17 +394,18 @@ func TestLostAnswerDuringBatchedClaim(t *testing.T) {
 	for failAt := 1; failAt <= 9; failAt++ {
 		t.Run(fmt.Sprintf("call=%d", failAt), func(t *testing.T) {
 			t.Parallel()
-			s, c, plan := batchedWorld(t)
+			s, c, plan, read := batchedWorld(t)
 			c.failAt, c.failAfter, c.failOnce = failAt, true, true
-			jobs, err := s.Commit(ctx, plan)
+			committed, err := s.Commit(ctx, plan, read)
 			if err != nil {
-				if !errors.Is(err, errCrash) || len(jobs) != 0 {
-					t.Fatalf("got %d jobs and %v, want the lost answer and none", len(jobs), err)
+				if !errors.Is(err, errCrash) || len(committed.Claimed) != 0 {
+					t.Fatalf("got %d jobs and %v, want the lost answer and none", len(committed.Claimed), err)
 				}
-				if jobs, err = s.Commit(ctx, plan); err != nil {
+				if committed, err = s.Commit(ctx, plan, read); err != nil {
 					t.Fatalf("retry: %v", err)
 				}
 			}
+			jobs := committed.Claimed
 			if got := counts(t, s)[job.Claimed]; got != len(jobs) || got != 120 {
 				t.Fatalf("got %d claimed in the table and %d returned, want 120 both", got, len(jobs))
 			}

@@ -2,7 +2,6 @@ package dynamostore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 
@@ -13,16 +12,11 @@ import (
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
-// ErrStale is returned by Commit when another pass committed a model's state
-// since this store's Snapshot read it: the plan was decided on old counts,
-// so nothing of it is written. The next pass reads afresh.
-var ErrStale = errors.New("stale snapshot: another pass committed since")
-
 // Commit implements scheduler.Store.
 //
 //  1. state   every model's new state and acknowledged outcomes, in
 //     transactions of up to 100 models, each conditioned on the version the
-//     last Snapshot read (ErrStale if another pass wrote since)
+//     Snapshot read (Committed.Stale if another pass wrote since)
 //  2. batch   the grants whose queue the Snapshot read, batched across
 //     queues (batchclaim.go): transactions of up to 100 items moving cursors
 //     (conditioned on the values read), jobs and the models' counters
@@ -32,24 +26,33 @@ var ErrStale = errors.New("stale snapshot: another pass committed since")
 //     transactions of up to 90 jobs after reading the queue afresh; a
 //     model's grants in plan order, several models at a time
 //
+// read is the Snapshot's Versions; nil (a plan not made from a Snapshot:
+// tests, tools) writes the states unconditioned and claims every grant the
+// slow way. The same read may be given again: a retried Commit of the same
+// plan passes its own state condition, and a queue it already moved fails
+// its batched condition and is claimed the slow way.
+//
 // A failure after some jobs were claimed returns those jobs and no error:
 // the pass launches them and the rest waits for the next pass. The jobs are
 // returned in plan order.
-func (s *Store) Commit(ctx context.Context, plan scheduler.Plan) ([]scheduler.Job, error) {
-	// 1. State.
-	if err := s.commitStates(ctx, plan); err != nil {
-		return nil, err
+func (s *Store) Commit(ctx context.Context, plan scheduler.Plan, read scheduler.Versions) (scheduler.Committed, error) {
+	v, ok := read.(*versions)
+	if !ok && read != nil {
+		return scheduler.Committed{}, fmt.Errorf("commit: versions of type %T are not a DynamoDB store's Snapshot's", read)
+	}
+	if v == nil {
+		v = &versions{}
 	}
 
-	// What the Snapshot read is used once: a retried Commit reads afresh.
-	s.mu.Lock()
-	read, empty := s.snapQueues, s.emptyPending
-	s.snapQueues, s.emptyPending = nil, nil
-	s.mu.Unlock()
+	// 1. State.
+	stale, err := s.commitStates(ctx, plan, v)
+	if err != nil || len(stale) > 0 {
+		return scheduler.Committed{Stale: stale}, err
+	}
 	inPlan := map[string][]string{}
 	for _, mp := range plan.Models {
-		if len(empty[mp.Model]) > 0 {
-			inPlan[mp.Model] = empty[mp.Model]
+		if len(v.emptyPending[mp.Model]) > 0 {
+			inPlan[mp.Model] = v.emptyPending[mp.Model]
 		}
 	}
 
@@ -65,7 +68,7 @@ func (s *Store) Commit(ctx context.Context, plan scheduler.Plan) ([]scheduler.Jo
 			}
 			c := &grantClaim{model: i, index: gi, g: g}
 			pk := queuePK(g.Queue)
-			q, ok := read[pk]
+			q, ok := v.queues[pk]
 			if ok && q.Backs == 0 && g.Count <= maxClaimJobs && !seen[pk] {
 				c.q = q
 				batched = append(batched, c)
@@ -110,36 +113,33 @@ func (s *Store) Commit(ctx context.Context, plan scheduler.Plan) ([]scheduler.Jo
 	}
 	if firstErr != nil {
 		if len(claimed) == 0 {
-			return nil, firstErr
+			return scheduler.Committed{}, firstErr
 		}
 		s.log().Warn("commit: claimed fewer jobs than granted", "claimed", len(claimed), "err", firstErr)
 	}
-	return claimed, nil
+	return scheduler.Committed{Claimed: claimed}, nil
 }
 
 // commitStates writes the models' states, skipping a model whose state did
-// not change and that acknowledges nothing.
+// not change and that acknowledges nothing. It returns the models another
+// pass wrote since v was read (nothing of their transaction is written).
 //
-// A model the last Snapshot read is written only if its version is still
-// the one read — or if this store already wrote this very plan (a Commit
-// retried after a failure: the write is then the same, acknowledged totals
-// are absolute). A plan not made from this store's Snapshot (tests, tools)
-// carries no version: its state is written as it is and its ack added.
-func (s *Store) commitStates(ctx context.Context, plan scheduler.Plan) error {
-	s.mu.Lock()
-	seen := s.seen
-	if !s.commitAt.Equal(plan.At) || s.commitID == "" {
-		s.commitAt, s.commitID = plan.At, token()
+// A model v read is written only if its version is still the one read — or
+// if a Commit with the same v already wrote it (a Commit retried after a
+// failure: the write is then the same, acknowledged totals are absolute). A
+// model v did not read is written as it is and its ack added.
+func (s *Store) commitStates(ctx context.Context, plan scheduler.Plan, v *versions) ([]string, error) {
+	commitID := v.token
+	if commitID == "" {
+		commitID = token()
 	}
-	commitID := s.commitID
-	s.mu.Unlock()
-
 	var items []types.TransactWriteItem
+	var models []string // of each item
 	for _, mp := range plan.Models {
-		sm, known := seen[mp.Model]
+		sm, known := v.models[mp.Model]
 		av, err := attributevalue.Marshal(mp.State)
 		if err != nil {
-			return fmt.Errorf("commit state of %s: %w", mp.Model, err)
+			return nil, fmt.Errorf("commit state of %s: %w", mp.Model, err)
 		}
 		if known && mp.Ack.OK == 0 && mp.Ack.ProviderFailed == 0 && sm.state != nil && reflect.DeepEqual(av, sm.state) {
 			continue
@@ -158,8 +158,8 @@ func (s *Store) commitStates(ctx context.Context, plan scheduler.Plan) error {
 				was = name("ver").AttributeNotExists()
 			}
 			// Guard: a plan from a Snapshot older than another pass's commit writes
-			// nothing (ErrStale), so two passes never admit on the same free slots;
-			// the same plan retried may write again. Without it
+			// nothing (Committed.Stale), so two passes never admit on the same free
+			// slots; the same plan retried may write again. Without it
 			// TestStaleSnapshotCommitsNothing fails (make mutate: commit-state-version).
 			cond = was.Or(name("ver").Equal(value(sm.ver + 1)).And(name("commit_id").Equal(value(commitID))))
 		} else {
@@ -169,22 +169,26 @@ func (s *Store) commitStates(ctx context.Context, plan scheduler.Plan) error {
 		}
 		it, err := updateItem(s.tables.State, key(modelsPK(mp.Model), mp.Model), u, cond)
 		if err != nil {
-			return fmt.Errorf("commit state of %s: %w", mp.Model, err)
+			return nil, fmt.Errorf("commit state of %s: %w", mp.Model, err)
 		}
 		items = append(items, it)
+		models = append(models, mp.Model)
 	}
 	for start := 0; start < len(items); start += transactMax {
-		err := s.transact(ctx, items[start:min(start+transactMax, len(items))], token())
-		if reasons := cancelReasons(err); reasons != nil {
-			for _, r := range reasons {
-				if r == "ConditionalCheckFailed" {
-					return fmt.Errorf("commit state: %w", ErrStale)
-				}
+		end := min(start+transactMax, len(items))
+		err := s.transact(ctx, items[start:end], token())
+		var stale []string
+		for i, r := range cancelReasons(err) {
+			if r == "ConditionalCheckFailed" && start+i < end {
+				stale = append(stale, models[start+i])
 			}
 		}
+		if len(stale) > 0 {
+			return stale, nil
+		}
 		if err != nil {
-			return fmt.Errorf("commit state: %w", err)
+			return nil, fmt.Errorf("commit state: %w", err)
 		}
 	}
-	return nil
+	return nil, nil
 }

@@ -35,12 +35,12 @@ func TestCrashDuringClaim(t *testing.T) {
 				t.Parallel()
 				s, c := newStore(t)
 				submit(t, s, b)
-				// The model has a state item version to condition on.
 				c.failAt, c.failAfter = failAt, after
-				jobs1, err := s.Commit(ctx, grant(t0, b, 120))
+				c1, err := s.Commit(ctx, grant(t0, b, 120), nil)
 				if err != nil && !errors.Is(err, errCrash) {
 					t.Fatalf("got %v, want the injected crash or nil", err)
 				}
+				jobs1 := c1.Claimed
 				jobs2 := commit(t, New(client, s.tables, defaults()), grant(t0.Add(10*time.Second), b, 120-len(jobs1)))
 				d := dump(t, s)
 				returned, stranded := claimedOnce(t, d, after, maxClaimJobs, jobs1, jobs2)
@@ -112,15 +112,16 @@ func TestLostAnswerDuringClaim(t *testing.T) {
 			plan.Models[0].Grants = grant(t0, b, 120).Models[0].Grants
 			c.reset()
 			c.failAt, c.failAfter, c.failOnce = failAt, true, true
-			jobs, err := s.Commit(ctx, plan)
+			committed, err := s.Commit(ctx, plan, snap.Versions)
 			if err != nil {
-				if !errors.Is(err, errCrash) || len(jobs) != 0 {
-					t.Fatalf("got %d jobs and %v, want the lost answer and none", len(jobs), err)
+				if !errors.Is(err, errCrash) || len(committed.Claimed) != 0 {
+					t.Fatalf("got %d jobs and %v, want the lost answer and none", len(committed.Claimed), err)
 				}
-				if jobs, err = s.Commit(ctx, plan); err != nil {
+				if committed, err = s.Commit(ctx, plan, snap.Versions); err != nil {
 					t.Fatalf("retry: %v", err)
 				}
 			}
+			jobs := committed.Claimed
 			// A lost read ends the claims early: fewer jobs, all returned.
 			if len(jobs) != 120 && len(jobs) != maxClaimJobs {
 				t.Fatalf("got %d jobs, want 120, or the first transaction's %d", len(jobs), maxClaimJobs)

@@ -11,7 +11,7 @@
 //	snapshot  Snapshot (snapshot.go): models, pins, pauses, counters and the
 //	          active queues, in O(models + active queues) requests
 //	claim     Commit (commit.go): the models' states, conditioned on the
-//	          versions the Snapshot read (ErrStale otherwise), then the
+//	          Versions the Snapshot read (Committed.Stale otherwise), then the
 //	          grants — batched across the queues the Snapshot read
 //	          (batchclaim.go), else one queue at a time (claim.go), a sampled
 //	          batch's by stratum (release.go)

@@ -68,7 +68,8 @@ func otherWriter(s *Store) *Store { return New(client, s.tables, defaults()) }
 // claims (as passes whose limits hold do).
 func settle(t testing.TB, s *Store) {
 	t.Helper()
-	commit(t, s, planFromSnapshot(t0, snapshot(t, s), 0))
+	snap := snapshot(t, s)
+	commitRead(t, s, planFromSnapshot(t0, snap, 0), snap.Versions)
 }
 
 // TestBatchedClaimsFromOneSnapshot: two passes read the same Snapshot and
@@ -87,17 +88,18 @@ func TestBatchedClaimsFromOneSnapshot(t *testing.T) {
 		submit(t, b, batches[i])
 	}
 	settle(t, b)
-	planA := planFromSnapshot(t0, snapshot(t, a), 2)
-	planB := planFromSnapshot(t0, snapshot(t, b), 2)
+	snapA, snapB := snapshot(t, a), snapshot(t, b)
+	planA, planB := planFromSnapshot(t0, snapA, 2), planFromSnapshot(t0, snapB, 2)
 	var gotA []scheduler.Job
 	first := scheduler.JobID("lab", "p", "b0", batches[0].Jobs[0].Key)
 	c.before = beforeClaimOf(jobPK(first), func() {
-		var err error
-		if gotA, err = a.Commit(context.Background(), planA); err != nil {
-			t.Error(err) // not Fatal: the hook runs on the store's goroutine
+		committed, err := a.Commit(context.Background(), planA, snapA.Versions)
+		if err != nil || len(committed.Stale) > 0 {
+			t.Error(err, committed.Stale) // not Fatal: the hook runs on the store's goroutine
 		}
+		gotA = committed.Claimed
 	})
-	gotB := commit(t, b, planB)
+	gotB := commitRead(t, b, planB, snapB.Versions)
 	c.before = nil
 
 	if len(gotA) != 12 || len(gotB) != 12 {
@@ -135,14 +137,16 @@ func TestBatchedClaimFromAStaleSnapshotKeepsTheCursor(t *testing.T) {
 	first.Jobs = b.Jobs[:3]
 	submit(t, stale, first)
 	settle(t, stale)
-	plan := planFromSnapshot(t0, snapshot(t, stale), 3)
+	staleSnap := snapshot(t, stale)
+	plan := planFromSnapshot(t0, staleSnap, 3)
 	if n, err := fresh.Submit(ctx, b, t0); n != 2 || err != nil {
 		t.Fatalf("the batch's second message: %d created, %v; want 2", n, err)
 	}
-	if got := commit(t, fresh, planFromSnapshot(t0, snapshot(t, fresh), 5)); len(got) != 5 {
+	freshSnap := snapshot(t, fresh)
+	if got := commitRead(t, fresh, planFromSnapshot(t0, freshSnap, 5), freshSnap.Versions); len(got) != 5 {
 		t.Fatalf("fresh pass claimed %d, want 5", len(got))
 	}
-	if got := commit(t, stale, plan); len(got) != 0 {
+	if got := commitRead(t, stale, plan, staleSnap.Versions); len(got) != 0 {
 		t.Errorf("stale pass claimed %v, want nothing (all 5 are claimed)", keys(got))
 	}
 	if q := dump(t, stale).queues[batchQueue(b)]; q.Next != 5 {
@@ -189,13 +193,14 @@ func TestClaimSkipsAJobThatLeftWaitingAfterItWasRead(t *testing.T) {
 			s, c := newStore(t)
 			b := batch("lab", "p", "b", "m", -1, 5)
 			submit(t, s, b)
-			plan := grant(t0, b, 2)
+			plan, read := grant(t0, b, 2), scheduler.Versions(nil)
 			if batched {
-				plan = planFromSnapshot(t0, snapshot(t, s), 2)
+				snap := snapshot(t, s)
+				plan, read = planFromSnapshot(t0, snap, 2), snap.Versions
 			}
 			id := scheduler.JobID(b.Account, b.Project, b.Batch, b.Jobs[0].Key)
 			c.before = beforeClaimOf(jobPK(id), func() { cancelByHand(t, s, b, 0) })
-			got := commit(t, s, plan)
+			got := commitRead(t, s, plan, read)
 			c.before = nil
 			if want := []string{b.Jobs[1].Key, b.Jobs[2].Key}; !slices.Equal(keys(got), want) {
 				t.Errorf("claimed %v, want %v", keys(got), want)
@@ -221,7 +226,8 @@ func TestSlowClaimDoesNotWriteAStaleCursor(t *testing.T) {
 	b := batch("lab", "p", "b", "m", -1, 5)
 	submit(t, s, b)
 	c.before = once("BatchGetItem", func() {
-		all, err := other.Commit(ctx, grant(t0, b, 5))
+		committed, err := other.Commit(ctx, grant(t0, b, 5), nil)
+		all := committed.Claimed
 		if err == nil && len(all) == 5 {
 			err = other.RecordLaunches(ctx, t0, []scheduler.LaunchResult{{JobID: all[1].ID, Attempt: 1, Status: scheduler.Retry, Reason: "capacity"}})
 		}
@@ -333,11 +339,12 @@ func TestBatchedClaimTakesARetriedJobFirst(t *testing.T) {
 	jobs := commit(t, s, grant(t0, b, 2))
 	launchAll(t, s, jobs)
 	settle(t, s)
-	plan := planFromSnapshot(t0, snapshot(t, s), 1)
+	snap := snapshot(t, s)
+	plan := planFromSnapshot(t0, snap, 1)
 	if err := s.TaskStopped(ctx, jobs[0].ID, 1, job.Exit{Infrastructure: true, Reason: "SpotInterruption"}, t0); err != nil {
 		t.Fatal(err)
 	}
-	got := commit(t, s, plan)
+	got := commitRead(t, s, plan, snap.Versions)
 	if len(got) != 1 || got[0].ID != jobs[0].ID || got[0].Attempt != 2 {
 		t.Errorf("claimed %+v, want job 0's attempt 2 (retried jobs first)", got)
 	}
@@ -366,15 +373,16 @@ func TestClaimKeepsAQueueThatGrewActive(t *testing.T) {
 					t.Errorf("the batch's second message: %d created, %v; want 2", n, err)
 				}
 			}
-			plan := grant(t0, b, 3)
+			plan, read := grant(t0, b, 3), scheduler.Versions(nil)
 			if batched {
 				settle(t, s)
-				plan = planFromSnapshot(t0, snapshot(t, s), 3)
+				snap := snapshot(t, s)
+				plan, read = planFromSnapshot(t0, snap, 3), snap.Versions
 				grow()
 			} else {
 				c.before = beforeClaimOf(jobPK(scheduler.JobID("lab", "p", "b", b.Jobs[0].Key)), grow)
 			}
-			got := commit(t, s, plan)
+			got := commitRead(t, s, plan, read)
 			c.before = nil
 			if len(got) != 3 {
 				t.Errorf("claimed %d, want 3", len(got))
@@ -502,7 +510,7 @@ func TestStaleBackItemIsTakenOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.before = beforeClaimOf(qpk, func() {
-		if _, err := other.Commit(ctx, grant(t0, b, 1)); err != nil {
+		if _, err := other.Commit(ctx, grant(t0, b, 1), nil); err != nil {
 			t.Error(err)
 		}
 	})

@@ -22,7 +22,7 @@ import (
 type lifecycleStore interface {
 	Submit(ctx context.Context, b job.BatchSpec, now time.Time) (int, error)
 	Snapshot(ctx context.Context, now time.Time) (scheduler.Snapshot, error)
-	Commit(ctx context.Context, plan scheduler.Plan) ([]scheduler.Job, error)
+	Commit(ctx context.Context, plan scheduler.Plan, read scheduler.Versions) (scheduler.Committed, error)
 	RecordLaunches(ctx context.Context, now time.Time, results []scheduler.LaunchResult) error
 	TaskStarted(ctx context.Context, jobID string, attempt int, now time.Time) error
 	TaskStopped(ctx context.Context, jobID string, attempt int, exit job.Exit, now time.Time) error
@@ -107,9 +107,9 @@ func drive(t *testing.T, st lifecycleStore, b job.BatchSpec, id string, step job
 	var err error
 	switch ev.Kind {
 	case job.Claim:
-		var got []scheduler.Job
-		if got, err = st.Commit(ctx, grant(at, b, 1)); err == nil && (len(got) == 1) != applies {
-			t.Errorf("line %d: claim took %d jobs, want the transcript's %v", step.Line, len(got), applies)
+		var got scheduler.Committed
+		if got, err = st.Commit(ctx, grant(at, b, 1), nil); err == nil && (len(got.Claimed) == 1) != applies {
+			t.Errorf("line %d: claim took %d jobs, want the transcript's %v", step.Line, len(got.Claimed), applies)
 		}
 	case job.Launch:
 		err = launch(scheduler.Launched)

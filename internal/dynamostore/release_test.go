@@ -73,10 +73,11 @@ func TestSampledClaimsMatchMemstore(t *testing.T) {
 	for round := range 8 {
 		n := 5 + 7*round%17 // 5 … 21: several strata per grant, some rounds over maxSampledClaim together
 		dj := commit(t, s, grant(t0, b, n))
-		mj, err := m.Commit(ctx, grant(t0, b, n))
+		mc, err := m.Commit(ctx, grant(t0, b, n), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
+		mj := mc.Claimed
 		if got, want := keysOf(dj), keysOf(mj); !slices.Equal(got, want) {
 			t.Fatalf("round %d: DynamoDB claimed %v, memstore %v", round, got, want)
 		}
@@ -142,10 +143,11 @@ func TestSampledPartsReleaseInOneOrder(t *testing.T) {
 		}
 	}
 	dj := commit(t, s, grant(t0, part(1), 20))
-	mj, err := m.Commit(ctx, grant(t0, part(1), 20))
+	mc, err := m.Commit(ctx, grant(t0, part(1), 20), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	mj := mc.Claimed
 	var all []string
 	for _, p := range []job.BatchSpec{part(1), part(2)} {
 		for _, j := range p.Jobs {
@@ -191,9 +193,10 @@ func TestSampledBatchedPathHandsOver(t *testing.T) {
 	b.Sampling.MinPerStratum = 1
 	submit(t, s, b)
 	settle(t, s)
-	plan := planFromSnapshot(t0, snapshot(t, s), 0)
+	snap := snapshot(t, s)
+	plan := planFromSnapshot(t0, snap, 0)
 	plan.Models[0].Grants = []scheduler.Grant{{Queue: scheduler.QueueKey{Account: b.Account, Project: b.Project, Batch: b.Batch, Model: b.Model}, Tier: 1, Count: 3}}
-	jobs := commit(t, s, plan)
+	jobs := commitRead(t, s, plan, snap.Versions)
 	strata := map[byte]bool{}
 	for _, j := range jobs {
 		strata[j.Key[0]] = true

@@ -111,8 +111,8 @@ func TestStopLeavesAJobClaimedMeanwhile(t *testing.T) {
 	submit(t, s, b)
 	var taken []scheduler.Job
 	c.before = beforeSkip(func() {
-		var err error
-		if taken, err = other.Commit(ctx, grant(t0, b, 1)); err != nil || len(taken) != 1 {
+		c, err := other.Commit(ctx, grant(t0, b, 1), nil)
+		if taken = c.Claimed; err != nil || len(taken) != 1 {
 			t.Errorf("the other pass claimed %d, %v; want 1", len(taken), err)
 		}
 	})

@@ -538,9 +538,9 @@ func (p *phased) Snapshot(ctx context.Context, now time.Time) (scheduler.Snapsho
 	return p.Store.Snapshot(ctx, now)
 }
 
-func (p *phased) Commit(ctx context.Context, plan scheduler.Plan) ([]scheduler.Job, error) {
+func (p *phased) Commit(ctx context.Context, plan scheduler.Plan, read scheduler.Versions) (scheduler.Committed, error) {
 	defer p.enter("commit")()
-	return p.Store.Commit(ctx, plan)
+	return p.Store.Commit(ctx, plan, read)
 }
 
 func (p *phased) RecordLaunches(ctx context.Context, now time.Time, rs []scheduler.LaunchResult) error {
@@ -867,11 +867,12 @@ func BenchmarkJobLifecycle(b *testing.B) {
 		submit(b, s, bs)
 		take("submit")
 		at := t0.Add(time.Duration(n) * 10 * time.Second)
-		if _, err := s.Snapshot(ctx, at); err != nil { // the versions Commit conditions on
+		snap, err := s.Snapshot(ctx, at)
+		if err != nil {
 			b.Fatal(err)
 		}
 		m.take()
-		claimed := commit(b, s, grant(at, bs, jobs))
+		claimed := commitRead(b, s, grant(at, bs, jobs), snap.Versions) // conditioned on the versions read
 		take("claim")
 		if len(claimed) != jobs {
 			b.Fatalf("claimed %d, want %d", len(claimed), jobs)

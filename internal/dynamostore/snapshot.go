@@ -22,7 +22,8 @@ import (
 // waiting jobs: the models and pins tables (one Scan each), the model state
 // items (one Query), the counters of each model (BatchGetItem) and the
 // active index (one Query, a page per ~4,000 active queues), which projects
-// the queue items' attributes a pass uses.
+// the queue items' attributes a pass uses. Its Versions (*versions) are
+// what Commit conditions its writes on.
 func (s *Store) Snapshot(ctx context.Context, _ time.Time) (scheduler.Snapshot, error) {
 	var snap scheduler.Snapshot
 
@@ -87,8 +88,8 @@ func (s *Store) Snapshot(ctx context.Context, _ time.Time) (scheduler.Snapshot, 
 	if err != nil {
 		return snap, err
 	}
-	seen := map[string]seenModel{}
-	emptyPending := map[string][]string{}
+	read := &versions{token: token(), models: map[string]seenModel{}, emptyPending: map[string][]string{}}
+	snap.Versions = read
 	for _, name := range models {
 		cfg := s.defaults
 		if c := configs[name]; c != nil {
@@ -97,7 +98,7 @@ func (s *Store) Snapshot(ctx context.Context, _ time.Time) (scheduler.Snapshot, 
 		cfg.Name = name
 		st := states[name]
 		c := counters[name]
-		seen[name] = seenModel{ver: st.item.Ver, okAcked: st.item.OKAcked, pfAcked: st.item.PFAcked, state: st.raw}
+		read.models[name] = seenModel{ver: st.item.Ver, okAcked: st.item.OKAcked, pfAcked: st.item.PFAcked, state: st.raw}
 		m := scheduler.Model{
 			Config:   cfg,
 			State:    st.item.State,
@@ -110,7 +111,7 @@ func (s *Store) Snapshot(ctx context.Context, _ time.Time) (scheduler.Snapshot, 
 		mark := m.State.Limit.Mark()
 		for at, n := range c.Pending {
 			if n == 0 {
-				emptyPending[name] = append(emptyPending[name], at)
+				read.emptyPending[name] = append(read.emptyPending[name], at)
 			}
 			if t, err := parseStamp(at); err == nil && (mark.IsZero() || !t.After(mark)) {
 				m.PendingRaise += int(n)
@@ -118,25 +119,19 @@ func (s *Store) Snapshot(ctx context.Context, _ time.Time) (scheduler.Snapshot, 
 		}
 		snap.Models = append(snap.Models, m)
 	}
-	for _, keys := range emptyPending {
+	for _, keys := range read.emptyPending {
 		slices.Sort(keys)
 	}
-	s.mu.Lock()
-	s.seen, s.emptyPending = seen, emptyPending
-	s.mu.Unlock()
 
 	// 3. Queues with waiting jobs, oldest first (this shard's only).
 	queues, err := s.readActiveQueues(ctx, true)
 	if err != nil {
 		return snap, err
 	}
-	read := make(map[string]queueItem, len(queues))
+	read.queues = make(map[string]queueItem, len(queues))
 	for _, q := range queues {
-		read[q.PK] = q
+		read.queues[q.PK] = q
 	}
-	s.mu.Lock()
-	s.snapQueues = read
-	s.mu.Unlock()
 	for _, q := range queues {
 		if q.Waiting <= 0 {
 			continue

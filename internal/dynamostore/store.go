@@ -41,22 +41,26 @@ type Store struct {
 	// not scoped (an operator's cancel spans every model). See shard.go.
 	shard, shards int
 
-	mu   sync.Mutex
-	seen map[string]seenModel // model → what the last Snapshot read of its state item
+	mu sync.Mutex
 	// chunks caches the last chunk read per queue: registered chunks never
 	// change, so a pass reads a queue's order once per chunkSize claims.
 	chunks map[string]chunkItem
-	// emptyPending lists, per model, the pending entries at 0 that the last
+}
+
+// versions is this store's scheduler.Versions: what a Snapshot read that
+// its Commit conditions the writes on.
+type versions struct {
+	// token marks the state writes of Commits with these versions, so that
+	// retrying the Commit of the same plan passes its own condition.
+	token  string
+	models map[string]seenModel // what the Snapshot read of each model's state item
+	// emptyPending lists, per model, the pending entries at 0 that the
 	// Snapshot saw; Commit removes them.
 	emptyPending map[string][]string
-	// snapQueues holds the queue items the last Snapshot read from the
-	// active index, by pk: Commit claims from their cursors without reading
-	// them again, conditioned on them.
-	snapQueues map[string]queueItem
-	// commitAt and commitID mark this store's writes of one plan's state,
-	// so that retrying the Commit of that plan passes its own condition.
-	commitAt time.Time
-	commitID string
+	// queues holds the queue items the Snapshot read from the active index,
+	// by pk: Commit claims from their cursors without reading them again,
+	// conditioned on them.
+	queues map[string]queueItem
 }
 
 // seenModel is what Commit needs of a model's state item as Snapshot read it.
@@ -72,7 +76,7 @@ func New(client DynamoDBAPI, tables Tables, defaults scheduler.ModelConfig) *Sto
 	return &Store{
 		db: client, tables: tables, defaults: defaults,
 		LockTTL: 16 * time.Minute, LockWait: 2 * time.Minute, Retention: DefaultRetention,
-		seen: map[string]seenModel{}, chunks: map[string]chunkItem{},
+		chunks: map[string]chunkItem{},
 	}
 }
 

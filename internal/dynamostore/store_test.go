@@ -26,13 +26,27 @@ func keys(jobs []scheduler.Job) []string {
 	return out
 }
 
+// commit commits a plan made without a Snapshot (grant, a hand-built plan):
+// no versions, so the states are written unconditioned and every grant is
+// claimed one queue at a time.
 func commit(t testing.TB, s *Store, plan scheduler.Plan) []scheduler.Job {
 	t.Helper()
-	jobs, err := s.Commit(context.Background(), plan)
+	return commitRead(t, s, plan, nil)
+}
+
+// commitRead commits a plan decided on a Snapshot whose Versions are read:
+// the state writes conditioned on them, the grants of the queues it read
+// batched.
+func commitRead(t testing.TB, s *Store, plan scheduler.Plan, read scheduler.Versions) []scheduler.Job {
+	t.Helper()
+	c, err := s.Commit(context.Background(), plan, read)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return jobs
+	if len(c.Stale) > 0 {
+		t.Fatalf("commit: stale %v", c.Stale)
+	}
+	return c.Claimed
 }
 
 func jobAt(t testing.TB, s *Store, b job.BatchSpec, i int) Job {
@@ -187,12 +201,12 @@ func TestClaimExactlyOnceUnderConcurrentPasses(t *testing.T) {
 			other := New(client, s.tables, defaults())
 			// Several rounds, so that passes overlap mid-claim too.
 			for range rounds {
-				jobs, err := other.Commit(context.Background(), grant(t0, b, 100))
+				c, err := other.Commit(context.Background(), grant(t0, b, 100), nil)
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				got[i] = append(got[i], jobs...)
+				got[i] = append(got[i], c.Claimed...)
 			}
 		}()
 	}
@@ -226,16 +240,16 @@ func TestStaleSnapshotCommitsNothing(t *testing.T) {
 	plan1 := scheduler.Decide(scheduler.DefaultConfig(), snap1, nil, t0)
 	// The other pass runs at the same aligned time (a lease gone wrong).
 	plan2 := scheduler.Decide(scheduler.DefaultConfig(), snap2, nil, t0)
-	if jobs := commit(t, s, plan1); len(jobs) != 10 {
+	if jobs := commitRead(t, s, plan1, snap1.Versions); len(jobs) != 10 {
 		t.Fatalf("first pass claimed %d, want 10 (initial limit)", len(jobs))
 	}
 	// A retry of the very same plan is harmless (it finds nothing left).
-	if jobs := commit(t, s, plan1); len(jobs) != 0 {
+	if jobs := commitRead(t, s, plan1, snap1.Versions); len(jobs) != 0 {
 		t.Fatalf("re-commit claimed %d, want 0", len(jobs))
 	}
-	jobs, err := other.Commit(ctx, plan2)
-	if !errors.Is(err, ErrStale) || len(jobs) != 0 {
-		t.Fatalf("overlapping pass: got %d jobs, err %v; want none and ErrStale", len(jobs), err)
+	c, err := other.Commit(ctx, plan2, snap2.Versions)
+	if err != nil || len(c.Claimed) != 0 || !slices.Equal(c.Stale, []string{"gpt"}) {
+		t.Fatalf("overlapping pass: got %d jobs, stale %v, err %v; want none, stale [gpt], no error", len(c.Claimed), c.Stale, err)
 	}
 	check(t, s)
 }
@@ -408,8 +422,8 @@ func TestOutcomesAreAcknowledgedOnce(t *testing.T) {
 		t.Fatalf("got %+v, want {2 1}", o)
 	}
 	plan := scheduler.Decide(scheduler.DefaultConfig(), snap, nil, t0.Add(10*time.Second))
-	commit(t, s, plan)
-	commit(t, s, plan) // a retried commit acknowledges nothing twice
+	commitRead(t, s, plan, snap.Versions)
+	commitRead(t, s, plan, snap.Versions) // a retried commit acknowledges nothing twice
 	if o := modelOf(t, snapshot(t, s), "gpt").Outcomes; o != (breaker.Outcomes{}) {
 		t.Fatalf("after the ack: got %+v, want none", o)
 	}
@@ -435,7 +449,7 @@ func TestPendingRaiseCountsStartingJobsClaimedByTheRaise(t *testing.T) {
 	snap := snapshot(t, s)
 	plan := scheduler.Plan{At: t2, Models: []scheduler.ModelPlan{{Model: "gpt",
 		State: scheduler.ModelState{Limit: limits.State{Limit: 5, RaisedAt: t1, RaisedBy: 3, FilledAt: t1}}}}}
-	commit(t, s, plan)
+	commitRead(t, s, plan, snap.Versions)
 	if m := modelOf(t, snapshot(t, s), "gpt"); m.PendingRaise != 3 || m.Starting != 5 || m.State.Limit.Limit != 5 {
 		t.Fatalf("got pending %d starting %d limit %d, want 3, 5, 5", m.PendingRaise, m.Starting, m.State.Limit.Limit)
 	}
@@ -454,14 +468,13 @@ func TestPendingRaiseCountsStartingJobsClaimedByTheRaise(t *testing.T) {
 	if m := modelOf(t, snap, "gpt"); m.PendingRaise != 0 || m.Starting != 2 || m.Running != 1 {
 		t.Fatalf("got pending %d starting %d running %d, want 0, 2, 1", m.PendingRaise, m.Starting, m.Running)
 	}
-	// The next commit drops t1's entry, now 0.
-	commit(t, s, scheduler.Plan{At: t2.Add(10 * time.Second), Models: []scheduler.ModelPlan{{Model: "gpt", State: modelOf(t, snap, "gpt").State}}})
+	// The next commit drops t1's entry, now 0 in the snapshot it was decided on.
+	commitRead(t, s, scheduler.Plan{At: t2.Add(10 * time.Second), Models: []scheduler.ModelPlan{{Model: "gpt", State: modelOf(t, snap, "gpt").State}}}, snap.Versions)
 	c := dump(t, s).counters["gpt"]
 	if _, ok := c.Pending[stamp(t1)]; ok || c.Pending[stamp(t2)] != 2 {
 		t.Errorf("got pending %v, want only %s: 2", c.Pending, stamp(t2))
 	}
 	check(t, s)
-	_ = snap
 }
 
 func TestModelsFromItemsAndJobs(t *testing.T) {

@@ -300,7 +300,11 @@ func (s *Store) snapshot(owns func(model string) bool) scheduler.Snapshot {
 
 // Commit implements scheduler.Store: state persisted, outcomes acknowledged
 // and jobs claimed in one step, as the DynamoDB store does in transactions.
-func (s *Store) Commit(_ context.Context, plan scheduler.Plan) ([]scheduler.Job, error) {
+// Its Snapshot carries no Versions and Commit checks none (never Stale):
+// its passes are one process's, one at a time under its lock. The
+// simulator's store (internal/sim, handle) adds the DynamoDB store's
+// version check over it.
+func (s *Store) Commit(_ context.Context, plan scheduler.Plan, _ scheduler.Versions) (scheduler.Committed, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var claimed []scheduler.Job
@@ -331,7 +335,7 @@ func (s *Store) Commit(_ context.Context, plan scheduler.Plan) ([]scheduler.Job,
 			}
 		}
 	}
-	return claimed, nil
+	return scheduler.Committed{Claimed: claimed}, nil
 }
 
 // take claims the queue's oldest waiting job.

@@ -29,7 +29,8 @@ func claim(t *testing.T, s *Store, model, batch string, n int) []scheduler.Job {
 	plan := scheduler.Plan{At: t0, Models: []scheduler.ModelPlan{{Model: model, Grants: []scheduler.Grant{{
 		Queue: scheduler.QueueKey{Account: "lab", Project: "sweep", Batch: batch, Model: model}, Count: n,
 	}}}}}
-	jobs, err := s.Commit(context.Background(), plan)
+	committed, err := s.Commit(context.Background(), plan, nil)
+	jobs := committed.Claimed
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +277,7 @@ func TestCommitAcknowledgesOutcomesOnce(t *testing.T) {
 		t.Fatalf("got %+v, want 2 OK", seen)
 	}
 	plan := scheduler.Plan{At: t0, Models: []scheduler.ModelPlan{{Model: "gpt", Ack: seen}}}
-	if _, err := s.Commit(context.Background(), plan); err != nil {
+	if _, err := s.Commit(context.Background(), plan, nil); err != nil {
 		t.Fatal(err)
 	}
 	snap, _ = s.Snapshot(context.Background(), t0)
@@ -297,7 +298,7 @@ func TestPendingRaiseCountsLaunchesUpToTheRaise(t *testing.T) {
 	later := scheduler.Plan{At: t0.Add(10 * time.Second), Models: []scheduler.ModelPlan{{Model: "gpt", State: st, Grants: []scheduler.Grant{{
 		Queue: scheduler.QueueKey{Account: "lab", Project: "sweep", Batch: "b", Model: "gpt"}, Count: 2,
 	}}}}}
-	if _, err := s.Commit(context.Background(), later); err != nil {
+	if _, err := s.Commit(context.Background(), later, nil); err != nil {
 		t.Fatal(err)
 	}
 	snap, _ = s.Snapshot(context.Background(), t0)

@@ -131,7 +131,7 @@ var Mutations = []Mutation{
 		Pkg:   "./internal/dynamostore", Tests: []string{"TestClaimKeepsAQueueThatGrewActive"},
 	},
 	{
-		Name: "commit-state-version", Why: "a pass's plan from a stale Snapshot writes nothing (ErrStale)",
+		Name: "commit-state-version", Why: "a pass's plan from a stale Snapshot writes nothing (Committed.Stale)",
 		File:  "internal/dynamostore/commit.go",
 		Edits: []Edit{{`it, err := updateItem(s.tables.State, key(modelsPK(mp.Model), mp.Model), u, cond)`, `_ = cond; it, err := updateItem(s.tables.State, key(modelsPK(mp.Model), mp.Model), u, expression.ConditionBuilder{})`}},
 		Pkg:   "./internal/dynamostore", Tests: []string{"TestStaleSnapshotCommitsNothing"},

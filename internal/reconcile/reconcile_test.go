@@ -45,8 +45,9 @@ func newWorld(t *testing.T) *world {
 	if _, err := w.store.Submit(ctx, spec, t0); err != nil {
 		t.Fatal(err)
 	}
-	jobs, err := w.store.Commit(ctx, scheduler.Plan{At: t0, Models: []scheduler.ModelPlan{{Model: "gpt", Grants: []scheduler.Grant{{
-		Queue: scheduler.QueueKey{Account: "acme", Project: "p", Batch: "b", Model: "gpt"}, Count: 6}}}}})
+	committed, err := w.store.Commit(ctx, scheduler.Plan{At: t0, Models: []scheduler.ModelPlan{{Model: "gpt", Grants: []scheduler.Grant{{
+		Queue: scheduler.QueueKey{Account: "acme", Project: "p", Batch: "b", Model: "gpt"}, Count: 6}}}}}, nil)
+	jobs := committed.Claimed
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,8 +164,9 @@ func TestReconcileFindsTheTaskOfARunningJobWithoutARecordedLaunch(t *testing.T) 
 	if err := w.store.RecordLaunches(ctx, t0, []scheduler.LaunchResult{{JobID: w.jobs[1].ID, Attempt: 1, Status: scheduler.Retry, Reason: "capacity"}}); err != nil {
 		t.Fatal(err)
 	}
-	again, err := w.store.Commit(ctx, scheduler.Plan{At: t0, Models: []scheduler.ModelPlan{{Model: "gpt", Grants: []scheduler.Grant{{
-		Queue: scheduler.QueueKey{Account: "acme", Project: "p", Batch: "b", Model: "gpt"}, Count: 1}}}}})
+	committed, err := w.store.Commit(ctx, scheduler.Plan{At: t0, Models: []scheduler.ModelPlan{{Model: "gpt", Grants: []scheduler.Grant{{
+		Queue: scheduler.QueueKey{Account: "acme", Project: "p", Batch: "b", Model: "gpt"}, Count: 1}}}}}, nil)
+	again := committed.Claimed
 	if err != nil || len(again) != 1 || again[0].Attempt != 2 {
 		t.Fatalf("re-claim: %v %+v", err, again)
 	}

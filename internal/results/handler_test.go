@@ -36,7 +36,7 @@ func TestHandleEventFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := scheduler.QueueKey{Account: b.Account, Project: b.Project, Batch: b.Batch, Model: b.Model}
-	store.Commit(ctx, scheduler.Plan{At: t0, Models: []scheduler.ModelPlan{{Model: b.Model, Grants: []scheduler.Grant{{Queue: q, Count: 1}}}}})
+	store.Commit(ctx, scheduler.Plan{At: t0, Models: []scheduler.ModelPlan{{Model: b.Model, Grants: []scheduler.Grant{{Queue: q, Count: 1}}}}}, nil)
 
 	endpoint := localaws.SQS(t)
 	client := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint),

@@ -32,7 +32,8 @@ func TestKitToStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := scheduler.QueueKey{Account: b.Account, Project: b.Project, Batch: b.Batch, Model: b.Model}
-	claimed, _ := store.Commit(ctx, scheduler.Plan{At: t0, Models: []scheduler.ModelPlan{{Model: b.Model, Grants: []scheduler.Grant{{Queue: q, Count: 1}}}}})
+	committed, _ := store.Commit(ctx, scheduler.Plan{At: t0, Models: []scheduler.ModelPlan{{Model: b.Model, Grants: []scheduler.Grant{{Queue: q, Count: 1}}}}}, nil)
+	claimed := committed.Claimed
 	if len(claimed) != 1 {
 		t.Fatalf("claimed %d jobs, want 1", len(claimed))
 	}

@@ -17,7 +17,8 @@
 //	snapshot  Store.Snapshot: models, queues with waiting counts, pins, pauses
 //	depth     DepthReader.Depths: the newest gateway depth per busy model
 //	decide    Decide, pure, in turn: priority → breaker → limits → capacity → admission
-//	claim     Store.Commit: new state persisted, granted jobs claimed once
+//	claim     Store.Commit: new state persisted, granted jobs claimed once,
+//	          if no other pass committed since the snapshot's Versions
 //	launch    Launcher.Launch: one task per claimed job
 //	record    Store.RecordLaunches: launched, back to waiting, or failed
 //	report    the Report returned to the caller, logged as one line
@@ -26,12 +27,13 @@
 //
 // Past what one pass can do in its slot, the models are sharded over N
 // scheduler invocations (shard.go): ShardOf(model, N) names a model's shard,
-// whose store sees only its models. With Scheduler.Sharing set, each pass
-// (after snapshot, before decide) reads the shards' last loads from the store
-// (LoadStore) and takes its share of the account-wide cap, launch budget and
-// launch rate by load (Sharing.ShareByLoad), and after the claim reports its
-// own; Config holds the even static share (Caps.Share), the fallback when the
-// loads cannot be read.
+// whose store sees only its models. With Scheduler.Sharing and
+// Scheduler.Loads set, each pass (after snapshot, before decide) reads the
+// shards' last loads from Loads (the store) and takes its share of the
+// account-wide cap, launch budget and launch rate by load
+// (Sharing.ShareByLoad; Scheduler.Rates resizes the launcher's bucket), and
+// after the claim reports its own; Config holds the even static share
+// (Caps.Share), the fallback when the loads cannot be read.
 //
 // # Pauses
 //

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/evalsched/evalsched/internal/limits"
@@ -19,10 +20,17 @@ type Scheduler struct {
 	Config   Config
 	Log      *slog.Logger // nil: slog.Default()
 	// Sharing, when set with more than one shard, makes this a shard's
-	// pass: if the Store keeps the shards' loads (LoadStore), each pass
-	// takes its caps from them (Sharing.ShareByLoad) instead of Config's
-	// static share, and reports its own load after its claims.
+	// pass: with Loads set, each pass takes its caps from the shards'
+	// loads (Sharing.ShareByLoad) instead of Config's static share, and
+	// reports its own load after its claims.
 	Sharing *Sharing
+	// Loads is where the shards report their loads (the DynamoDB store's
+	// SHARDS items); nil: every pass keeps Config's static share.
+	Loads LoadStore
+	// Rates is the launcher's token bucket, resized to the shard's share
+	// of the account's launch rate each pass; nil: the launcher keeps the
+	// rate it was built with.
+	Rates RateSetter
 }
 
 // LoadStore keeps what each shard reported of its last pass.
@@ -31,7 +39,7 @@ type LoadStore interface {
 	PutShardLoad(ctx context.Context, l ShardLoad) error
 }
 
-// RateSetter is a Launcher whose token bucket a shard's pass resizes to
+// RateSetter is a launcher's token bucket, which a shard's pass resizes to
 // its share of the account's launch rate.
 type RateSetter interface {
 	SetRate(perSecond float64, burst int)
@@ -52,6 +60,9 @@ type Report struct {
 	// Share is a shard's caps for this pass when they came from the
 	// shards' loads (zero otherwise: Config's).
 	Share Caps
+	// Stale names the models another pass committed since this one's
+	// snapshot (Committed.Stale): the pass claimed nothing.
+	Stale []string
 }
 
 // Pass runs one scheduler pass. An error means the pass did not commit; a
@@ -95,11 +106,16 @@ func (s *Scheduler) Pass(ctx context.Context) (Report, error) {
 	plan := Decide(cfg, snap, depths, now)
 	rep.Plan = plan
 
-	// claim
-	jobs, err := s.Store.Commit(ctx, plan)
+	// claim, conditioned on what the snapshot read.
+	committed, err := s.Store.Commit(ctx, plan, snap.Versions)
 	if err != nil {
 		return rep, fmt.Errorf("commit plan: %w", err)
 	}
+	if len(committed.Stale) > 0 {
+		rep.Stale = committed.Stale
+		return rep, fmt.Errorf("commit plan: %w (%s)", ErrStale, strings.Join(committed.Stale, ", "))
+	}
+	jobs := committed.Claimed
 	rep.Claimed = len(jobs)
 	if loads != nil {
 		// Best effort: a shard whose report goes stale is reserved its
@@ -136,19 +152,15 @@ func (s *Scheduler) Pass(ctx context.Context) (Report, error) {
 }
 
 // share returns the configuration of this pass: Config, or for a shard
-// whose store keeps the loads, Config with the caps ShareByLoad gives it
-// (the launcher's rate set to match). It returns the load store to report
-// to, nil when the caps are Config's.
+// with Loads, Config with the caps ShareByLoad gives it (Rates set to
+// match). It returns the load store to report to, nil when the caps are
+// Config's.
 func (s *Scheduler) share(ctx context.Context, snap Snapshot, now time.Time, rep *Report) (Config, LoadStore) {
 	cfg := s.Config
-	if s.Sharing == nil || s.Sharing.Shards <= 1 {
+	if s.Sharing == nil || s.Sharing.Shards <= 1 || s.Loads == nil {
 		return cfg, nil
 	}
-	loads, ok := s.Store.(LoadStore)
-	if !ok {
-		return cfg, nil
-	}
-	rs, _ := s.Launcher.(RateSetter)
+	loads, rs := s.Loads, s.Rates
 	peers, err := loads.ShardLoads(ctx)
 	if err != nil {
 		// Config's caps are the static share; the launcher's bucket, which

@@ -2,7 +2,9 @@ package scheduler_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -191,5 +193,61 @@ func TestPassPinsTakeEffectNextPass(t *testing.T) {
 	}
 	if len(rep.Plan.Warnings) != 1 || !strings.Contains(rep.Plan.Warnings[0], "urgent") {
 		t.Errorf("got warnings %q, want one naming the bad tier", rep.Plan.Warnings)
+	}
+}
+
+// versioned is a store whose Snapshot carries versions and whose Commit
+// finds them stale: what a DynamoDB store does when another pass committed
+// between this one's read and its commit.
+type versioned struct {
+	*memstore.Store
+	got   []scheduler.Versions // what each Commit was handed
+	stale bool
+}
+
+type token struct{ n int }
+
+func (v *versioned) Snapshot(ctx context.Context, now time.Time) (scheduler.Snapshot, error) {
+	snap, err := v.Store.Snapshot(ctx, now)
+	snap.Versions = &token{n: len(v.got) + 1}
+	return snap, err
+}
+
+func (v *versioned) Commit(ctx context.Context, plan scheduler.Plan, read scheduler.Versions) (scheduler.Committed, error) {
+	v.got = append(v.got, read)
+	if v.stale {
+		return scheduler.Committed{Stale: []string{"gpt"}}, nil
+	}
+	return v.Store.Commit(ctx, plan, read)
+}
+
+// TestPassCommitsOnWhatItsSnapshotRead: each pass hands its own
+// snapshot's Versions to Commit; a stale commit fails the pass with
+// ErrStale, naming the models, and launches nothing.
+func TestPassCommitsOnWhatItsSnapshotRead(t *testing.T) {
+	ctx := context.Background()
+	st := &versioned{Store: memstore.New(model("", 10))}
+	if _, err := st.Submit(ctx, batch("lab", "sweep", "b1", "gpt", -1, 50), t0); err != nil {
+		t.Fatal(err)
+	}
+	l := &passtest.Launcher{}
+	c := passtest.NewClock(t0)
+	s := &scheduler.Scheduler{Store: st, Depths: passtest.Depths{"gpt": 0}, Launcher: l, Clock: c, Config: scheduler.DefaultConfig()}
+	if rep, err := s.Pass(ctx); err != nil || rep.Launched != 10 || len(rep.Stale) != 0 {
+		t.Fatalf("first pass: %v, launched %d, stale %v; want 10 launched", err, rep.Launched, rep.Stale)
+	}
+	st.stale = true
+	c.Add(10 * time.Second)
+	rep, err := s.Pass(ctx)
+	if !errors.Is(err, scheduler.ErrStale) || !strings.Contains(err.Error(), "gpt") {
+		t.Errorf("stale pass: err %v, want ErrStale naming gpt", err)
+	}
+	if rep.Launched != 0 || rep.Claimed != 0 || len(l.Launched()) != 10 || !slices.Equal(rep.Stale, []string{"gpt"}) {
+		t.Errorf("stale pass: claimed %d, launched %d (%d in all), stale %v; want nothing more and [gpt]", rep.Claimed, rep.Launched, len(l.Launched()), rep.Stale)
+	}
+	for i, read := range st.got {
+		if tk, ok := read.(*token); !ok || tk.n != i+1 {
+			t.Errorf("commit %d was handed %v, want its own pass's snapshot's versions (%d)", i+1, read, i+1)
+		}
 	}
 }

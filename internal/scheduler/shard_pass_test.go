@@ -53,6 +53,7 @@ func newWorld(t *testing.T, caps scheduler.Caps, shards int, models []string, sh
 		s := &scheduler.Scheduler{Store: w.store.Shard(owns), Depths: d, Launcher: &passtest.Launcher{}, Clock: w.clock, Config: cfg}
 		if sharing {
 			s.Sharing = &scheduler.Sharing{Shard: k, Shards: shards, Account: caps, MaxAge: 30 * time.Second}
+			s.Loads = w.store
 		}
 		w.shards = append(w.shards, s)
 	}
@@ -224,8 +225,8 @@ type rateLauncher struct {
 
 func (l *rateLauncher) SetRate(perSecond float64, _ int) { l.rates = append(l.rates, perSecond) }
 
-// noLoads is a shard's store whose load reports cannot be read.
-type noLoads struct{ *memstore.Shard }
+// noLoads is a load store whose reports cannot be read.
+type noLoads struct{ scheduler.LoadStore }
 
 func (noLoads) ShardLoads(context.Context) ([]scheduler.ShardLoad, error) {
 	return nil, fmt.Errorf("throttled")
@@ -248,7 +249,8 @@ func TestShardPassSizesItsLaunchBucket(t *testing.T) {
 	cfg.GlobalMaxRunning, cfg.MaxLaunchesPerPass = static.GlobalMaxRunning, static.MaxLaunchesPerPass
 	clk := passtest.NewClock(t0)
 	s := &scheduler.Scheduler{Store: store.Shard(owns), Depths: passtest.Depths{m: 40}, Launcher: l, Clock: clk, Config: cfg,
-		Sharing: &scheduler.Sharing{Shard: 0, Shards: 2, Account: caps, MaxAge: 30 * time.Second}}
+		Sharing: &scheduler.Sharing{Shard: 0, Shards: 2, Account: caps, MaxAge: 30 * time.Second},
+		Loads:   store, Rates: l}
 	// Shard 1 reports nothing to do.
 	if err := store.PutShardLoad(context.Background(), scheduler.ShardLoad{Shard: 1, At: t0}); err != nil {
 		t.Fatal(err)
@@ -260,7 +262,7 @@ func TestShardPassSizesItsLaunchBucket(t *testing.T) {
 	if len(l.rates) != 1 || l.rates[0] != 20 || rep.Share.MaxLaunchesPerPass != 40 {
 		t.Errorf("alone with work: rates %v, share %+v; want the account's 20/s and its 40 launches", l.rates, rep.Share)
 	}
-	s.Store = noLoads{store.Shard(owns)}
+	s.Loads = noLoads{store}
 	clk.Add(10 * time.Second)
 	if rep, err = s.Pass(context.Background()); err != nil {
 		t.Fatal(err)

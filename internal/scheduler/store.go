@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/evalsched/evalsched/internal/admission"
@@ -18,10 +19,15 @@ type Store interface {
 	Snapshot(ctx context.Context, now time.Time) (Snapshot, error)
 	// Commit persists every model's new state, acknowledges the outcomes the
 	// plan consumed, and claims the granted jobs (WAITING → CLAIMED), oldest
-	// first within each queue. It returns exactly the jobs it claimed: a job is
-	// claimed at most once, even across overlapping or crashed passes. It may
-	// claim fewer than granted when jobs were cancelled meanwhile.
-	Commit(ctx context.Context, plan Plan) ([]Job, error)
+	// first within each queue. read is the Versions of the Snapshot the plan
+	// was decided on (nil for a plan made without one: tests, tools).
+	//
+	// It returns exactly the jobs it claimed: a job is claimed at most once,
+	// even across overlapping or crashed passes. It may claim fewer than
+	// granted when jobs were cancelled meanwhile. When another pass wrote a
+	// model's state since read, the plan was decided on counts that no longer
+	// hold: Commit claims nothing and names those models in Stale.
+	Commit(ctx context.Context, plan Plan, read Versions) (Committed, error)
 	// RecordLaunches moves claimed jobs to LAUNCHED, back to WAITING with
 	// attempt+1, or to FAILED past their attempts.
 	RecordLaunches(ctx context.Context, now time.Time, results []LaunchResult) error
@@ -125,6 +131,28 @@ func (k QueueKey) String() string {
 	return k.Account + "/" + k.Project + "/" + k.Batch + " @" + k.Model
 }
 
+// Versions is a Store's record of what its Snapshot read that its Commit
+// checks: for DynamoDB, each model state item's version and the queue items
+// whose cursors a claim is conditioned on. It is the store's own type; the
+// pass does not look inside, it hands it back to Commit with the plan. A
+// store whose passes cannot overlap (memstore: one process, one scheduler)
+// may leave it nil and commit unconditionally.
+type Versions any
+
+// Committed is what Commit did.
+type Committed struct {
+	Claimed []Job // in plan order
+	// Stale names the models another pass wrote since the Snapshot read
+	// them; when it is not empty, nothing was claimed. The next pass reads
+	// afresh.
+	Stale []string
+}
+
+// ErrStale is the error of a pass whose Commit found its snapshot stale
+// (Committed.Stale): another pass committed first. It wrote no claims; the
+// next pass reads afresh.
+var ErrStale = errors.New("stale snapshot: another pass committed since")
+
 // Snapshot is everything one pass reads.
 type Snapshot struct {
 	Models   []Model // sorted by name
@@ -135,6 +163,8 @@ type Snapshot struct {
 	// Skipped names the models whose items the store skipped as malformed,
 	// with the reason (also in Warnings): their jobs wait.
 	Skipped map[string]string
+	// Versions is what Commit checks this snapshot against.
+	Versions Versions
 }
 
 // Job is one claimed job, ready to launch.

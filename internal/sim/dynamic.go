@@ -128,16 +128,14 @@ func newDynamic(e *engine, opt Options) (*dynamicPolicy, error) {
 	return d, nil
 }
 
-// handle is one scheduler instance and its adapters: its view of the store,
-// with the versions its last Snapshot read (each DynamoDB store instance
-// keeps its own), and its launcher. The simulator's own passes use one;
-// with faults each invocation builds its own, as each Lambda does, and so
-// does an overlapping pass.
+// handle is one scheduler instance and its adapters: its view of the store
+// and its launcher. The simulator's own passes use one; with faults each
+// invocation builds its own, as each Lambda does, and so does an
+// overlapping pass.
 type handle struct {
 	d         *dynamicPolicy
 	inv       *invocation // nil: not an invocation (no faults, or an overlapping pass)
 	sched     *scheduler.Scheduler
-	seen      map[string]uint64
 	committed bool  // the pass in progress committed its plan
 	err       error // of the last pass
 
@@ -148,7 +146,7 @@ type handle struct {
 }
 
 func (d *dynamicPolicy) newHandle(inv *invocation) *handle {
-	h := &handle{d: d, inv: inv, seen: map[string]uint64{}, crash: -1}
+	h := &handle{d: d, inv: inv, crash: -1}
 	h.sched = &scheduler.Scheduler{
 		Store: h, Depths: d, Launcher: h, Clock: d, Config: d.cfg, Log: discardLog,
 	}
@@ -233,6 +231,11 @@ func (d *dynamicPolicy) GatewayRates(models []string) map[string]GatewayRate {
 	return out
 }
 
+// modelVersions are the simulated store's scheduler.Versions: each model's
+// count of commits when the Snapshot read it, as the DynamoDB store's
+// state items carry a version.
+type modelVersions map[string]uint64
+
 // Snapshot implements scheduler.Store: the in-memory store's snapshot, with
 // the versions it read. A slow pass stalls here, after reading, so what it
 // read ages; an overlapping pass commits here, between this pass's read and
@@ -241,9 +244,11 @@ func (h *handle) Snapshot(ctx context.Context, now time.Time) (scheduler.Snapsho
 	d := h.d
 	h.committed = false
 	snap, err := d.store.Snapshot(ctx, now)
+	read := make(modelVersions, len(snap.Models))
 	for _, m := range snap.Models {
-		h.seen[m.Config.Name] = d.versions[m.Config.Name]
+		read[m.Config.Name] = d.versions[m.Config.Name]
 	}
+	snap.Versions = read
 	if h.pause > 0 {
 		p := h.pause
 		h.pause = 0
@@ -261,17 +266,18 @@ func (h *handle) Snapshot(ctx context.Context, now time.Time) (scheduler.Snapsho
 // Commit implements scheduler.Store with the DynamoDB store's conditions: a
 // throttled write fails before any effect, and a plan made from a snapshot
 // older than another pass's commit is refused as stale.
-func (h *handle) Commit(ctx context.Context, plan scheduler.Plan) ([]scheduler.Job, error) {
+func (h *handle) Commit(ctx context.Context, plan scheduler.Plan, read scheduler.Versions) (scheduler.Committed, error) {
 	d := h.d
 	if d.fx != nil && d.fx.throttled(0.5) {
-		return nil, fmt.Errorf("commit: %w", errThrottled)
+		return scheduler.Committed{}, fmt.Errorf("commit: %w", errThrottled)
 	}
+	seen, _ := read.(modelVersions)
 	for _, mp := range plan.Models {
-		if d.versions[mp.Model] != h.seen[mp.Model] && !d.unlocked {
+		if d.versions[mp.Model] != seen[mp.Model] && !d.unlocked {
 			if d.fx != nil {
 				d.fx.stats.StaleRefused++
 			}
-			return nil, fmt.Errorf("commit state of %s: %w", mp.Model, errStale)
+			return scheduler.Committed{Stale: []string{mp.Model}}, nil
 		}
 	}
 	d.sh.inCommit = true
@@ -280,8 +286,9 @@ func (h *handle) Commit(ctx context.Context, plan scheduler.Plan) ([]scheduler.J
 	if d.fx != nil {
 		all, jobs, err = d.fx.commit(ctx, plan) // the store faults on the claims
 	} else {
-		all, err = d.store.Commit(ctx, plan)
-		jobs = all
+		var c scheduler.Committed
+		c, err = d.store.Commit(ctx, plan, nil)
+		all, jobs = c.Claimed, c.Claimed
 	}
 	for _, j := range all {
 		d.observeID(j.ID)
@@ -295,7 +302,7 @@ func (h *handle) Commit(ctx context.Context, plan scheduler.Plan) ([]scheduler.J
 	if h.crash == faults.CrashAfterCommit && len(jobs) > 0 {
 		h.die()
 	}
-	return jobs, err
+	return scheduler.Committed{Claimed: jobs}, err
 }
 
 // RecordLaunches implements scheduler.Store: throttled before any effect,

@@ -103,8 +103,8 @@ func runOnSlots(sc *scenario.Sampled, b domain.BatchSpec, draws map[string]sampl
 		free := sc.Slots - len(ends)
 		if free > 0 {
 			plan := scheduler.Plan{At: now, Models: []scheduler.ModelPlan{{Model: b.Model, Grants: []scheduler.Grant{{Queue: q, Count: free}}}}}
-			claimed, _ := s.Commit(ctx, plan)
-			for _, j := range claimed {
+			committed, _ := s.Commit(ctx, plan, nil)
+			for _, j := range committed.Claimed {
 				s.TaskStarted(ctx, j.ID, j.Attempt, now)
 				d := draws[j.ID]
 				heap.Push(&ends, end{at: now.Add(d.dur), job: j})

@@ -21,12 +21,12 @@ import (
 var (
 	errInjected  = errors.New("simulated fault")
 	errThrottled = fmt.Errorf("%w: DynamoDB throttled the write (ProvisionedThroughputExceededException)", errInjected)
-	errStale     = fmt.Errorf("%w: conditional check failed: another pass committed since this one read (stale)", errInjected)
 	errDepths    = fmt.Errorf("%w: CloudWatch GetMetricData failed (ServiceUnavailable)", errInjected)
 )
 
 // onlyInjected reports whether err, and every error joined in it, is an
-// injected fault.
+// injected fault. A stale commit (scheduler.ErrStale) is one too: passes
+// overlap only when a fault makes them.
 func onlyInjected(err error) bool {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		for _, e := range j.Unwrap() {
@@ -36,12 +36,12 @@ func onlyInjected(err error) bool {
 		}
 		return true
 	}
-	return errors.Is(err, errInjected)
+	return errors.Is(err, errInjected) || errors.Is(err, scheduler.ErrStale)
 }
 
 // The store's faults on a Commit's claims. The DynamoDB store writes the
 // model states first, then claims each grant in a transaction of its own —
-// batched across queues (dynamostore/claims.go), or one queue at a time —
+// batched across queues (dynamostore/batchclaim.go), or one queue at a time —
 // so a throttling episode can meet a Commit after its states are written:
 //
 //   - a claim transaction throttled (claimThrottled): nothing of it is
@@ -69,8 +69,8 @@ const (
 func (c *chaos) commit(ctx context.Context, plan scheduler.Plan) (all, seen []scheduler.Job, err error) {
 	p := c.plan
 	if _, ok := p.Active(faults.SrcThrottle, c.d.e.now); !ok || c.settling {
-		all, err = c.d.store.Commit(ctx, plan)
-		return all, all, err
+		committed, err := c.d.store.Commit(ctx, plan, nil)
+		return committed.Claimed, committed.Claimed, err
 	}
 	lost := map[scheduler.QueueKey]bool{}
 	throttled := 0
@@ -94,7 +94,8 @@ func (c *chaos) commit(ctx context.Context, plan scheduler.Plan) (all, seen []sc
 		})
 		kept.Models[i] = mp
 	}
-	all, err = c.d.store.Commit(ctx, kept)
+	committed, err := c.d.store.Commit(ctx, kept, nil)
+	all = committed.Claimed
 	for _, j := range all {
 		if !lost[scheduler.QueueKey{Account: j.Account, Project: j.Project, Batch: j.Batch, Model: j.Model}] {
 			seen = append(seen, j)

@@ -27,7 +27,7 @@ import (
 type jobStore interface {
 	Store
 	Submit(ctx context.Context, b job.BatchSpec, now time.Time) (int, error)
-	Commit(ctx context.Context, plan scheduler.Plan) ([]scheduler.Job, error)
+	Commit(ctx context.Context, plan scheduler.Plan, read scheduler.Versions) (scheduler.Committed, error)
 	RecordLaunches(ctx context.Context, now time.Time, results []scheduler.LaunchResult) error
 }
 
@@ -91,7 +91,8 @@ func TestAttemptsEndToEnd(t *testing.T) {
 				Queue: scheduler.QueueKey{Account: "acme", Project: "p", Batch: "b", Model: "gpt-5.5"}, Count: 1}}}}}
 			launch := func(attempt int) *awsfake.Task {
 				t.Helper()
-				jobs, err := st.Commit(ctx, plan)
+				committed, err := st.Commit(ctx, plan, nil)
+				jobs := committed.Claimed
 				if err != nil || len(jobs) != 1 || jobs[0].Attempt != attempt {
 					t.Fatalf("claim: %v %+v, want attempt %d", err, jobs, attempt)
 				}

@@ -31,7 +31,8 @@ func claimedJob(t *testing.T) (*memstore.Store, string) {
 	}
 	plan := scheduler.Plan{At: t0, Models: []scheduler.ModelPlan{{Model: "gpt-5.5", Grants: []scheduler.Grant{{
 		Queue: scheduler.QueueKey{Account: "acme", Project: "search-evals", Batch: "b", Model: "gpt-5.5"}, Count: 1}}}}}
-	jobs, err := st.Commit(context.Background(), plan)
+	committed, err := st.Commit(context.Background(), plan, nil)
+	jobs := committed.Claimed
 	if err != nil || len(jobs) != 1 {
 		t.Fatal(err)
 	}

@@ -51,9 +51,9 @@ func ClaimedSampleJob(t T, store *dynamostore.Store) string {
 		t.Fatalf("submit the sample batch: %v", err)
 	}
 	q := scheduler.QueueKey{Account: b.Account, Project: b.Project, Batch: b.Batch, Model: b.Model}
-	claimed, err := store.Commit(ctx, scheduler.Plan{At: time.Now(), Models: []scheduler.ModelPlan{{Model: b.Model, Grants: []scheduler.Grant{{Queue: q, Count: 1}}}}})
-	if err != nil || len(claimed) != 1 {
-		t.Fatalf("claim the sample job: %v, %d jobs claimed, want 1", err, len(claimed))
+	c, err := store.Commit(ctx, scheduler.Plan{At: time.Now(), Models: []scheduler.ModelPlan{{Model: b.Model, Grants: []scheduler.Grant{{Queue: q, Count: 1}}}}}, nil)
+	if err != nil || len(c.Claimed) != 1 {
+		t.Fatalf("claim the sample job: %v, %d jobs claimed, want 1", err, len(c.Claimed))
 	}
-	return claimed[0].ID
+	return c.Claimed[0].ID
 }
