@@ -213,7 +213,8 @@ var Mutations = []Mutation{
 		Name: "result-state", Why: "a job still waiting has no verdict to keep",
 		File: "internal/dynamostore/results.go",
 		Edits: []Edit{{`And(name("state").In(value(job.Claimed), value(job.Launched), value(job.Running),
-			value(job.Succeeded), value(job.Failed)))`, `And(` + always + `)`}},
+			value(job.Succeeded), value(job.Failed)))`, `And(name("state").In(value(job.Claimed), value(job.Launched), value(job.Running),
+			value(job.Succeeded), value(job.Failed), value(job.Waiting)))`}},
 		Pkg: "./internal/dynamostore", Tests: []string{"TestRecordResultPerAttempt"},
 	},
 	{
