@@ -74,6 +74,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	lane := fs.Int("lane", -1, "with --family: run lane `K` only")
 	familyOut := fs.String("family-out", "", "with --family: write each lane's scenario file to `DIR`")
 	workers := fs.Int("workers", 2, "with --family: lanes run at once (`N`, 1 or 2)")
+	configured := fs.Bool("configured-concurrency", false, "with --family: the operator gives each model its provider's concurrency at the start (the model item's provider_concurrency)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -85,12 +86,12 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitUsage
 	}
-	if *family != 0 || *lane >= 0 || *familyOut != "" {
+	if *family != 0 || *lane >= 0 || *familyOut != "" || *configured {
 		switch {
 		case fs.NArg() > 0:
 			return usageErr("unexpected argument %q", fs.Arg(0))
 		case *family <= 0:
-			return usageErr("--family must be at least 1 (--lane and --family-out need it)")
+			return usageErr("--family must be at least 1 (--lane, --family-out and --configured-concurrency need it)")
 		case *scenarioFile != "":
 			return usageErr("--family and --scenario exclude each other")
 		case *seed < 0:
@@ -100,7 +101,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		case *workers < 1 || *workers > 2:
 			return usageErr("--workers must be 1 or 2")
 		}
-		return runFamily(*seed, *family, *lane, *familyOut, *workers, *asJSON, *quiet, stdout, stderr)
+		return runFamily(familyRun{seed: *seed, n: *family, lane: *lane, outDir: *familyOut, workers: *workers, configured: *configured}, *asJSON, *quiet, stdout, stderr)
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -201,13 +202,22 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// familyRun is what the flags ask of the family.
+type familyRun struct {
+	seed             int64
+	n, lane, workers int
+	outDir           string
+	configured       bool // the operator configured each provider's concurrency
+}
+
 // runFamily draws the lanes, writes their files when asked, runs them and
 // prints the lanes and the summary; it fails when the family misses a
 // target.
-func runFamily(seed int64, n, lane int, outDir string, workers int, asJSON, quiet bool, stdout, stderr io.Writer) int {
+func runFamily(f familyRun, asJSON, quiet bool, stdout, stderr io.Writer) int {
+	seed, lane, outDir, workers := f.seed, f.lane, f.outDir, f.workers
 	ks := []int{lane}
 	if lane < 0 {
-		ks = make([]int, n)
+		ks = make([]int, f.n)
 		for k := range ks {
 			ks[k] = k
 		}
@@ -215,6 +225,9 @@ func runFamily(seed int64, n, lane int, outDir string, workers int, asJSON, quie
 	lanes := make([]*scenario.Scenario, len(ks))
 	for i, k := range ks {
 		lanes[i] = scenario.FamilyLane(seed, k)
+		if f.configured {
+			scenario.ConfigureConcurrency(lanes[i])
+		}
 	}
 	if outDir != "" {
 		if err := os.MkdirAll(outDir, 0o755); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -35,6 +36,25 @@ func TestSimFamilyLane(t *testing.T) {
 	if r.Totals.Succeeded != fam.Lanes[0].Succeeded {
 		t.Errorf("replayed lane 3 finished %d jobs, the family run %d", r.Totals.Succeeded, fam.Lanes[0].Succeeded)
 	}
+	// --configured-concurrency writes the operator's setting into the lane's
+	// file, and the lane runs differently with it.
+	code, out, errs = runCLI("sim", "--family", "4", "--seed", "1", "--lane", "3", "--configured-concurrency", "--family-out", dir, "--json", "--quiet")
+	if code != exitOK && code != exitFailed {
+		t.Fatalf("configured: exit %d: %s", code, errs)
+	}
+	var conf struct {
+		Lanes []sim.LaneResult `json:"lanes"`
+	}
+	if err := json.Unmarshal([]byte(out), &conf); err != nil || len(conf.Lanes) != 1 {
+		t.Fatalf("configured: %v %.300s", err, out)
+	}
+	if conf.Lanes[0].Blocked >= fam.Lanes[0].Blocked {
+		t.Errorf("configured lane 3 blocked %.3f, as drawn %.3f: want less", conf.Lanes[0].Blocked, fam.Lanes[0].Blocked)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "lane-3.json"))
+	if err != nil || !strings.Contains(string(data), `"configured_concurrency": `) {
+		t.Errorf("configured lane's file: %v, want configured_concurrency in it", err)
+	}
 }
 
 func TestSimFamilyUsage(t *testing.T) {
@@ -47,6 +67,7 @@ func TestSimFamilyUsage(t *testing.T) {
 		{[]string{"--family", "4"}, "--family needs --seed"},
 		{[]string{"--family", "4", "--seed", "1", "--scenario", scenarioFile}, "exclude each other"},
 		{[]string{"--family", "4", "--seed", "1", "--workers", "3"}, "--workers must be 1 or 2"},
+		{[]string{"--configured-concurrency", "--seed", "1"}, "--family must be at least 1"},
 	} {
 		code, _, errs := runCLI(append([]string{"sim"}, c.args...)...)
 		if code != exitUsage || !strings.Contains(errs, c.want) {

@@ -21,8 +21,8 @@ import (
 // can be edited in the DynamoDB console:
 //
 //	models: model (key), enabled (Boolean), min_limit, max_limit,
-//	        initial_limit, limit_pin (Number, integers), target_depth
-//	        (Number), note (String, free text)
+//	        initial_limit, limit_pin, provider_concurrency (Number,
+//	        integers), target_depth (Number), note (String, free text)
 //	pins:   scope (key), tier, expires_at, note
 const (
 	attrEnabled      = "enabled"
@@ -31,13 +31,14 @@ const (
 	attrTargetDepth  = "target_depth"
 	attrLimitPin     = "limit_pin"
 	attrInitialLimit = "initial_limit"
+	attrProviderConc = "provider_concurrency"
 	attrNote         = "note"
 	attrTier         = "tier"
 	attrExpiresAt    = "expires_at"
 	attrPaused       = "paused"
 )
 
-var modelAttrs = []string{attrModel, attrEnabled, attrMinLimit, attrMaxLimit, attrTargetDepth, attrLimitPin, attrInitialLimit, attrNote}
+var modelAttrs = []string{attrModel, attrEnabled, attrMinLimit, attrMaxLimit, attrTargetDepth, attrLimitPin, attrInitialLimit, attrProviderConc, attrNote}
 
 // PutModel writes a model's operator item, replacing the one there, as an
 // operator's console edit would.
@@ -53,6 +54,9 @@ func (s *Store) PutModel(ctx context.Context, cfg scheduler.ModelConfig) error {
 		attrTargetDepth:  &types.AttributeValueMemberN{Value: strconv.FormatFloat(cfg.TargetDepth, 'f', -1, 64)},
 		attrLimitPin:     number(int64(cfg.LimitPin)),
 		attrInitialLimit: number(int64(cfg.InitialLimit)),
+	}
+	if cfg.ProviderConcurrency != 0 {
+		item[attrProviderConc] = number(int64(cfg.ProviderConcurrency))
 	}
 	if _, reason := decodeModel(item, s.defaults); reason != "" {
 		return fmt.Errorf("put model %q: %s", cfg.Name, reason)
@@ -262,6 +266,7 @@ func decodeModel(it map[string]types.AttributeValue, defaults scheduler.ModelCon
 		{attrMaxLimit, &cfg.MaxLimit, 1},
 		{attrLimitPin, &cfg.LimitPin, 0},
 		{attrInitialLimit, &cfg.InitialLimit, 0},
+		{attrProviderConc, &cfg.ProviderConcurrency, 0},
 	}
 	for _, f := range ints {
 		av, ok := it[f.name]

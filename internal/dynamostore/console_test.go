@@ -151,10 +151,10 @@ func TestPutModelAndPinRoundTrip(t *testing.T) {
 func TestNumbersAsStringsReadAlike(t *testing.T) {
 	st, _ := newStore(t)
 	put(t, st.tables.Models, map[string]av{"model": s("as-numbers"), "enabled": bl(true),
-		"min_limit": n("2"), "max_limit": n("20"), "limit_pin": n("9"), "initial_limit": n("3"), "target_depth": n("40")})
+		"min_limit": n("2"), "max_limit": n("20"), "limit_pin": n("9"), "initial_limit": n("3"), "target_depth": n("40"), "provider_concurrency": n("250")})
 	put(t, st.tables.Models, map[string]av{"model": s("as-strings"), "enabled": bl(true),
-		"min_limit": s("2"), "max_limit": s("20"), "limit_pin": s("9"), "initial_limit": s("3"), "target_depth": s("40")})
-	for field, bad := range map[string]string{"limit_pin": "9.5", "max_limit": "+20", "min_limit": " 2", "initial_limit": "three", "target_depth": "4e1"} {
+		"min_limit": s("2"), "max_limit": s("20"), "limit_pin": s("9"), "initial_limit": s("3"), "target_depth": s("40"), "provider_concurrency": s("250")})
+	for field, bad := range map[string]string{"limit_pin": "9.5", "max_limit": "+20", "min_limit": " 2", "initial_limit": "three", "target_depth": "4e1", "provider_concurrency": "-250"} {
 		put(t, st.tables.Models, map[string]av{"model": s("bad-" + strings.ReplaceAll(field, "_", "-")), field: s(bad)})
 	}
 	put(t, st.tables.Pins, map[string]av{"scope": s("account#a"), "tier": n("0")})
@@ -168,10 +168,10 @@ func TestNumbersAsStringsReadAlike(t *testing.T) {
 	}
 	numbers, strs := byName["as-numbers"], byName["as-strings"]
 	strs.Name = numbers.Name
-	if numbers.LimitPin != 9 || numbers != strs {
-		t.Errorf("as Numbers %+v, as Strings %+v: want the same, limit_pin 9", byName["as-numbers"], byName["as-strings"])
+	if numbers.LimitPin != 9 || numbers.ProviderConcurrency != 250 || numbers != strs {
+		t.Errorf("as Numbers %+v, as Strings %+v: want the same, limit_pin 9, provider_concurrency 250", byName["as-numbers"], byName["as-strings"])
 	}
-	for _, field := range []string{"limit_pin", "max_limit", "min_limit", "initial_limit", "target_depth"} {
+	for _, field := range []string{"limit_pin", "max_limit", "min_limit", "initial_limit", "target_depth", "provider_concurrency"} {
 		name := "bad-" + strings.ReplaceAll(field, "_", "-")
 		if _, ok := byName[name]; ok {
 			t.Errorf("%s was read; want it skipped", name)

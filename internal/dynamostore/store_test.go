@@ -480,7 +480,7 @@ func TestPendingRaiseCountsStartingJobsClaimedByTheRaise(t *testing.T) {
 func TestModelsFromItemsAndJobs(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t)
-	if err := s.PutModel(ctx, scheduler.ModelConfig{Name: "claude", Enabled: false, MinLimit: 2, MaxLimit: 50, TargetDepth: 12.5, LimitPin: 7, InitialLimit: 4}); err != nil {
+	if err := s.PutModel(ctx, scheduler.ModelConfig{Name: "claude", Enabled: false, MinLimit: 2, MaxLimit: 50, TargetDepth: 12.5, LimitPin: 7, InitialLimit: 4, ProviderConcurrency: 300}); err != nil {
 		t.Fatal(err)
 	}
 	b := batch("lab", "sweep", "b1", "gpt", -1, 2)
@@ -490,7 +490,7 @@ func TestModelsFromItemsAndJobs(t *testing.T) {
 	if len(snap.Models) != 2 || snap.Models[0].Config.Name != "claude" || snap.Models[1].Config.Name != "gpt" {
 		t.Fatalf("got models %+v, want claude and gpt, sorted", snap.Models)
 	}
-	want := scheduler.ModelConfig{Name: "claude", Enabled: false, MinLimit: 2, MaxLimit: 50, TargetDepth: 12.5, LimitPin: 7, InitialLimit: 4}
+	want := scheduler.ModelConfig{Name: "claude", Enabled: false, MinLimit: 2, MaxLimit: 50, TargetDepth: 12.5, LimitPin: 7, InitialLimit: 4, ProviderConcurrency: 300}
 	if snap.Models[0].Config != want {
 		t.Errorf("got %+v, want %+v", snap.Models[0].Config, want)
 	}

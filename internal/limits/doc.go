@@ -41,7 +41,12 @@
 //     period that queued a call gives the provider's concurrency C
 //     (State.Conc); a far-below raise then stops at the knee it implies,
 //     measured·C/inService + target running jobs (closed-loop Little's
-//     law), instead of ×FastFactor past it.
+//     law), instead of ×FastFactor past it. Until a queue measures C, the
+//     operator's configured concurrency (Model.Conc, the gateway's own
+//     setting) stands in for it, unless the gateway serves more; its knee
+//     is reached in one raise, however far (FastFactor bounds a step
+//     toward a knee nobody knows; a learned C may be old or from a corrupt
+//     period, so its knee keeps the bound).
 //
 // A limit the breaker held through an error burst is refilled as a raise
 // (State.Refill): its jobs are in dead time once the provider heals.

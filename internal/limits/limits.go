@@ -81,6 +81,13 @@ type Model struct {
 	Min    int     // the limit never goes below this (≥ 0)
 	Max    int     // ... nor above this (≥ Min)
 	Pin    int     // > 0: the operator fixed the limit
+	// Conc is the provider's concurrency as the operator configured the
+	// gateway: the calls it sends the provider at once before it queues
+	// (0: not configured). Until a queued period measures it (State.Conc),
+	// it gives the knee from the first in-service datapoint, before any
+	// raise has overshot. Ignored once the gateway serves more than it
+	// (the configuration is stale).
+	Conc float64
 }
 
 // State is what the controller carries between passes; the store persists it.
@@ -332,11 +339,13 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 			next.Ceiling = 0 // an old saturation says little about the provider now
 		}
 		fastTo := cfg.FastUpTo * float64(next.Ceiling)
-		if k := knee(next, in, m.Target, measured); k > 0 {
+		kst, configured := withConc(next, m, in)
+		oneRaise := false
+		if k := knee(kst, in, m.Target, measured); k > 0 {
 			// The gateway measured the knee before the depth rose: it
 			// replaces the one a past overshoot left, and is no guess, so
 			// the fast raise goes up to it, not to a share of it.
-			fastTo = k
+			fastTo, oneRaise = k, configured
 		}
 		if next.PeakSince <= cfg.FarBelow*m.Target && (fastTo == 0 || float64(measured) < fastTo) {
 			// Every reading since the last raise settled was far below:
@@ -345,7 +354,15 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 			// share the running jobs may grow: its starting slots grow
 			// with them.
 			f = cfg.FastFactor
-			if fastTo > 0 && measured > 0 {
+			switch {
+			case oneRaise && measured > 0:
+				// FastFactor bounds a step toward a knee nobody knows;
+				// one from the gateway's own setting is the step's end,
+				// however far: a large provider's ramp takes one cycle,
+				// not six. A concurrency learned from a queue may be old
+				// or from a corrupt period: its knee keeps the bound.
+				f = max(1, fastTo/float64(measured))
+			case fastTo > 0 && measured > 0:
 				f = max(1, min(f, fastTo/float64(measured)))
 			}
 			want = max(want, int(math.Ceil(float64(cur)*f)))
@@ -379,6 +396,17 @@ func concurrency(st State, in Input) (float64, time.Time) {
 		return 0, time.Time{}
 	}
 	return st.Conc, st.ConcAt
+}
+
+// withConc is st with the operator's configured concurrency standing in
+// for a measured one, and whether it does: not measured yet, and the
+// gateway serves no more than the configuration says (else it is stale).
+func withConc(st State, m Model, in Input) (State, bool) {
+	if st.Conc <= 0 && m.Conc > 0 && in.InService <= m.Conc {
+		st.Conc = m.Conc
+		return st, true
+	}
+	return st, false
 }
 
 // knee returns the running jobs at which the depth reaches the target, as

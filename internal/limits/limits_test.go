@@ -297,3 +297,51 @@ func TestARefilledLimitWaitsForItsLaunches(t *testing.T) {
 		t.Errorf("got %s to %d (%s), want a hold while the refill starts", dec.Action, dec.State.Limit, dec.Reason)
 	}
 }
+
+// The operator's configured concurrency gives the knee from the first
+// in-service datapoint, before any queue: the first far-below raise stops
+// there (a provider of 27 whose 40 jobs hold 24 calls fills at 45 jobs),
+// where ×4 would put 160 jobs on it.
+func TestAConfiguredConcurrencyGivesTheKneeFirst(t *testing.T) {
+	m := Model{Target: 2, Min: 1, Max: 10000, Conc: 27}
+	dec := Next(DefaultConfig(), m, State{Limit: 40}, withInService(in(0, 40, 0, 900), 24))
+	if dec.Action != Raised || dec.State.Limit != 47 {
+		t.Errorf("got %s to %d (%s), want a raise to 47: 40 × 27/24 + 2", dec.Action, dec.State.Limit, dec.Reason)
+	}
+	if dec.State.Conc != 0 {
+		t.Errorf("got a learned concurrency of %g from a configuration, want none until a queue measures it", dec.State.Conc)
+	}
+	// Without the in-service datapoint the configuration alone knows no
+	// knee (the share of a job's life in calls is unknown): ×4.
+	if dec = Next(DefaultConfig(), m, State{Limit: 40}, in(0, 40, 0, 900)); dec.State.Limit != 160 {
+		t.Errorf("got %s to %d (%s), want ×4 to 160 without the metric", dec.Action, dec.State.Limit, dec.Reason)
+	}
+	// More in service than configured: the configuration is stale (the
+	// provider grew) and bounds nothing.
+	if dec = Next(DefaultConfig(), m, State{Limit: 40}, withInService(in(0, 40, 0, 900), 31)); dec.State.Limit != 160 {
+		t.Errorf("got %s to %d (%s), want ×4 to 160 past a stale configuration", dec.Action, dec.State.Limit, dec.Reason)
+	}
+}
+
+// A knee from the gateway's configured concurrency ends the fast raise
+// however far it is: a large provider's ramp from the initial limit takes
+// one cycle, not a ×4 step a cycle (10 jobs holding 6 calls of a provider
+// of 2,000 fill it at 3,333).
+func TestAKnownKneeIsReachedInOneRaise(t *testing.T) {
+	m := Model{Target: 100, Min: 1, Max: 10000, Conc: 2000}
+	dec := Next(DefaultConfig(), m, State{Limit: 10}, withInService(in(0, 10, 0, 50000), 6))
+	if dec.Action != Raised || dec.State.Limit != 3434 {
+		t.Errorf("got %s to %d (%s), want one raise to 3,434: 10 × 2000/6 + 100", dec.Action, dec.State.Limit, dec.Reason)
+	}
+	// A concurrency learned from a queue may be old or from a corrupt
+	// period: its knee bounds the raise, but the step stays ×4.
+	learned := State{Limit: 10, Conc: 2000, ConcAt: t0.Add(-time.Hour)}
+	if dec = Next(DefaultConfig(), Model{Target: 100, Min: 1, Max: 10000}, learned, withInService(in(0, 10, 0, 50000), 6)); dec.State.Limit != 40 {
+		t.Errorf("got %s to %d (%s), want ×4 to 40 toward a learned knee", dec.Action, dec.State.Limit, dec.Reason)
+	}
+	// The model's max still bounds it.
+	m.Max = 500
+	if dec = Next(DefaultConfig(), m, State{Limit: 10}, withInService(in(0, 10, 0, 50000), 6)); dec.State.Limit != 500 {
+		t.Errorf("got %s to %d (%s), want max_limit 500", dec.Action, dec.State.Limit, dec.Reason)
+	}
+}

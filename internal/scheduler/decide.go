@@ -171,7 +171,8 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 		mp.Breaker = breaker.Step(cfg.Breaker, m.State.Breaker, m.Outcomes, gw, now)
 		mp.State.Breaker = mp.Breaker.State
 
-		lm := limits.Model{Target: m.Config.TargetDepth, Min: m.Config.MinLimit, Max: m.Config.MaxLimit, Pin: m.Config.LimitPin}
+		lm := limits.Model{Target: m.Config.TargetDepth, Min: m.Config.MinLimit, Max: m.Config.MaxLimit, Pin: m.Config.LimitPin,
+			Conc: float64(m.Config.ProviderConcurrency)}
 		if mp.Breaker.State.Phase != breaker.Closed && m.Config.LimitPin == 0 {
 			// An empty queue in front of a failing provider is not spare
 			// capacity, nor is a queue of a few probes a measure of load:

@@ -81,6 +81,12 @@ type ModelConfig struct {
 	LimitPin    int // > 0: the operator fixed the limit
 	// InitialLimit is the limit of a model the scheduler has never steered.
 	InitialLimit int
+	// ProviderConcurrency is the calls the gateway sends the model's
+	// provider at once before it queues, as the operator configured it
+	// (0: not configured). With the gateway's in-service metric it tells
+	// the limit controller the knee before any queue shows it
+	// (limits.Model.Conc).
+	ProviderConcurrency int
 }
 
 // ModelState is what a pass carries to the next one for a model.

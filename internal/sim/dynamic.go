@@ -111,6 +111,7 @@ func newDynamic(e *engine, opt Options) (*dynamicPolicy, error) {
 		_ = d.store.PutModel(d.ctx, scheduler.ModelConfig{
 			Name: m.Name, Enabled: true, MinLimit: m.MinLimit, MaxLimit: m.MaxLimit,
 			TargetDepth: m.TargetDepth, InitialLimit: m.InitialLimit,
+			ProviderConcurrency: m.ConfiguredConcurrency,
 		})
 		e.models[i].limit = m.InitialLimit
 	}

@@ -38,6 +38,7 @@ type modelOut struct {
 	MaxLimit            int         `json:"max_limit"`
 	InitialLimit        int         `json:"initial_limit"`
 	StaticCap           int         `json:"static_cap"`
+	ConfiguredConc      int         `json:"configured_concurrency,omitempty"`
 	SlowUnderLoad       float64     `json:"slow_under_load"`
 	RejectOver          float64     `json:"reject_over"`
 	Changes             []changeOut `json:"changes,omitempty"`
@@ -98,7 +99,7 @@ func (sc *Scenario) MarshalJSON() ([]byte, error) {
 		mo := modelOut{
 			Name: m.Name, ProviderConcurrency: m.ProviderConcurrency, CallS: distOut{m.CallS},
 			TargetDepth: m.TargetDepth, MinLimit: m.MinLimit, MaxLimit: m.MaxLimit,
-			InitialLimit: m.InitialLimit, StaticCap: m.StaticCap,
+			InitialLimit: m.InitialLimit, StaticCap: m.StaticCap, ConfiguredConc: m.ConfiguredConcurrency,
 			SlowUnderLoad: m.SlowUnderLoad, RejectOver: m.RejectOver,
 		}
 		for _, c := range m.Changes {

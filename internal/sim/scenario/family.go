@@ -174,6 +174,17 @@ func FamilyLane(seed int64, k int) *Scenario {
 }
 
 // family draws lanes 0..n-1 of the family with seed seed.
+// ConfigureConcurrency makes sc a lane whose operator gave evalsched each
+// provider's concurrency (the model item's provider_concurrency): the
+// gateway's setting at the start. A later change of the provider's
+// capacity (a drop, a rise) is not in it, as an operator's item would not
+// follow the provider either.
+func ConfigureConcurrency(sc *Scenario) {
+	for i := range sc.Models {
+		sc.Models[i].ConfiguredConcurrency = sc.Models[i].ProviderConcurrency
+	}
+}
+
 func family(seed int64, n int) []*Scenario {
 	lanes := make([]*Scenario, n)
 	for k := range lanes {

@@ -35,6 +35,18 @@ func TestFamilyLanesDeterministic(t *testing.T) {
 			t.Fatalf("lane %d's file reads back different:\n got %+v\nwant %+v", k, back, sc)
 		}
 	}
+	// A lane whose operator configured the concurrency carries it in its
+	// file, and only policy dynamic's store reads it.
+	sc := FamilyLane(1, 3)
+	ConfigureConcurrency(sc)
+	data, err := sc.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse(data)
+	if err != nil || !reflect.DeepEqual(back, sc) || back.Models[0].ConfiguredConcurrency != sc.Models[0].ProviderConcurrency {
+		t.Fatalf("configured lane reads back %+v, %v; want %+v", back, err, sc)
+	}
 }
 
 // TestFamilyDistributions: every drawn quantity is within the range

@@ -45,6 +45,11 @@ type Model struct {
 	MaxLimit            int // default 10000
 	InitialLimit        int // default 10
 	StaticCap           int // the lane cap of policy static
+	// ConfiguredConcurrency is the provider concurrency the operator gave
+	// evalsched (the model item's provider_concurrency; 0: none): what the
+	// gateway was set to send at once, which the provider may since have
+	// changed (Changes). Only policy dynamic reads it.
+	ConfiguredConcurrency int
 	// SlowUnderLoad s stretches a call entering service by 1 + s·min(1,
 	// queued/concurrency): a provider slows as its gateway queue grows.
 	SlowUnderLoad float64
@@ -149,6 +154,7 @@ type rawModel struct {
 	MinLimit            *int              `json:"min_limit"`
 	MaxLimit            *int              `json:"max_limit"`
 	InitialLimit        *int              `json:"initial_limit"`
+	ConfiguredConc      *int              `json:"configured_concurrency"`
 	StaticCap           *int              `json:"static_cap"`
 	SlowUnderLoad       *float64          `json:"slow_under_load"`
 	RejectOver          *float64          `json:"reject_over"`
@@ -414,6 +420,7 @@ func (p *parser) model(path string, raw json.RawMessage) (Model, bool) {
 	if r.InitialLimit != nil && (m.InitialLimit < m.MinLimit || m.InitialLimit > m.MaxLimit) {
 		p.fail(path+".initial_limit", "must be within min_limit..max_limit (%d..%d), got %d", m.MinLimit, m.MaxLimit, m.InitialLimit)
 	}
+	m.ConfiguredConcurrency = p.intIn(path+".configured_concurrency", r.ConfiguredConc, 0, 0, 1_000_000)
 	// error_call_s carries over between changes; a change that turns errors
 	// on must know how long a failing call takes.
 	var haveCall bool

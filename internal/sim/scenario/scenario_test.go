@@ -54,6 +54,7 @@ func TestParseDefaults(t *testing.T) {
 		{"min_limit", sc.Models[0].MinLimit, 1},
 		{"max_limit", sc.Models[0].MaxLimit, 10000},
 		{"initial_limit", sc.Models[0].InitialLimit, 10},
+		{"configured_concurrency (none)", sc.Models[0].ConfiguredConcurrency, 0},
 		{"batch tier (none)", sc.Batches[0].Tier, -1},
 	} {
 		if c.got != c.want {
@@ -131,6 +132,7 @@ func TestParseBadValues(t *testing.T) {
 		}, `scenario: models[1].name: "m" is already the name of models[0]`},
 		{"min above max", func(v map[string]any) { model0(v)["min_limit"] = 5; model0(v)["max_limit"] = 4 }, "scenario: models[0].max_limit: must be at least min_limit 5, got 4"},
 		{"initial outside", func(v map[string]any) { model0(v)["initial_limit"] = 20000 }, "scenario: models[0].initial_limit: must be within min_limit..max_limit (1..10000), got 20000"},
+		{"configured concurrency negative", func(v map[string]any) { model0(v)["configured_concurrency"] = -5 }, "scenario: models[0].configured_concurrency: must be within 0..1000000, got -5"},
 		{"missing target", func(v map[string]any) { delete(model0(v), "target_depth") }, "scenario: models[0].target_depth: required"},
 		{"missing static cap", func(v map[string]any) { delete(model0(v), "static_cap") }, "scenario: models[0].static_cap: required"},
 		{"two dist forms", func(v map[string]any) {
