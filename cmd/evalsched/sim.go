@@ -214,9 +214,8 @@ type familyRun struct {
 // prints the lanes and the summary; it fails when the family misses a
 // target.
 func runFamily(f familyRun, asJSON, quiet bool, stdout, stderr io.Writer) int {
-	seed, lane, outDir, workers := f.seed, f.lane, f.outDir, f.workers
-	ks := []int{lane}
-	if lane < 0 {
+	ks := []int{f.lane}
+	if f.lane < 0 {
 		ks = make([]int, f.n)
 		for k := range ks {
 			ks[k] = k
@@ -224,20 +223,20 @@ func runFamily(f familyRun, asJSON, quiet bool, stdout, stderr io.Writer) int {
 	}
 	lanes := make([]*scenario.Scenario, len(ks))
 	for i, k := range ks {
-		lanes[i] = scenario.FamilyLane(seed, k)
+		lanes[i] = scenario.FamilyLane(f.seed, k)
 		if f.configured {
 			scenario.ConfigureConcurrency(lanes[i])
 		}
 	}
-	if outDir != "" {
-		if err := os.MkdirAll(outDir, 0o755); err != nil {
+	if f.outDir != "" {
+		if err := os.MkdirAll(f.outDir, 0o755); err != nil {
 			fmt.Fprintf(stderr, "evalsched sim: --family-out: %v\n", err)
 			return exitFailed
 		}
 		for i, sc := range lanes {
 			data, err := sc.MarshalJSON()
 			if err == nil {
-				err = writeFile(filepath.Join(outDir, fmt.Sprintf("lane-%d.json", ks[i])), func(w io.Writer) error {
+				err = writeFile(filepath.Join(f.outDir, fmt.Sprintf("lane-%d.json", ks[i])), func(w io.Writer) error {
 					_, err := w.Write(append(data, '\n'))
 					return err
 				})
@@ -257,14 +256,14 @@ func runFamily(f familyRun, asJSON, quiet bool, stdout, stderr io.Writer) int {
 		if !lr.Meets {
 			verdict = "misses"
 		}
-		fmt.Fprintf(stderr, "family seed %d: %d/%d lanes done, %s (lane %d %s)\n", seed, done, len(lanes), human(time.Since(start).Seconds()), lr.Lane, verdict)
+		fmt.Fprintf(stderr, "family seed %d: %d/%d lanes done, %s (lane %d %s)\n", f.seed, done, len(lanes), human(time.Since(start).Seconds()), lr.Lane, verdict)
 	}
-	results, err := sim.RunFamily(lanes, ks, workers, progress)
+	results, err := sim.RunFamily(lanes, ks, f.workers, progress)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitFailed
 	}
-	sum := sim.Summarize(seed, results)
+	sum := sim.Summarize(f.seed, results)
 	sum.WallS = math.Round(time.Since(start).Seconds()*10) / 10
 	if asJSON {
 		enc := json.NewEncoder(stdout)
@@ -278,9 +277,9 @@ func runFamily(f familyRun, asJSON, quiet bool, stdout, stderr io.Writer) int {
 		}
 	} else {
 		report.WriteFamily(stdout, results, sum)
-		fmt.Fprintf(stdout, "family seed %d: wall %s on %d worker(s)\n", seed, human(sum.WallS), workers)
+		fmt.Fprintf(stdout, "family seed %d: wall %s on %d worker(s)\n", f.seed, human(sum.WallS), f.workers)
 	}
-	if lane < 0 && !sum.Pass {
+	if f.lane < 0 && !sum.Pass {
 		return exitFailed
 	}
 	return exitOK
