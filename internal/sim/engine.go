@@ -336,7 +336,7 @@ func (e *engine) sampleBefore(t time.Duration) {
 // depthSeen is the datapoint a pass at e.now reads, as CloudWatch serves
 // it: the Maximum of the per-second samples over the newest whole period
 // (depth_period_s) that ended at least metric_delay_s ago, stamped with the
-// period's start; missing with probability metric_missing, and scaled by
+// period's end (as production's reader stamps it); missing with probability metric_missing, and scaled by
 // 1 + metric_noise·N(0,1) (never below 0, rounded). The draws depend on
 // the seed, the model and the period only, so every policy and every pass
 // reading a period reads the same datapoint.
@@ -345,7 +345,9 @@ func (e *engine) depthSeen(m int) (float64, time.Duration, bool) {
 }
 
 // depthAt is the datapoint of the newest whole period ending at or before
-// t (its last second ≤ t).
+// t (its last second ≤ t), with its time: the period's end, as
+// production's reader stamps a datapoint (CloudWatch's timestamp, the
+// period's start, plus the period; package gatewaydepth).
 func (e *engine) depthAt(m int, t time.Duration) (float64, time.Duration, bool) {
 	k, p, ok := e.period(t)
 	if !ok {
@@ -363,7 +365,7 @@ func (e *engine) depthAt(m int, t time.Duration) (float64, time.Duration, bool) 
 	if e.sc.MetricNoise > 0 {
 		v = math.Round(max(0, v*(1+e.sc.MetricNoise*noise)))
 	}
-	return v, time.Duration(k*p) * time.Second, true
+	return v, time.Duration((k+1)*p) * time.Second, true
 }
 
 // period is the newest whole depth period ending at or before t: period k
@@ -394,7 +396,7 @@ func (e *engine) metricDraw(m, k int) (missing bool, noise float64) {
 // a count of errors is exact).
 type GatewayRate struct {
 	Calls, Errors int
-	At            time.Time // the period's start
+	At            time.Time // the period's end, as production stamps it
 }
 
 // Rate is the share of calls answered with an error (0 without calls).
@@ -414,7 +416,7 @@ func (e *engine) gatewayRateSeen(m int) (GatewayRate, bool) {
 	if missing, _ := e.metricDraw(m, k); missing {
 		return GatewayRate{}, false
 	}
-	g := GatewayRate{At: Epoch.Add(time.Duration(k*p) * time.Second)}
+	g := GatewayRate{At: Epoch.Add(time.Duration((k+1)*p) * time.Second)} // the period's end, as depthAt
 	md := &e.models[m]
 	for s := k * p; s < min((k+1)*p, len(md.sent)); s++ {
 		g.Calls += int(md.sent[s])

@@ -11,8 +11,8 @@ import (
 )
 
 // TestDepthIsThePeriodMaximum: a pass reads the Maximum of the newest whole
-// period that ended metric_delay_s ago, stamped with the period's start,
-// not the sample of one second.
+// period that ended metric_delay_s ago, stamped with the period's end as
+// production stamps it, not the sample of one second.
 func TestDepthIsThePeriodMaximum(t *testing.T) {
 	sc := tiny(1, func(sc *scenario.Scenario) { sc.DepthPeriodS, sc.MetricDelayS = 10, 20 })
 	e := newEngine(sc, Static)
@@ -26,9 +26,9 @@ func TestDepthIsThePeriodMaximum(t *testing.T) {
 		ok            bool
 	}{
 		{now: 28, ok: false},                  // t = 8: no whole period yet
-		{now: 29, want: 6, at: 0, ok: true},   // t = 9: period [0, 9]
-		{now: 45, want: 6, at: 10, ok: true},  // t = 25: [20, 29] is not whole yet; [10, 19]
-		{now: 49, want: 50, at: 20, ok: true}, // t = 29: period [20, 29] holds the 50
+		{now: 29, want: 6, at: 10, ok: true},  // t = 9: period [0, 9], stamped at its end
+		{now: 45, want: 6, at: 20, ok: true},  // t = 25: [20, 29] is not whole yet; [10, 19]
+		{now: 49, want: 50, at: 30, ok: true}, // t = 29: period [20, 29] holds the 50
 	} {
 		e.now = seconds(c.now)
 		v, at, ok := e.depthSeen(0)
@@ -38,8 +38,8 @@ func TestDepthIsThePeriodMaximum(t *testing.T) {
 	}
 	sc.DepthPeriodS = 1
 	e.now = seconds(45)
-	if v, at, _ := e.depthSeen(0); v != 50 || at != seconds(25) {
-		t.Errorf("period 1: depth %g at %v, want the sample of second 25 (50)", v, at)
+	if v, at, _ := e.depthSeen(0); v != 50 || at != seconds(26) {
+		t.Errorf("period 1: depth %g at %v, want the sample of second 25 (50) at 26 s", v, at)
 	}
 }
 
@@ -115,8 +115,8 @@ func TestGatewayErrorRate(t *testing.T) {
 		want.Calls += int(e.models[0].sent[s])
 		want.Errors += int(e.models[0].errs[s])
 	}
-	if !ok || g.Calls != want.Calls || g.Errors != want.Errors || g.Calls == 0 || !g.At.Equal(Epoch.Add(30*time.Second)) {
-		t.Errorf("pass at 60 s read %+v (ok %v), want %d errors of %d calls over the period at 30 s", g, ok, want.Errors, want.Calls)
+	if !ok || g.Calls != want.Calls || g.Errors != want.Errors || g.Calls == 0 || !g.At.Equal(Epoch.Add(40*time.Second)) {
+		t.Errorf("pass at 60 s read %+v (ok %v), want %d errors of %d calls over the period [30, 39], stamped 40 s", g, ok, want.Errors, want.Calls)
 	}
 	// The dynamic policy's pass reads it with the depth, as production's
 	// reader does when the operator configures the error metric.

@@ -56,9 +56,10 @@ func (e *engine) inServiceAt(m, s int) int {
 }
 
 // withInService adds to a depth datapoint of model m, for the period
-// starting at at, the calls in service over the same period.
-func (e *engine) withInService(dp *scheduler.Depth, m int, at time.Duration) {
-	if v, ok := e.inServiceOf(m, at); ok {
+// ending at end, the calls in service over the same period.
+func (e *engine) withInService(dp *scheduler.Depth, m int, end time.Duration) {
+	p := time.Duration(cmp.Or(e.sc.DepthPeriodS, scenario.DefaultDepthPeriodS)) * time.Second
+	if v, ok := e.inServiceOf(m, end-p); ok {
 		dp.InService, dp.InServiceAt = v, dp.At
 	}
 }
