@@ -138,21 +138,23 @@ func (s State) Refill(now time.Time, load int) State {
 	return s
 }
 
-// Sample is the running count at one pass.
+// Sample is the running count at one pass, and the last raise's launches
+// still starting then (Input.PendingRaise).
 type Sample struct {
 	At      time.Time
 	Running int
+	Pending int
 }
 
 // recentKeep bounds State.Recent: enough passes to cover MaxAge at 10 s.
 const recentKeep = 12
 
-// runningAt returns the running count of the newest pass at or before t,
-// or fallback when none is that old.
-func (s State) runningAt(t time.Time, fallback int) int {
+// sampleAt returns the sample of the newest pass at or before t, or
+// fallback when none is that old.
+func (s State) sampleAt(t time.Time, fallback Sample) Sample {
 	for i := len(s.Recent) - 1; i >= 0; i-- {
 		if !s.Recent[i].At.After(t) {
-			return s.Recent[i].Running
+			return s.Recent[i]
 		}
 	}
 	return fallback
@@ -215,7 +217,7 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 	cur := clamp(st.Limit, m.Min, m.Max)
 	next := st
 	next.Limit = cur
-	next.Recent = append(slices.Clone(st.Recent[max(0, len(st.Recent)-recentKeep+1):]), Sample{At: in.Now, Running: in.Running})
+	next.Recent = append(slices.Clone(st.Recent[max(0, len(st.Recent)-recentKeep+1):]), Sample{At: in.Now, Running: in.Running, Pending: in.PendingRaise})
 	hold := func(format string, a ...any) Decision {
 		return Decision{State: next, Action: Held, Reason: "hold: " + fmt.Sprintf(format, a...)}
 	}
@@ -273,7 +275,8 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 	depth := next.Smoothed
 
 	// The datapoint measured the jobs running then, not the load now.
-	measured := st.runningAt(in.DepthAt, in.Running)
+	then := st.sampleAt(in.DepthAt, Sample{Running: in.Running, Pending: in.PendingRaise})
+	measured := then.Running
 	inService := !in.InServiceAt.IsZero() && in.InServiceAt.Equal(in.DepthAt)
 	if inService && fresh {
 		next.Conc, next.ConcAt = concurrency(next, in)
@@ -347,7 +350,15 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 			// the fast raise goes up to it, not to a share of it.
 			fastTo, oneRaise = k, configured
 		}
-		if next.PeakSince <= cfg.FarBelow*m.Target && (fastTo == 0 || float64(measured) < fastTo) {
+		// The jobs the datapoint's slots will run: those running then and
+		// the last raise's launches still starting then. A raise settles
+		// once RaiseSettled of its launches run, so most of a large one
+		// may still be starting when its first datapoint is measured;
+		// growing the limit by knee / running-then would count them
+		// twice (lane 7 of family seed 1: 1,157 → 2,713 on a knee of
+		// ~2,150 slots, depth 780 on a target of 32).
+		base := measured + then.Pending
+		if next.PeakSince <= cfg.FarBelow*m.Target && (fastTo == 0 || float64(base) < fastTo) {
 			// Every reading since the last raise settled was far below:
 			// fast, but not up to where the provider saturated before.
 			// The knee counts running jobs, so the limit grows by the
@@ -355,15 +366,15 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 			// with them.
 			f = cfg.FastFactor
 			switch {
-			case oneRaise && measured > 0:
+			case oneRaise && base > 0:
 				// FastFactor bounds a step toward a knee nobody knows;
 				// one from the gateway's own setting is the step's end,
 				// however far: a large provider's ramp takes one cycle,
 				// not six. A concurrency learned from a queue may be old
 				// or from a corrupt period: its knee keeps the bound.
-				f = max(1, fastTo/float64(measured))
-			case fastTo > 0 && measured > 0:
-				f = max(1, min(f, fastTo/float64(measured)))
+				f = max(1, fastTo/float64(base))
+			case fastTo > 0 && base > 0:
+				f = max(1, min(f, fastTo/float64(base)))
 			}
 			want = max(want, int(math.Ceil(float64(cur)*f)))
 		}

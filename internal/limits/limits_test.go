@@ -345,3 +345,38 @@ func TestAKnownKneeIsReachedInOneRaise(t *testing.T) {
 		t.Errorf("got %s to %d (%s), want max_limit 500", dec.Action, dec.State.Limit, dec.Reason)
 	}
 }
+
+// A raise settles once RaiseSettled of its launches run, so most of a
+// large one may still be starting when its first datapoint is measured.
+// Those slots will run: the raise toward the knee counts them with the
+// jobs running then, not on top of them (lane 7 of family seed 1 went
+// 1,157 → 2,713 on a knee of ~2,150 slots and queued 780 calls on a
+// target of 32).
+func TestARaiseStillStartingIsNotCountedTwice(t *testing.T) {
+	m := Model{Target: 32, Min: 1, Max: 10000, Conc: 765}
+	measuredAt := t0.Add(-20 * time.Second)
+	st := State{
+		Limit: 1157, RaisedAt: t0.Add(-2 * time.Minute), RaisedBy: 1147,
+		FilledAt: t0.Add(-110 * time.Second), SettledAt: t0.Add(-60 * time.Second),
+		Recent: []Sample{{At: measuredAt, Running: 660, Pending: 497}},
+	}
+	input := withInService(in(0, 1003, 154, 49000), 330) // half of a job's life in calls
+	input.PendingRaise = 150
+	// The knee: 660 × 765/330 + 32 = 1,562 running jobs, which the 1,157
+	// slots of then (660 running, 497 of the raise starting) approach.
+	dec := Next(DefaultConfig(), m, st, input)
+	if dec.Action != Raised || dec.State.Limit != 1562 {
+		t.Errorf("got %s to %d (%s), want a raise to 1,562: 1,157 × 1,562/(660 + 497)", dec.Action, dec.State.Limit, dec.Reason)
+	}
+	// Without the launches still starting then, the same reading is the
+	// knee over the jobs running: × 1,562/660.
+	st.Recent[0].Pending = 0
+	if dec = Next(DefaultConfig(), m, st, input); dec.State.Limit != 2739 {
+		t.Errorf("got %s to %d (%s), want 2,739: 1,157 × 1,562/660", dec.Action, dec.State.Limit, dec.Reason)
+	}
+	// Slots that will all run past the knee: no fast raise.
+	st.Recent[0].Pending = 1000
+	if dec = Next(DefaultConfig(), m, st, input); dec.State.Limit > 1157*106/100 {
+		t.Errorf("got %s to %d (%s), want at most a step raise: 1,660 slots of then already pass the knee", dec.Action, dec.State.Limit, dec.Reason)
+	}
+}
