@@ -33,8 +33,13 @@
 //     At depth 0 the factor is FastFactor, so a cold model grows geometrically,
 //     one step per container start, and reaches ~1,000 from 10 within minutes.
 //     Under a known knee the factor is at most FastUpTo·knee / the jobs the
-//     datapoint saw running: the limit grows by the share the running jobs
-//     may grow (with long container starts most slots are starting).
+//     datapoint's slots run: the limit grows by the share the running jobs
+//     may grow (with long container starts most slots are starting). Those
+//     jobs are the ones running when the datapoint was measured and the
+//     last raise's launches still starting then (Sample.Pending): a raise
+//     settles once RaiseSettled of its launches run, and the rest will run
+//     too, so counting only the running ones would grow the limit by them
+//     twice.
 //     The limit binds when the slots held after the last pass's admissions
 //     (State.Held) or the load now reach BindingShare of it.
 //     When the gateway publishes its calls in service (Input.InService), a
