@@ -56,13 +56,19 @@ type modelView struct {
 	Depth       float64 `json:"depth"`
 	DepthAgeS   float64 `json:"depth_age_s"` // -1: never seen
 	Target      float64 `json:"target_depth"`
-	Running     int     `json:"running"`
-	Starting    int     `json:"starting"`
-	Waiting     int     `json:"waiting"`
-	Breaker     string  `json:"breaker"`
-	NextAdmit   int     `json:"next_pass_admits"`
-	Why         string  `json:"why_waiting,omitempty"`
-	Paused      int     `json:"paused"`
+	// ProviderConc is the model item's provider_concurrency (0: not
+	// given); SeenConc the concurrency the gateway showed in a period that
+	// queued a call (0: not seen, or the provider has since served more).
+	// The limit controller's knee comes from the seen one, else the set one.
+	ProviderConc int     `json:"provider_concurrency"`
+	SeenConc     float64 `json:"seen_concurrency"`
+	Running      int     `json:"running"`
+	Starting     int     `json:"starting"`
+	Waiting      int     `json:"waiting"`
+	Breaker      string  `json:"breaker"`
+	NextAdmit    int     `json:"next_pass_admits"`
+	Why          string  `json:"why_waiting,omitempty"`
+	Paused       int     `json:"paused"`
 	// EndedPerMin is the rate jobs end, smoothed over ~30 minutes
 	// (forecast.EndRate); DrainS the time the waiting jobs take at that rate (-1:
 	// unknown).
@@ -146,10 +152,11 @@ func look(ctx context.Context, sf storeFlags, now time.Time, counts *scheduler.S
 	v.Warns = v.plan.Warnings
 	v.pins, _ = priority.Compile(snap.Pins, sc.Tiers, now)
 	v.pauses = scheduler.PausesOf(snap.Pauses)
-	targets, enabled := map[string]float64{}, map[string]bool{}
+	targets, enabled, conc := map[string]float64{}, map[string]bool{}, map[string]int{}
 	for _, m := range snap.Models {
 		targets[m.Config.Name] = m.Config.TargetDepth
 		enabled[m.Config.Name] = m.Config.Enabled
+		conc[m.Config.Name] = m.Config.ProviderConcurrency
 	}
 	admits := map[scheduler.QueueKey]int{}
 	for _, mp := range v.plan.Models {
@@ -168,7 +175,7 @@ func look(ctx context.Context, sf storeFlags, now time.Time, counts *scheduler.S
 		v.Models = append(v.Models, modelView{
 			EndedPerMin: rate, DrainS: drain,
 			Model: mp.Model, Limit: mp.State.Limit.Limit, LimitReason: mp.Limit.Reason, Depth: mp.Depth.Value, DepthAgeS: age,
-			Target: targets[mp.Model], Running: mp.Running, Starting: mp.Starting, Waiting: mp.Waiting,
+			Target: targets[mp.Model], ProviderConc: conc[mp.Model], SeenConc: mp.State.Limit.Conc, Running: mp.Running, Starting: mp.Starting, Waiting: mp.Waiting,
 			Breaker: phase, NextAdmit: mp.Admitted, Why: mp.Why, Paused: mp.Paused, Enabled: enabled[mp.Model],
 		})
 		for _, g := range mp.Grants {
@@ -317,13 +324,13 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout)
 		tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	}
-	fmt.Fprintln(tw, "MODEL\tLIMIT\tDEPTH/TARGET\tRUNNING\tSTARTING\tWAITING\tENDED/MIN\tDRAINS IN\tBREAKER\tNEXT PASS\tNOTE\t")
+	fmt.Fprintln(tw, "MODEL\tLIMIT\tDEPTH/TARGET\tPROVIDER CONC\tRUNNING\tSTARTING\tWAITING\tENDED/MIN\tDRAINS IN\tBREAKER\tNEXT PASS\tNOTE\t")
 	for _, m := range v.Models {
 		depth := "-"
 		if m.DepthAgeS >= 0 {
 			depth = fmt.Sprintf("%.0f/%.0f (%s ago)", m.Depth, m.Target, human(m.DepthAgeS))
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%.1f\t%s\t%s\t+%d\t%s\t\n", m.Model, m.Limit, depth, m.Running, m.Starting, m.Waiting, m.EndedPerMin, human(m.DrainS), m.Breaker, m.NextAdmit, m.note())
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%d\t%.1f\t%s\t%s\t+%d\t%s\t\n", m.Model, m.Limit, depth, concText(m.ProviderConc, m.SeenConc), m.Running, m.Starting, m.Waiting, m.EndedPerMin, human(m.DrainS), m.Breaker, m.NextAdmit, m.note())
 	}
 	tw.Flush()
 	if len(v.Batches) > 0 {
@@ -602,4 +609,20 @@ func batchParts(ctx context.Context, st partsReader, queues []scheduler.Queue) (
 		parts[b[0]+"/"+b[1]+"/"+b[2]] = out[i]
 	}
 	return parts, nil
+}
+
+// concText shows the provider's concurrency as the operator set it and as
+// the gateway showed it: "250 set", "240 seen", "250 set, 240 seen", "-".
+func concText(set int, seen float64) string {
+	var parts []string
+	if set > 0 {
+		parts = append(parts, fmt.Sprintf("%d set", set))
+	}
+	if seen > 0 {
+		parts = append(parts, fmt.Sprintf("%.0f seen", seen))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
 }

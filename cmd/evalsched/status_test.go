@@ -38,7 +38,7 @@ func withTables(t *testing.T) *dynamostore.Store {
 	t.Setenv("EVALSCHED_TABLE_PREFIX", "cli-")
 	st := dynamotest.Tables(t, endpoint, "cli-", scheduler.ModelConfig{Enabled: true, MinLimit: 1, MaxLimit: 100, TargetDepth: 10, InitialLimit: 4})
 	// The model's operator item: the CLI reads it like the pass does.
-	if err := st.PutModel(ctx, scheduler.ModelConfig{Name: "gpt-5.5", Enabled: true, MinLimit: 1, MaxLimit: 100, TargetDepth: 10, InitialLimit: 4}); err != nil {
+	if err := st.PutModel(ctx, scheduler.ModelConfig{Name: "gpt-5.5", Enabled: true, MinLimit: 1, MaxLimit: 100, TargetDepth: 10, InitialLimit: 4, ProviderConcurrency: 250}); err != nil {
 		t.Fatal(err)
 	}
 	b := domain.BatchSpec{Account: "acme", Project: "search", Batch: "b17", Model: "gpt-5.5", Tier: 2}
@@ -87,7 +87,7 @@ func TestPinStatusWhy(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("status: %d %s", code, stderr)
 	}
-	for _, want := range []string{"gpt-5.5", "acme/search/b17", "0 (account pin)", "lab/bulk/big", "2 (submitted)", "0/3 (0%)"} {
+	for _, want := range []string{"gpt-5.5", "acme/search/b17", "0 (account pin)", "lab/bulk/big", "2 (submitted)", "0/3 (0%)", "PROVIDER CONC", "250 set"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status output lacks %q:\n%s", want, out)
 		}
@@ -98,12 +98,21 @@ func TestPinStatusWhy(t *testing.T) {
 		Models  []modelView `json:"models"`
 		Batches []batchView `json:"batches"`
 	}
-	if code != exitOK || json.Unmarshal([]byte(out), &v) != nil || len(v.Models) != 1 || v.Models[0].Waiting != 6 || v.Models[0].Limit != 4 || v.Models[0].NextAdmit != 4 {
+	if code != exitOK || json.Unmarshal([]byte(out), &v) != nil || len(v.Models) != 1 || v.Models[0].Waiting != 6 || v.Models[0].Limit != 4 || v.Models[0].NextAdmit != 4 || v.Models[0].ProviderConc != 250 || v.Models[0].SeenConc != 0 {
 		t.Fatalf("status --json: got %d %+v from %s", code, v, out)
 	}
 	for _, b := range v.Batches {
 		if b.Registered != 3 || b.Waiting != 3 {
 			t.Errorf("status --json: batch %s registered %d waiting %d, want 3 and 3", b.Batch, b.Registered, b.Waiting)
+		}
+	}
+	for _, c := range []struct {
+		set  int
+		seen float64
+		want string
+	}{{0, 0, "-"}, {250, 0, "250 set"}, {0, 240, "240 seen"}, {250, 240.4, "250 set, 240 seen"}} {
+		if got := concText(c.set, c.seen); got != c.want {
+			t.Errorf("concText(%d, %g) = %q, want %q", c.set, c.seen, got, c.want)
 		}
 	}
 	if got := admittedOf(412, 1000); got != "412/1000 (41%)" {
