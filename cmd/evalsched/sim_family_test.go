@@ -33,6 +33,9 @@ func TestSimFamilyLane(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
 	}
+	if l := fam.Lanes[0]; l.AnyCapJobs < l.OracleJobs || l.OracleBlock > 0.10 && l.AnyCapJobs != l.OracleJobs || l.ThroughputAny <= 0 {
+		t.Errorf("lane 3: oracle %d jobs blocked %.3f, the most of any cap %d (thr %.3f): want the oracle within the blocked bar and at most the any-cap's jobs", l.OracleJobs, l.OracleBlock, l.AnyCapJobs, l.ThroughputAny)
+	}
 	if r.Totals.Succeeded != fam.Lanes[0].Succeeded {
 		t.Errorf("replayed lane 3 finished %d jobs, the family run %d", r.Totals.Succeeded, fam.Lanes[0].Succeeded)
 	}
