@@ -59,7 +59,8 @@ type oracleFit struct {
 	Caps   []int   `json:"caps"`
 	Points []sweep `json:"points"`
 	// AnyCap is the point with the most jobs whatever its blocked share
-	// (pick without the bar); Best's when Best is within the bar.
+	// (mostJobs over every point); the same run as Best when the most
+	// jobs are within the bar.
 	AnyCap sweep `json:"any_cap"`
 }
 
