@@ -152,11 +152,9 @@ func look(ctx context.Context, sf storeFlags, now time.Time, counts *scheduler.S
 	v.Warns = v.plan.Warnings
 	v.pins, _ = priority.Compile(snap.Pins, sc.Tiers, now)
 	v.pauses = scheduler.PausesOf(snap.Pauses)
-	targets, enabled, conc := map[string]float64{}, map[string]bool{}, map[string]int{}
+	configs := map[string]scheduler.ModelConfig{}
 	for _, m := range snap.Models {
-		targets[m.Config.Name] = m.Config.TargetDepth
-		enabled[m.Config.Name] = m.Config.Enabled
-		conc[m.Config.Name] = m.Config.ProviderConcurrency
+		configs[m.Config.Name] = m.Config
 	}
 	admits := map[scheduler.QueueKey]int{}
 	for _, mp := range v.plan.Models {
@@ -172,11 +170,12 @@ func look(ctx context.Context, sf storeFlags, now time.Time, counts *scheduler.S
 		if rate > 0 {
 			drain = float64(mp.Waiting) / rate * 60
 		}
+		mc := configs[mp.Model]
 		v.Models = append(v.Models, modelView{
 			EndedPerMin: rate, DrainS: drain,
 			Model: mp.Model, Limit: mp.State.Limit.Limit, LimitReason: mp.Limit.Reason, Depth: mp.Depth.Value, DepthAgeS: age,
-			Target: targets[mp.Model], ProviderConc: conc[mp.Model], SeenConc: mp.State.Limit.Conc, Running: mp.Running, Starting: mp.Starting, Waiting: mp.Waiting,
-			Breaker: phase, NextAdmit: mp.Admitted, Why: mp.Why, Paused: mp.Paused, Enabled: enabled[mp.Model],
+			Target: mc.TargetDepth, ProviderConc: mc.ProviderConcurrency, SeenConc: mp.State.Limit.Conc, Running: mp.Running, Starting: mp.Starting, Waiting: mp.Waiting,
+			Breaker: phase, NextAdmit: mp.Admitted, Why: mp.Why, Paused: mp.Paused, Enabled: mc.Enabled,
 		})
 		for _, g := range mp.Grants {
 			admits[g.Queue] += g.Count
@@ -186,7 +185,7 @@ func look(ctx context.Context, sf storeFlags, now time.Time, counts *scheduler.S
 	// all) keep a row, marked, with the jobs that wait for it.
 	orphans := map[string]int{}
 	for _, q := range snap.Queues {
-		if _, planned := targets[q.Model]; !planned {
+		if _, planned := configs[q.Model]; !planned {
 			orphans[q.Model] += q.Waiting
 		}
 	}

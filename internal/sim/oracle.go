@@ -134,7 +134,6 @@ func laneBlocked(r *Result) float64 {
 func findOracle(sc *scenario.Scenario, coarse bool) (*oracleFit, error) {
 	o := &oracleFit{}
 	var runs []*Result // o.Points' runs
-	var best sweep
 	tried := map[string]bool{}
 	try := func(caps []int) error {
 		key := fmt.Sprint(caps)
@@ -153,7 +152,7 @@ func findOracle(sc *scenario.Scenario, coarse bool) (*oracleFit, error) {
 		}
 		o.Points, runs = append(o.Points, s), append(runs, r)
 		k := pick(o.Points)
-		best, o.Best = o.Points[k], runs[k]
+		o.Caps, o.Best = o.Points[k].Caps, runs[k]
 		return nil
 	}
 	// eachBest combines, per model, its cap of the run that was best for it.
@@ -188,7 +187,7 @@ func findOracle(sc *scenario.Scenario, coarse bool) (*oracleFit, error) {
 	if err := try(eachBest()); err != nil {
 		return nil, err
 	}
-	base := best.Caps
+	base := o.Caps
 	for _, f := range oracleRefine {
 		if err := try(scaled(base, f)); err != nil {
 			return nil, err
@@ -202,7 +201,7 @@ func findOracle(sc *scenario.Scenario, coarse bool) (*oracleFit, error) {
 	// The coarse sweep (make run) stops before them.
 	for round := 0; round < 2 && len(sc.Models) > 1 && !coarse; round++ {
 		for i := range sc.Models {
-			base := best.Caps
+			base := o.Caps
 			for _, f := range oracleCoord {
 				caps := slices.Clone(base)
 				caps[i] = max(1, int(math.Round(float64(base[i])*f)))
@@ -212,7 +211,6 @@ func findOracle(sc *scenario.Scenario, coarse bool) (*oracleFit, error) {
 			}
 		}
 	}
-	o.Caps = best.Caps
 	o.AnyCap = o.Points[mostJobs(o.Points, func(sweep) bool { return true })]
 	return o, nil
 }
