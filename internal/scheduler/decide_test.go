@@ -326,3 +326,33 @@ func TestALimitAdmissionFilledBindsThoughJobsEnded(t *testing.T) {
 		t.Fatalf("pass 2: %s to %d (%s), want a raise: admission filled the limit", got.Limit.Action, got.State.Limit.Limit, got.Limit.Reason)
 	}
 }
+
+// A model never steered starts at its initial limit, or at its provider's
+// concurrency when the operator configured it: that many jobs, each one
+// call at a time, cannot queue a call, so waiting for a datapoint first
+// would only leave the provider idle through a container start.
+func TestANewModelStartsAtItsConfiguredConcurrency(t *testing.T) {
+	cases := []struct {
+		name            string
+		initial, conc   int
+		wantLimit, want int
+	}{
+		{"no concurrency configured: the initial limit", 10, 0, 10, 10},
+		{"concurrency configured: it", 10, 300, 300, 200},
+		{"an initial limit above it: the initial limit", 500, 300, 500, 200},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := newModel("a", 0).obj()
+			m.Config.InitialLimit, m.Config.ProviderConcurrency = c.initial, c.conc
+			plan := Decide(DefaultConfig(), Snapshot{Models: []Model{m}, Queues: []Queue{queue("a", "lab", "p", "b", 1, 5000)}}, nil, now)
+			mp := plan.Models[0]
+			if mp.State.Limit.Limit != c.wantLimit || mp.Admitted != min(c.wantLimit, c.want) {
+				t.Fatalf("limit %d, admitted %d; want %d and %d (the launch budget)", mp.State.Limit.Limit, mp.Admitted, c.wantLimit, min(c.wantLimit, c.want))
+			}
+			if mp.State.Limit.RaisedBy != c.wantLimit {
+				t.Fatalf("raised by %d, want %d: the start counts as a raise, so the next waits for its launches", mp.State.Limit.RaisedBy, c.wantLimit)
+			}
+		})
+	}
+}
