@@ -16,14 +16,23 @@
 //
 //  1. pinned: an operator's limit_pin wins, clamped to [min, max].
 //  2. blind: no datapoint, or one older than MaxAge → hold.
-//  3. over: depth > target·(1+Band) → lower to load − LowerGain·(depth − target),
-//     never above the current limit. Each queued call is a job the provider
-//     cannot serve now, so the excess depth counts jobs too many; anchoring on the
-//     load (running + starting), not on the limit, keeps repeated passes over
-//     the same stale overshoot from compounding. The reading that lowers
+//  3. over: depth > target·(1+Band) → lower to the slots that run
+//     measured − LowerGain·(depth − target) jobs, never above the current
+//     limit (measured: the jobs running when the datapoint was measured).
+//     Each queued call is a job the provider cannot serve now, so the
+//     excess depth counts jobs too many; anchoring on the jobs measured,
+//     not on the limit, keeps repeated passes over the same stale
+//     overshoot from compounding. The reading that lowers
 //     records the knee: the jobs running then less the excess depth (past
 //     the knee each job more queues one call), in running jobs, since the
 //     provider sees only those.
+//     The slots a running job needs are State.AvgSlots/AvgRunning: the
+//     running jobs and the slots held with their refills still starting,
+//     averaged over Turnover (a raise's launches left out). By Little's law
+//     that is (container start + job life)/job life: short jobs behind long
+//     starts need three or four, and run in waves, so one pass's counts on a
+//     crest or in a trough would say little. Until the averages span a
+//     Turnover, the slots starting now stand in (load − the excess).
 //  4. under: depth < target·(1−Band) → raise ×f with
 //     f = 1 + (FastFactor−1)·gap², gap = (target − depth)/target, only when
 //     work waits, the limit binds (load ≥ BindingShare·limit: no windup while
@@ -51,7 +60,14 @@
 //     setting) stands in for it, unless the gateway serves more; its knee
 //     is reached in one raise, however far (FastFactor bounds a step
 //     toward a knee nobody knows; a learned C may be old or from a corrupt
-//     period, so its knee keeps the bound).
+//     period, so its knee keeps the bound). Near the target (some reading
+//     since the raise settled was not far below) with that knee known, a
+//     raise steps to the slots the knee needs, at most ×FastFactor, instead
+//     of ×(1 + StepGain·gap): with waves a crest's reading keeps the fast
+//     raise off for good, and 5 % a dead time never meets the knee. A
+//     period that queued already had the provider full: its knee is the
+//     jobs running then plus the calls short of the target.
+//     A raise toward a knee, too, goes to the slots its running jobs need.
 //
 // A limit the breaker held through an error burst is refilled as a raise
 // (State.Refill): its jobs are in dead time once the provider heals.

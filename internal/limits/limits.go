@@ -9,8 +9,8 @@ import (
 )
 
 // Config tunes the controller; it is shared by every model. A zero MaxAge,
-// FastFactor, StepGain, LowerGain, BindingShare or Smoothing takes the
-// default of DefaultConfig.
+// FastFactor, StepGain, LowerGain, BindingShare, Smoothing or Turnover
+// takes the default of DefaultConfig.
 type Config struct {
 	MaxAge       time.Duration // a datapoint older than this is stale: hold
 	Band         float64       // hold while the smoothed depth is within target·(1±Band)
@@ -24,6 +24,7 @@ type Config struct {
 	RaiseSettled float64       // share of the previous raise's launches that must be running
 	DrainShare   float64       // a lowering takes at most this share of the slots freed by ended jobs
 	CeilingTTL   time.Duration // the saturation load is remembered this long (providers change)
+	Turnover     time.Duration // the running jobs and their slots are averaged over this long
 }
 
 // DefaultConfig returns the tuning measured in the simulator (see BENCHMARKS.md).
@@ -41,6 +42,12 @@ func DefaultConfig() Config {
 		RaiseSettled: 0.3,
 		DrainShare:   0.9,
 		CeilingTTL:   15 * time.Minute,
+		// A few container starts and short jobs: the slots a running job
+		// needs are (start + life)/life, and the averages must span a
+		// cycle of a start and a life to see it. Fargate starts take up
+		// to two minutes; where life is much longer the ratio is near 1
+		// and its error small.
+		Turnover: 5 * time.Minute,
 	}
 }
 
@@ -71,6 +78,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("limits: drain_share %g is outside [0, 1]", c.DrainShare)
 	case c.CeilingTTL < 0:
 		return fmt.Errorf("limits: ceiling_ttl %v must not be negative", c.CeilingTTL)
+	case c.Turnover < 0:
+		return fmt.Errorf("limits: turnover %v must not be negative", c.Turnover)
 	}
 	return nil
 }
@@ -123,6 +132,43 @@ type State struct {
 	// in-service metric, or the provider has since served more (it grew).
 	Conc   float64
 	ConcAt time.Time // when Conc was last seen
+	// AvgRunning and AvgSlots average over Config.Turnover the jobs running
+	// and the slots held by them and by the refills of ended ones still
+	// starting (a raise's launches are left out: they are no steady
+	// state). By Little's law AvgSlots/AvgRunning is (start + life)/life,
+	// the slots a running job needs: short jobs behind long container
+	// starts need three or four. Counts at one pass would not do: such
+	// jobs start, run and end in waves, and a pass on a crest sees twice
+	// the running jobs of one in the trough.
+	AvgRunning float64
+	AvgSlots   float64
+	AvgSince   time.Time // the first pass averaged; zero = none yet
+}
+
+// slotsPerRunning is the slots a running job needs in steady state
+// (State.AvgSlots), or 0 while the averages span less than one Turnover
+// or too few jobs ran to tell.
+func (s State) slotsPerRunning(cfg Config, now time.Time) float64 {
+	if s.AvgRunning < 1 || s.AvgSince.IsZero() || now.Sub(s.AvgSince) < cfg.Turnover {
+		return 0
+	}
+	return max(1, s.AvgSlots/s.AvgRunning)
+}
+
+// turnover folds this pass's counts into State.AvgRunning and AvgSlots.
+func (s State) turnover(cfg Config, in Input) State {
+	r := float64(in.Running)
+	sl := r + float64(max(0, in.Starting-in.PendingRaise))
+	if s.AvgSince.IsZero() || len(s.Recent) == 0 {
+		s.AvgRunning, s.AvgSlots, s.AvgSince = r, sl, in.Now
+		return s
+	}
+	a := min(1, in.Now.Sub(s.Recent[len(s.Recent)-1].At).Seconds()/cfg.Turnover.Seconds())
+	if a > 0 {
+		s.AvgRunning += a * (r - s.AvgRunning)
+		s.AvgSlots += a * (sl - s.AvgSlots)
+	}
+	return s
 }
 
 // Refill marks a held limit's free slots as a raise still to be
@@ -217,6 +263,7 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 	cur := clamp(st.Limit, m.Min, m.Max)
 	next := st
 	next.Limit = cur
+	next = next.turnover(cfg, in)
 	next.Recent = append(slices.Clone(st.Recent[max(0, len(st.Recent)-recentKeep+1):]), Sample{At: in.Now, Running: in.Running, Pending: in.PendingRaise})
 	hold := func(format string, a ...any) Decision {
 		return Decision{State: next, Action: Held, Reason: "hold: " + fmt.Sprintf(format, a...)}
@@ -295,7 +342,19 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 			// many jobs. Lowering now would throw the limit to its floor.
 			return hold("depth %s > target %s, but none of its jobs ran when it was measured", num(depth), num(m.Target))
 		}
-		want := clamp(measured+in.Starting-int(math.Ceil(cfg.LowerGain*excess)), m.Min, m.Max)
+		// Each running job past the knee queues one call: LowerGain of
+		// the excess are too many, and in steady state each running job
+		// needs slotsPerRunning slots. The starting slots now would not
+		// do: a drain stops admissions, the starting ones run, and a
+		// limit of running + starting follows them down pass after pass
+		// (lane 6 of family seed 1: 1,085 → 501 in four passes of one
+		// crest, on a knee of ~900 slots).
+		keep := float64(measured) - cfg.LowerGain*excess
+		want := measured + in.Starting - int(math.Ceil(cfg.LowerGain*excess))
+		if r := next.slotsPerRunning(cfg, in.Now); r > 0 {
+			want = int(math.Ceil(keep * r))
+		}
+		want = clamp(want, m.Min, m.Max)
 		// Lowering evicts nothing: running jobs drain as they end. Falling
 		// at most DrainShare of the slots they free keeps a trickle of
 		// admissions, so tiers and project turns still act during a drain.
@@ -344,7 +403,8 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 		fastTo := cfg.FastUpTo * float64(next.Ceiling)
 		kst, configured := withConc(next, m, in)
 		oneRaise := false
-		if k := knee(kst, in, m.Target, measured); k > 0 {
+		k := knee(kst, in, m.Target, measured)
+		if k > 0 {
 			// The gateway measured the knee before the depth rose: it
 			// replaces the one a past overshoot left, and is no guess, so
 			// the fast raise goes up to it, not to a share of it.
@@ -358,12 +418,20 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 		// twice (lane 7 of family seed 1: 1,157 → 2,713 on a knee of
 		// ~2,150 slots, depth 780 on a target of 32).
 		base := measured + then.Pending
+		// slotsFor is the limit that runs n jobs. The knee counts running
+		// jobs; each needs slotsPerRunning slots in steady state. Until
+		// those averages are known, the limit grows by the share the
+		// datapoint's jobs may grow: its starting slots grow with them.
+		r := next.slotsPerRunning(cfg, in.Now)
+		slotsFor := func(n float64) float64 {
+			if r > 0 {
+				return n * r
+			}
+			return float64(cur) * n / float64(base)
+		}
 		if next.PeakSince <= cfg.FarBelow*m.Target && (fastTo == 0 || float64(base) < fastTo) {
 			// Every reading since the last raise settled was far below:
 			// fast, but not up to where the provider saturated before.
-			// The knee counts running jobs, so the limit grows by the
-			// share the running jobs may grow: its starting slots grow
-			// with them.
 			f = cfg.FastFactor
 			switch {
 			case oneRaise && base > 0:
@@ -372,10 +440,19 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 				// however far: a large provider's ramp takes one cycle,
 				// not six. A concurrency learned from a queue may be old
 				// or from a corrupt period: its knee keeps the bound.
-				f = max(1, fastTo/float64(base))
+				f = max(1, slotsFor(fastTo)/float64(cur))
 			case fastTo > 0 && base > 0:
-				f = max(1, min(f, fastTo/float64(base)))
+				f = max(1, min(f, slotsFor(fastTo)/float64(cur)))
 			}
+			want = max(want, int(math.Ceil(float64(cur)*f)))
+		} else if k > 0 && r > 0 && float64(base) < k {
+			// Near the target with the knee measured: step to it, not
+			// ×(1 + StepGain·gap). Short jobs behind long starts run in
+			// waves, and a reading on a crest keeps the fast raise off
+			// for good: creeping 5 % a dead time, the limit never met
+			// the knee (lane 75 of family seed 1: 440–660 slots on a
+			// knee of ~630).
+			f = max(f, min(cfg.FastFactor, slotsFor(k)/float64(cur)))
 			want = max(want, int(math.Ceil(float64(cur)*f)))
 		}
 		want = clamp(want, m.Min, m.Max)
@@ -431,7 +508,9 @@ func knee(st State, in Input, target float64, measured int) float64 {
 	if st.Conc <= 0 || in.InService <= 0 || measured <= 0 || in.InServiceAt.IsZero() || !in.InServiceAt.Equal(in.DepthAt) {
 		return 0
 	}
-	return float64(measured)*st.Conc/in.InService + target
+	// A period that queued already had its provider full: the knee is
+	// the jobs running then plus the calls short of the target.
+	return max(1, float64(measured)*st.Conc/in.InService+target-in.Depth)
 }
 
 func (c Config) withDefaults() Config {
@@ -442,6 +521,7 @@ func (c Config) withDefaults() Config {
 	c.Smoothing = cmp.Or(c.Smoothing, d.Smoothing)
 	c.LowerGain = cmp.Or(c.LowerGain, d.LowerGain)
 	c.BindingShare = cmp.Or(c.BindingShare, d.BindingShare)
+	c.Turnover = cmp.Or(c.Turnover, d.Turnover)
 	return c
 }
 

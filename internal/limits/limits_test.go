@@ -1,6 +1,7 @@
 package limits
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -378,5 +379,87 @@ func TestARaiseStillStartingIsNotCountedTwice(t *testing.T) {
 	st.Recent[0].Pending = 1000
 	if dec = Next(DefaultConfig(), m, st, input); dec.State.Limit > 1157*106/100 {
 		t.Errorf("got %s to %d (%s), want at most a step raise: 1,660 slots of then already pass the knee", dec.Action, dec.State.Limit, dec.Reason)
+	}
+}
+
+// The slots a running job needs are averaged over Turnover, leaving out a
+// raise's launches: short jobs behind long starts run in waves, and one
+// pass on a crest or in a trough says little. Until the averages span a
+// Turnover they are not used.
+func TestSlotsPerRunningIsAveragedOverTurnover(t *testing.T) {
+	cfg := DefaultConfig().withDefaults()
+	m := Model{Target: 9, Min: 1, Max: 10000, Pin: 900} // pinned: only the bookkeeping runs
+	var st State
+	now := t0
+	for k := range 120 { // twenty minutes of passes, crest and trough in turn
+		running, starting := 150, 450
+		if k%2 == 1 {
+			running, starting = 450, 150
+		}
+		i := Input{Now: now, Running: running, Starting: starting + 50, PendingRaise: 50, Waiting: 1000}
+		st = Next(cfg, m, st, i).State
+		if k == 0 && st.slotsPerRunning(cfg, now) != 0 {
+			t.Fatalf("the first pass gives a ratio of %g, want none until the averages span %v", st.slotsPerRunning(cfg, now), cfg.Turnover)
+		}
+		now = now.Add(10 * time.Second)
+	}
+	// 600 slots held by 300 running jobs on average (the raise's 50 left
+	// out): 2 slots a running job, whatever the last pass saw.
+	if r := st.slotsPerRunning(cfg, now); r < 1.95 || r > 2.05 {
+		t.Errorf("slots per running job %g, want ~2: (300 + 300)/300 on average", r)
+	}
+}
+
+// A lowering keeps the running jobs the knee allows and the slots they
+// need in steady state, not the slots starting now: a drain stops
+// admissions, and a limit of running + starting followed them down pass
+// after pass (lane 6 of family seed 1 went 1,085 → 501 in four passes of
+// one crest, on a knee of ~900 slots).
+func TestALoweringKeepsTheSlotsTheKneeNeeds(t *testing.T) {
+	m := Model{Target: 9, Min: 1, Max: 10000}
+	st := State{
+		Limit: 1085, AvgRunning: 350, AvgSlots: 850, AvgSince: t0.Add(-time.Hour),
+		// The datapoint measured 370 running; the last pass was a second ago.
+		Recent: []Sample{{At: t0.Add(-30 * time.Second), Running: 370}, {At: t0.Add(-time.Second), Running: 345}},
+	}
+	// 18 queued on a target of 9: half the excess, 4.5 of the 370 running
+	// jobs, are too many. The starting slots have drained to 140.
+	dec := Next(DefaultConfig(), m, st, in(18, 341, 140, 50000))
+	want := int(math.Ceil((370 - 4.5) * 850 / 350))
+	if dec.Action != Lowered || dec.State.Limit < want-2 || dec.State.Limit > want {
+		t.Errorf("got %s to %d (%s), want a lowering to %d: (370 − 4.5) × 850/350", dec.Action, dec.State.Limit, dec.Reason, want)
+	}
+	// Before the averages span a Turnover, the starting slots now stand in.
+	st.AvgSince = t0.Add(-time.Minute)
+	if dec = Next(DefaultConfig(), m, st, in(18, 341, 140, 50000)); dec.State.Limit != 370+140-5 {
+		t.Errorf("got %s to %d (%s), want %d: 370 running then + 140 starting − 5", dec.Action, dec.State.Limit, dec.Reason, 370+140-5)
+	}
+}
+
+// Near the target with the knee measured, a raise steps to the slots the
+// knee needs instead of creeping ×(1 + StepGain·gap) a dead time: with
+// waves a reading on a crest keeps the fast raise off for good.
+func TestARaiseNearTheTargetStepsToAMeasuredKnee(t *testing.T) {
+	m := Model{Target: 10, Min: 1, Max: 10000, Conc: 136}
+	settled := t0.Add(-90 * time.Second)
+	st := State{
+		Limit: 450, RaisedAt: t0.Add(-4 * time.Minute), RaisedBy: 20, FilledAt: t0.Add(-3 * time.Minute), SettledAt: settled,
+		PeakSince:  6, // a crest since the raise settled: not far below
+		AvgRunning: 150, AvgSlots: 570, AvgSince: t0.Add(-time.Hour),
+		Recent: []Sample{{At: t0.Add(-20 * time.Second), Running: 120}},
+	}
+	// 120 running jobs hold 100 calls of 136: the knee is 120 × 136/100 +
+	// 10 = 173.2 running jobs, 3.8 slots each (the averages move little in
+	// one pass).
+	input := withInService(in(0, 120, 330, 20000), 100)
+	dec := Next(DefaultConfig(), m, st, input)
+	want := int(math.Ceil(173.2 * 570 / 150))
+	if dec.Action != Raised || dec.State.Limit < want-15 || dec.State.Limit > want {
+		t.Errorf("got %s to %d (%s), want a raise to ~%d: the knee's 171 running jobs × 3.8 slots", dec.Action, dec.State.Limit, dec.Reason, want)
+	}
+	// Without the knee the step is StepGain's.
+	st.AvgSince = t0.Add(-time.Minute)
+	if dec = Next(DefaultConfig(), m, st, input); dec.State.Limit > 450*106/100 {
+		t.Errorf("got %s to %d (%s), want a step raise of a few percent while the averages are young", dec.Action, dec.State.Limit, dec.Reason)
 	}
 }
