@@ -37,8 +37,10 @@ func withTables(t *testing.T) *dynamostore.Store {
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "local")
 	t.Setenv("EVALSCHED_TABLE_PREFIX", "cli-")
 	st := dynamotest.Tables(t, endpoint, "cli-", scheduler.ModelConfig{Enabled: true, MinLimit: 1, MaxLimit: 100, TargetDepth: 10, InitialLimit: 4})
-	// The model's operator item: the CLI reads it like the pass does.
-	if err := st.PutModel(ctx, scheduler.ModelConfig{Name: "gpt-5.5", Enabled: true, MinLimit: 1, MaxLimit: 100, TargetDepth: 10, InitialLimit: 4, ProviderConcurrency: 250}); err != nil {
+	// The model's operator item: the CLI reads it like the pass does. Its
+	// initial limit is above its provider's concurrency, so it starts at 4
+	// (a model starts at the higher of the two) and 2 of its 6 jobs wait.
+	if err := st.PutModel(ctx, scheduler.ModelConfig{Name: "gpt-5.5", Enabled: true, MinLimit: 1, MaxLimit: 100, TargetDepth: 10, InitialLimit: 4, ProviderConcurrency: 3}); err != nil {
 		t.Fatal(err)
 	}
 	b := domain.BatchSpec{Account: "acme", Project: "search", Batch: "b17", Model: "gpt-5.5", Tier: 2}
@@ -87,7 +89,7 @@ func TestPinStatusWhy(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("status: %d %s", code, stderr)
 	}
-	for _, want := range []string{"gpt-5.5", "acme/search/b17", "0 (account pin)", "lab/bulk/big", "2 (submitted)", "0/3 (0%)", "PROVIDER CONC", "250 set"} {
+	for _, want := range []string{"gpt-5.5", "acme/search/b17", "0 (account pin)", "lab/bulk/big", "2 (submitted)", "0/3 (0%)", "PROVIDER CONC", "3 set"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status output lacks %q:\n%s", want, out)
 		}
@@ -98,7 +100,7 @@ func TestPinStatusWhy(t *testing.T) {
 		Models  []modelView `json:"models"`
 		Batches []batchView `json:"batches"`
 	}
-	if code != exitOK || json.Unmarshal([]byte(out), &v) != nil || len(v.Models) != 1 || v.Models[0].Waiting != 6 || v.Models[0].Limit != 4 || v.Models[0].NextAdmit != 4 || v.Models[0].ProviderConc != 250 || v.Models[0].SeenConc != 0 {
+	if code != exitOK || json.Unmarshal([]byte(out), &v) != nil || len(v.Models) != 1 || v.Models[0].Waiting != 6 || v.Models[0].Limit != 4 || v.Models[0].NextAdmit != 4 || v.Models[0].ProviderConc != 3 || v.Models[0].SeenConc != 0 {
 		t.Fatalf("status --json: got %d %+v from %s", code, v, out)
 	}
 	for _, b := range v.Batches {
