@@ -34,16 +34,19 @@
 //     crest or in a trough would say little. Until the averages span a
 //     Turnover, the slots starting now stand in (load − the excess).
 //  4. under: depth < target·(1−Band) → raise ×f with
-//     f = 1 + (FastFactor−1)·gap², gap = (target − depth)/target, only when
-//     work waits, the limit binds (load ≥ BindingShare·limit: no windup while
-//     demand sits below the limit), the depth has stayed under the band for
-//     ConfirmBelow (one low reading in the jitter is not evidence), and at least
-//     RaiseSettled of the previous raise's launches are running (the dead time).
-//     At depth 0 the factor is FastFactor, so a cold model grows geometrically,
-//     one step per container start, and reaches ~1,000 from 10 within minutes.
-//     Under a known knee the factor is at most FastUpTo·knee / the jobs the
-//     datapoint's slots run: the limit grows by the share the running jobs
-//     may grow (with long container starts most slots are starting). Those
+//     f = 1 + StepGain·gap, gap = (target − depth)/target, only when work
+//     waits, the provider is not failing, the limit binds (load ≥
+//     BindingShare·limit: no windup while demand sits below the limit), at
+//     least RaiseSettled of the previous raise's launches are running (the
+//     dead time), and a datapoint was measured since.
+//     When every reading since that raise settled was far below (≤
+//     FarBelow·target) the factor is FastFactor, so a cold model grows
+//     geometrically, one step per container start.
+//     Under a known knee the raise goes at most to the slots that run
+//     FastUpTo·knee jobs: the knee's jobs × slots per running job (below),
+//     or, while that is unknown, the limit grown by the share the jobs the
+//     datapoint's slots run may grow (with long container starts most
+//     slots are starting). Those
 //     jobs are the ones running when the datapoint was measured and the
 //     last raise's launches still starting then (Sample.Pending): a raise
 //     settles once RaiseSettled of its launches run, and the rest will run

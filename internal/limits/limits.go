@@ -444,7 +444,6 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 			case fastTo > 0 && base > 0:
 				f = max(1, min(f, slotsFor(fastTo)/float64(cur)))
 			}
-			want = max(want, int(math.Ceil(float64(cur)*f)))
 		} else if k > 0 && r > 0 && float64(base) < k {
 			// Near the target with the knee measured: step to it, not
 			// ×(1 + StepGain·gap). Short jobs behind long starts run in
@@ -453,9 +452,8 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 			// the knee (lane 75 of family seed 1: 440–660 slots on a
 			// knee of ~630).
 			f = max(f, min(cfg.FastFactor, slotsFor(k)/float64(cur)))
-			want = max(want, int(math.Ceil(float64(cur)*f)))
 		}
-		want = clamp(want, m.Min, m.Max)
+		want = clamp(max(want, int(math.Ceil(float64(cur)*f))), m.Min, m.Max)
 		if want == cur && cur < m.Max {
 			want = cur + 1
 		}
