@@ -26,12 +26,12 @@
 //     records the knee: the jobs running then less the excess depth (past
 //     the knee each job more queues one call), in running jobs, since the
 //     provider sees only those.
-//     The slots a running job needs are State.AvgSlots/AvgRunning: the
-//     running jobs and the slots held with their refills still starting,
-//     averaged over Turnover (a raise's launches left out). By Little's law
-//     that is (container start + job life)/job life: short jobs behind long
-//     starts need three or four, and run in waves, so one pass's counts on a
-//     crest or in a trough would say little. Until the averages span a
+//     The slots a running job needs are 1 + start/life (container start,
+//     job life), each by Little's law from the jobs starting and running and
+//     the rates at which they begin running and end, averaged over
+//     Turnover: short jobs behind long starts need three or four, and run
+//     in waves, so one pass's counts on a crest or in a trough would say
+//     little. Until the averages span a
 //     Turnover, the slots starting now stand in (load − the excess).
 //  4. under: depth < target·(1−Band) → raise ×f with
 //     f = 1 + StepGain·gap, gap = (target − depth)/target, only when work
