@@ -41,7 +41,12 @@
 //     dead time), and a datapoint was measured since.
 //     When every reading since that raise settled was far below (≤
 //     FarBelow·target) the factor is FastFactor, so a cold model grows
-//     geometrically, one step per container start.
+//     geometrically, one step per container start. Once a knee was known
+//     and none is now (the provider grew past a measured or configured
+//     concurrency, or a lowering's knee expired), it is ProbeFactor (×2):
+//     the limit sits near the old knee, the provider may saturate a step
+//     past it, and an overshoot cannot be undone, so a raise probes as a
+//     slow start does after a loss.
 //     Under a known knee the raise goes at most to the slots that run
 //     FastUpTo·knee jobs: the knee's jobs × slots per running job (below),
 //     or, while that is unknown, the limit grown by the share the jobs the
@@ -73,7 +78,13 @@
 //     A raise toward a knee, too, goes to the slots its running jobs need.
 //
 // A limit the breaker held through an error burst is refilled as a raise
-// (State.Refill): its jobs are in dead time once the provider heals.
+// (State.Refill): its jobs are in dead time once the provider heals. It is
+// the highest limit of the passes within MaxAge before the hold: the
+// provider failed a metric delay or more before the breaker could tell, and
+// a lowering then read the queue of a failing provider.
+//
+// A drain (depth over the band) admits a trickle of (1 − DrainShare) of the
+// slots its ended jobs free, carried from pass to pass (State.DrainCarry).
 //
 // Otherwise it holds. The result is clamped to [min, max]. Every decision carries
 // a reason an operator can read in the pass log.

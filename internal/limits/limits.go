@@ -9,14 +9,15 @@ import (
 )
 
 // Config tunes the controller; it is shared by every model. A zero MaxAge,
-// FastFactor, StepGain, LowerGain, BindingShare, Smoothing or Turnover
+// FastFactor, ProbeFactor, StepGain, LowerGain, BindingShare, Smoothing or Turnover
 // takes the default of DefaultConfig.
 type Config struct {
 	MaxAge       time.Duration // a datapoint older than this is stale: hold
 	Band         float64       // hold while the smoothed depth is within target·(1±Band)
 	Smoothing    float64       // weight of a new datapoint in the smoothed depth, (0, 1]
 	FarBelow     float64       // readings all ≤ FarBelow·target since the last raise settled: far below
-	FastFactor   float64       // raise factor when far below
+	FastFactor   float64       // raise factor when far below, toward a known knee
+	ProbeFactor  float64       // raise factor when far below with no knee known, once one was
 	FastUpTo     float64       // ... up to this share of the load at which the provider saturated before
 	StepGain     float64       // near target: raise ×(1 + StepGain·gap)
 	LowerGain    float64       // jobs removed per queued call above target
@@ -35,6 +36,7 @@ func DefaultConfig() Config {
 		Smoothing:    0.7,
 		FarBelow:     0.25,
 		FastFactor:   4,
+		ProbeFactor:  2,
 		FastUpTo:     0.8,
 		StepGain:     0.05,
 		LowerGain:    0.5,
@@ -64,6 +66,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("limits: far_below %g is outside [0, 1)", c.FarBelow)
 	case c.FastFactor < 1:
 		return fmt.Errorf("limits: fast_factor %g must be at least 1", c.FastFactor)
+	case c.ProbeFactor < 1:
+		return fmt.Errorf("limits: probe_factor %g must be at least 1", c.ProbeFactor)
 	case c.FastUpTo < 0 || c.FastUpTo > 1:
 		return fmt.Errorf("limits: fast_up_to %g is outside [0, 1]", c.FastUpTo)
 	case c.StepGain < 0:
@@ -149,6 +153,10 @@ type State struct {
 	AvgEnter    float64   // jobs a second that began running
 	AvgEnd      float64   // jobs a second that ended after running (Input.Ended)
 	AvgSince    time.Time // the first pass averaged; zero = none yet
+	// KneeSeen: a knee was known once (a lowering's, a concurrency the
+	// gateway measured or the operator configured). Past it a far-below
+	// raise with no knee known probes (Config.ProbeFactor).
+	KneeSeen bool
 	// DrainCarry is the share of freed slots a drain still owes its
 	// trickle (Config.DrainShare), below one slot.
 	DrainCarry float64
@@ -198,18 +206,36 @@ func (s State) turnover(cfg Config, in Input) State {
 // queue, few jobs running) says nothing of the limit. Without it the first
 // pass after the burst read depth 0 under a binding limit and raised it ×4
 // (lane 4 of family seed 1: 734 → 2,936 on a knee of ~590 running jobs).
-func (s State) Refill(now time.Time, load int) State {
+//
+// The limit it refills is the highest of the passes within MaxAge before
+// the hold: the provider fails a metric delay and a period or two before
+// the breaker can tell, and a lowering in that time read the queue of a
+// provider that was failing, or about to (lane 60 of family seed 1: 21 →
+// 18 in the burst's first minute, then 521 s after it healed to climb
+// back).
+func (s State) Refill(cfg Config, now time.Time, load int) State {
+	cfg = cfg.withDefaults()
+	if n := len(s.Recent); n > 0 {
+		from := s.Recent[n-1].At.Add(-cfg.MaxAge)
+		for _, r := range s.Recent {
+			if !r.At.Before(from) {
+				s.Limit = max(s.Limit, r.Limit)
+			}
+		}
+	}
 	s.RaisedAt, s.RaisedBy = now, max(1, s.Limit-load)
 	s.FilledAt, s.SettledAt, s.PeakSince = time.Time{}, time.Time{}, 0
 	return s
 }
 
-// Sample is the running count at one pass, and the last raise's launches
-// still starting then (Input.PendingRaise).
+// Sample is the running count at one pass, the last raise's launches
+// still starting then (Input.PendingRaise), and the limit the pass began
+// with.
 type Sample struct {
 	At      time.Time
 	Running int
 	Pending int
+	Limit   int
 }
 
 // recentKeep bounds State.Recent: enough passes to cover MaxAge at 10 s.
@@ -285,7 +311,7 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 	next.Limit = cur
 	next.DrainCarry = 0 // kept only while a drain's trickle binds
 	next = next.turnover(cfg, in)
-	next.Recent = append(slices.Clone(st.Recent[max(0, len(st.Recent)-recentKeep+1):]), Sample{At: in.Now, Running: in.Running, Pending: in.PendingRaise})
+	next.Recent = append(slices.Clone(st.Recent[max(0, len(st.Recent)-recentKeep+1):]), Sample{At: in.Now, Running: in.Running, Pending: in.PendingRaise, Limit: cur})
 	hold := func(format string, a ...any) Decision {
 		return Decision{State: next, Action: Held, Reason: "hold: " + fmt.Sprintf(format, a...)}
 	}
@@ -346,6 +372,7 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 	then := st.sampleAt(in.DepthAt, Sample{Running: in.Running, Pending: in.PendingRaise})
 	measured := then.Running
 	inService := !in.InServiceAt.IsZero() && in.InServiceAt.Equal(in.DepthAt)
+	next.KneeSeen = next.KneeSeen || next.Ceiling > 0 || next.Conc > 0 || m.Conc > 0
 	if inService && fresh {
 		next.Conc, next.ConcAt = concurrency(next, in)
 	}
@@ -461,6 +488,19 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 			// fast, but not up to where the provider saturated before.
 			f = cfg.FastFactor
 			switch {
+			case fastTo == 0 && next.KneeSeen:
+				// A knee was known and is no more (the provider grew,
+				// or the memory of its saturation expired): the limit
+				// sits near the old knee, and the provider may saturate
+				// a step past it. An overshoot cannot be undone (running
+				// jobs drain only as they end, slowed by the queue they
+				// make), so the raise probes by doubling, as a slow
+				// start after a loss, not ×FastFactor (lane 0 of family
+				// seed 1: 59 → 236 on a provider grown to a knee of ~55
+				// jobs of 8 minutes, blocked 0.42). A cold model's
+				// limit is the operator's small initial limit: ×4
+				// reaches a large provider in a few cycles.
+				f = cfg.ProbeFactor
 			case oneRaise && base > 0:
 				// FastFactor bounds a step toward a knee nobody knows;
 				// one from the gateway's own setting is the step's end,
@@ -542,6 +582,7 @@ func (c Config) withDefaults() Config {
 	d := DefaultConfig()
 	c.MaxAge = cmp.Or(c.MaxAge, d.MaxAge)
 	c.FastFactor = cmp.Or(c.FastFactor, d.FastFactor)
+	c.ProbeFactor = cmp.Or(c.ProbeFactor, d.ProbeFactor)
 	c.StepGain = cmp.Or(c.StepGain, d.StepGain)
 	c.Smoothing = cmp.Or(c.Smoothing, d.Smoothing)
 	c.LowerGain = cmp.Or(c.LowerGain, d.LowerGain)

@@ -73,7 +73,7 @@ func TestNext(t *testing.T) {
 		{"lowering never raises", gpt, steady(1000), in(100, 1040, 30, 900), 1000, Held, "draining"},
 		{"lowering stops at min", Model{Target: 5, Min: 55, Max: 100}, steady(80), in(200, 50, 0, 10), 55, Lowered, "lower to 55"},
 		{"a queue none of ours made lowers nothing", gpt, steady(300), in(200, 0, 0, 900), 300, Held, "none of its jobs ran"},
-		{"an old ceiling is forgotten", gpt, steady(100).ceiling(150), in(0, 100, 0, 900), 400, Raised, "raise ×4"},
+		{"an old ceiling is forgotten: a knee was known, so it doubles", gpt, steady(100).ceiling(150), in(0, 100, 0, 900), 200, Raised, "raise ×2"},
 		{"raise stops at max", Model{Target: 40, Min: 1, Max: 1500}, steady(1000), in(0, 1000, 0, 900), 1500, Raised, "raise"},
 		{"at max holds", Model{Target: 40, Min: 1, Max: 1000}, steady(1000), in(0, 1000, 0, 900), 1000, Held, "at max 1000"},
 		{"a limit of 1 still grows", Model{Target: 5, Min: 1, Max: 100}, steady(1), in(2, 1, 0, 10), 2, Raised, "raise"},
@@ -259,10 +259,10 @@ func TestTheInServiceKneeBoundsAFastRaise(t *testing.T) {
 	if dec.Action != Raised || dec.State.Limit != 52 {
 		t.Errorf("got %s to %d (%s), want a raise to 52: 40 × 25/20 + 2", dec.Action, dec.State.Limit, dec.Reason)
 	}
-	// Without the in-service datapoint the cold ramp is ×4.
+	// Without the in-service datapoint no knee is known: it doubles.
 	dec = Next(DefaultConfig(), m, st, in(0, 40, 0, 900))
-	if dec.Action != Raised || dec.State.Limit != 160 {
-		t.Errorf("got %s to %d (%s), want ×4 to 160 without the metric", dec.Action, dec.State.Limit, dec.Reason)
+	if dec.Action != Raised || dec.State.Limit != 80 {
+		t.Errorf("got %s to %d (%s), want ×2 to 80 without the metric", dec.Action, dec.State.Limit, dec.Reason)
 	}
 	// At the knee the fast raise stops; the careful step remains.
 	dec = Next(DefaultConfig(), m, State{Limit: 52, Conc: 25, ConcAt: t0}, withInService(in(0, 52, 0, 900), 25))
@@ -277,8 +277,8 @@ func TestAProviderThatGrewForgetsItsConcurrency(t *testing.T) {
 	m := Model{Target: 2, Min: 1, Max: 10000}
 	st := State{Limit: 52, Conc: 25, ConcAt: t0.Add(-5 * time.Minute)}
 	dec := Next(DefaultConfig(), m, st, withInService(in(0, 52, 0, 900), 31))
-	if dec.State.Conc != 0 || dec.State.Limit != 208 {
-		t.Errorf("got concurrency %g, limit %d (%s); want it forgotten and the ×4 ramp to 208", dec.State.Conc, dec.State.Limit, dec.Reason)
+	if dec.State.Conc != 0 || dec.State.Limit != 104 {
+		t.Errorf("got concurrency %g, limit %d (%s); want it forgotten and the limit doubled to 104", dec.State.Conc, dec.State.Limit, dec.Reason)
 	}
 }
 
@@ -287,7 +287,7 @@ func TestAProviderThatGrewForgetsItsConcurrency(t *testing.T) {
 // nothing.
 func TestARefilledLimitWaitsForItsLaunches(t *testing.T) {
 	m := Model{Target: 12, Min: 1, Max: 10000}
-	st := steady(734).State.Refill(t0.Add(-30*time.Second), 3)
+	st := steady(734).State.Refill(DefaultConfig(), t0.Add(-30*time.Second), 3)
 	if st.RaisedBy != 731 || !st.FilledAt.IsZero() || !st.SettledAt.IsZero() {
 		t.Fatalf("got %+v, want a raise of 731 not yet filled", st)
 	}
@@ -302,7 +302,7 @@ func TestARefilledLimitWaitsForItsLaunches(t *testing.T) {
 // The operator's configured concurrency gives the knee from the first
 // in-service datapoint, before any queue: the first far-below raise stops
 // there (a provider of 27 whose 40 jobs hold 24 calls fills at 45 jobs),
-// where ×4 would put 160 jobs on it.
+// where ×2 would put 80 jobs on it.
 func TestAConfiguredConcurrencyGivesTheKneeFirst(t *testing.T) {
 	m := Model{Target: 2, Min: 1, Max: 10000, Conc: 27}
 	dec := Next(DefaultConfig(), m, State{Limit: 40}, withInService(in(0, 40, 0, 900), 24))
@@ -313,14 +313,14 @@ func TestAConfiguredConcurrencyGivesTheKneeFirst(t *testing.T) {
 		t.Errorf("got a learned concurrency of %g from a configuration, want none until a queue measures it", dec.State.Conc)
 	}
 	// Without the in-service datapoint the configuration alone knows no
-	// knee (the share of a job's life in calls is unknown): ×4.
-	if dec = Next(DefaultConfig(), m, State{Limit: 40}, in(0, 40, 0, 900)); dec.State.Limit != 160 {
-		t.Errorf("got %s to %d (%s), want ×4 to 160 without the metric", dec.Action, dec.State.Limit, dec.Reason)
+	// knee (the share of a job's life in calls is unknown): ×2.
+	if dec = Next(DefaultConfig(), m, State{Limit: 40}, in(0, 40, 0, 900)); dec.State.Limit != 80 {
+		t.Errorf("got %s to %d (%s), want ×2 to 80 without the metric", dec.Action, dec.State.Limit, dec.Reason)
 	}
 	// More in service than configured: the configuration is stale (the
 	// provider grew) and bounds nothing.
-	if dec = Next(DefaultConfig(), m, State{Limit: 40}, withInService(in(0, 40, 0, 900), 31)); dec.State.Limit != 160 {
-		t.Errorf("got %s to %d (%s), want ×4 to 160 past a stale configuration", dec.Action, dec.State.Limit, dec.Reason)
+	if dec = Next(DefaultConfig(), m, State{Limit: 40}, withInService(in(0, 40, 0, 900), 31)); dec.State.Limit != 80 {
+		t.Errorf("got %s to %d (%s), want ×2 to 80 past a stale configuration", dec.Action, dec.State.Limit, dec.Reason)
 	}
 }
 
@@ -506,5 +506,20 @@ func TestADrainTrickleIsItsShareAtOneEndAPass(t *testing.T) {
 	// 30 ends, 10 % of them refilled: 3, not 30.
 	if admitted != 3 {
 		t.Errorf("a drain of 30 ends admitted %d, want 3: a tenth of the slots freed", admitted)
+	}
+}
+
+// The limit a breaker holds is the highest of the passes within MaxAge
+// before the hold: a lowering then read the queue of a provider failing
+// before the breaker could tell. An older lowering stands.
+func TestARefillRestoresALoweringOfTheFailuresFirstMinute(t *testing.T) {
+	st := State{Limit: 18, Recent: []Sample{
+		{At: t0.Add(-150 * time.Second), Limit: 30}, // before MaxAge: a real overload lowered it to 21
+		{At: t0.Add(-60 * time.Second), Limit: 21},
+		{At: t0.Add(-30 * time.Second), Limit: 21}, // this pass lowered it to 18
+	}}
+	got := st.Refill(DefaultConfig(), t0, 3)
+	if got.Limit != 21 || got.RaisedBy != 18 {
+		t.Errorf("refilled to %d (raise of %d), want 21 (a raise of 18 over the 3 held): the limit before the failure's first minute", got.Limit, got.RaisedBy)
 	}
 }

@@ -179,7 +179,7 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 			// the limit stays where it was before the provider failed, so
 			// the model returns to it the pass the breaker closes.
 			// Its jobs will fill it again, in dead time: a raise's launches.
-			held := m.State.Limit.Refill(now, m.Running+m.Starting)
+			held := m.State.Limit.Refill(cfg.Limits, now, m.Running+m.Starting)
 			mp.Limit = limits.Decision{State: held, Action: limits.Held, Reason: "hold: breaker " + string(mp.Breaker.State.Phase)}
 		} else {
 			mp.Limit = limits.Next(cfg.Limits, lm, m.State.Limit, limits.Input{
