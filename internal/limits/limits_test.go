@@ -392,7 +392,8 @@ func TestSlotsPerRunningIsAveragedOverTurnover(t *testing.T) {
 	var st State
 	now := t0
 	for k := range 120 { // twenty minutes of passes, crest and trough in turn
-		// 330 end on the crest; 30 in the trough, while 300 begin running.
+		// From a crest to a trough 330 end and 30 begin running; from a
+		// trough to a crest 30 end and 330 begin.
 		running, starting, ended := 150, 450, 330
 		if k%2 == 1 {
 			running, starting, ended = 450, 150, 30
