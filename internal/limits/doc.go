@@ -22,7 +22,11 @@
 //     Each queued call is a job the provider cannot serve now, so the
 //     excess depth counts jobs too many; anchoring on the jobs measured,
 //     not on the limit, keeps repeated passes over the same stale
-//     overshoot from compounding. The reading that lowers
+//     overshoot from compounding. Lowering evicts nothing: the limit
+//     falls by at most DrainShare of the slots ended jobs free, and the
+//     rest, carried from pass to pass (State.DrainCarry), is a trickle of
+//     admissions so tiers and project turns still act during a drain.
+//     The reading that lowers
 //     records the knee: the jobs running then less the excess depth (past
 //     the knee each job more queues one call), in running jobs, since the
 //     provider sees only those.
@@ -48,7 +52,7 @@
 //     past it, and an overshoot cannot be undone, so a raise probes as a
 //     slow start does after a loss.
 //     Under a known knee the raise goes at most to the slots that run
-//     FastUpTo·knee jobs: the knee's jobs × slots per running job (below),
+//     FastUpTo·knee jobs: the knee's jobs × slots per running job (regime 3),
 //     or, while that is unknown, the limit grown by the share the jobs the
 //     datapoint's slots run may grow (with long container starts most
 //     slots are starting). Those
@@ -82,9 +86,6 @@
 // the highest limit of the passes within MaxAge before the hold: the
 // provider failed a metric delay or more before the breaker could tell, and
 // a lowering then read the queue of a failing provider.
-//
-// A drain (depth over the band) admits a trickle of (1 − DrainShare) of the
-// slots its ended jobs free, carried from pass to pass (State.DrainCarry).
 //
 // Otherwise it holds. The result is clamped to [min, max]. Every decision carries
 // a reason an operator can read in the pass log.

@@ -25,7 +25,7 @@ type Config struct {
 	RaiseSettled float64       // share of the previous raise's launches that must be running
 	DrainShare   float64       // a lowering takes at most this share of the slots freed by ended jobs
 	CeilingTTL   time.Duration // the saturation load is remembered this long (providers change)
-	Turnover     time.Duration // the running jobs and their slots are averaged over this long
+	Turnover     time.Duration // the jobs starting and running, and the rates they begin and end at, are averaged over this long
 }
 
 // DefaultConfig returns the tuning measured in the simulator (see BENCHMARKS.md).
