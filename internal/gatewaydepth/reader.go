@@ -129,7 +129,7 @@ func (r *Reader) read(ctx context.Context, models []string, now time.Time, out m
 		ScanBy:    types.ScanByTimestampDescending,
 	}
 	for i, m := range models {
-		in.MetricDataQueries = append(in.MetricDataQueries, r.query(idDepth, i, r.cfg.MetricName, m, "Maximum"))
+		in.MetricDataQueries = append(in.MetricDataQueries, r.query(idDepth, i, r.cfg.MetricName, m, "Average"))
 		if r.cfg.Errors() {
 			in.MetricDataQueries = append(in.MetricDataQueries,
 				r.query(idErrors, i, r.cfg.ErrorMetricName, m, "Sum"),

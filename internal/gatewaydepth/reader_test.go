@@ -24,11 +24,11 @@ func client(url string) *cloudwatch.Client {
 	})
 }
 
-func TestDepthsReadsTheNewestMaximum(t *testing.T) {
+func TestDepthsReadsTheNewestAverage(t *testing.T) {
 	fake := awsfake.NewCloudWatch()
 	defer fake.Close()
 	fake.Put("gpt-5.5", now.Add(-45*time.Second), 90) // an older period
-	fake.Put("gpt-5.5", now.Add(-25*time.Second), 12) // the newest period [-30s, -20s): max 37
+	fake.Put("gpt-5.5", now.Add(-25*time.Second), 12) // the newest period [-30s, -20s): mean 24.5
 	fake.Put("gpt-5.5", now.Add(-22*time.Second), 37)
 	fake.Put("small", now.Add(-10*time.Minute), 5) // outside the lookback
 	r := New(client(fake.URL()), Config{})
@@ -37,8 +37,8 @@ func TestDepthsReadsTheNewestMaximum(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := now.Add(-30 * time.Second).Add(10 * time.Second)
-	if d := got["gpt-5.5"]; d.Value != 37 || !d.At.Equal(want) {
-		t.Errorf("gpt-5.5: got %v at %v, want 37 at %v", d.Value, d.At, want)
+	if d := got["gpt-5.5"]; d.Value != 24.5 || !d.At.Equal(want) {
+		t.Errorf("gpt-5.5: got %v at %v, want 24.5 at %v", d.Value, d.At, want)
 	}
 	if d, ok := got["small"]; ok {
 		t.Errorf("small: got %+v, want no datapoint (older than the lookback)", d)
@@ -49,8 +49,8 @@ func TestDepthsReadsTheNewestMaximum(t *testing.T) {
 	// The request is what CloudWatch expects.
 	q := fake.Requests[0]["MetricDataQueries"].(cbor.List)[0].(cbor.Map)
 	stat := q["MetricStat"].(cbor.Map)
-	if stat["Stat"] != cbor.String("Maximum") || stat["Metric"].(cbor.Map)["Namespace"] != cbor.String("LLMGateway") {
-		t.Errorf("got query %v, want Maximum of LLMGateway", q)
+	if stat["Stat"] != cbor.String("Average") || stat["Metric"].(cbor.Map)["Namespace"] != cbor.String("LLMGateway") {
+		t.Errorf("got query %v, want Average of LLMGateway", q)
 	}
 }
 
@@ -159,7 +159,7 @@ func TestDepthsReadsTheErrorRateInTheSameCall(t *testing.T) {
 		qm := q.(cbor.Map)
 		stat := qm["MetricStat"].(cbor.Map)
 		name := stat["Metric"].(cbor.Map)["MetricName"]
-		want := map[cbor.String]cbor.String{"QueueDepth": "Maximum", "ProviderErrors": "Sum", "Calls": "Sum"}[name.(cbor.String)]
+		want := map[cbor.String]cbor.String{"QueueDepth": "Average", "ProviderErrors": "Sum", "Calls": "Sum"}[name.(cbor.String)]
 		if stat["Stat"] != want {
 			t.Errorf("query %v of %v: got stat %v, want %v", qm["Id"], name, stat["Stat"], want)
 		}

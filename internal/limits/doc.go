@@ -3,9 +3,18 @@
 //
 // It runs in a scheduler pass's decide step, after the breaker (package
 // scheduler names the steps). The input is the gateway queue depth
-// of the model as CloudWatch last saw it, compared with a target depth: a queue a
-// little above zero means the provider is saturated (full use of its quota)
-// while containers wait only briefly at the gateway.
+// of the model as CloudWatch last saw it (a period's Average: the mean queue),
+// compared with a target depth: a queue a little above zero means the provider
+// is saturated (full use of its quota) while containers wait only briefly at
+// the gateway.
+//
+// The target steered to is the operator's, but at most MaxBlocked (5 %) of
+// the jobs running (averaged over Turnover; blockedBound): each queued call is
+// a job's container blocked, so the mean depth over the running jobs is the
+// share of their time they wait, paid for and idle. A target of a few per cent
+// of a small provider's concurrency is a tenth of its running jobs or more; on
+// a large provider the operator's target binds. A knee's target is bounded by
+// the jobs running at the knee.
 //
 // The loop is hard to control: a job launched now adds to the depth only once
 // its container runs (30–120 s on Fargate) and the datapoint has aged (~20 s), so

@@ -9,8 +9,8 @@ import (
 )
 
 // Config tunes the controller; it is shared by every model. A zero MaxAge,
-// FastFactor, ProbeFactor, StepGain, LowerGain, BindingShare, Smoothing or Turnover
-// takes the default of DefaultConfig.
+// FastFactor, ProbeFactor, StepGain, LowerGain, BindingShare, Smoothing,
+// Turnover or MaxBlocked takes the default of DefaultConfig.
 type Config struct {
 	MaxAge       time.Duration // a datapoint older than this is stale: hold
 	Band         float64       // hold while the smoothed depth is within target·(1±Band)
@@ -26,6 +26,7 @@ type Config struct {
 	DrainShare   float64       // a lowering takes at most this share of the slots freed by ended jobs
 	CeilingTTL   time.Duration // the saturation load is remembered this long (providers change)
 	Turnover     time.Duration // the jobs starting and running, and the rates they begin and end at, are averaged over this long
+	MaxBlocked   float64       // the target depth is at most this share of the running jobs (blockedBound)
 }
 
 // DefaultConfig returns the tuning measured in the simulator (see BENCHMARKS.md).
@@ -50,6 +51,10 @@ func DefaultConfig() Config {
 		// to two minutes; where life is much longer the ratio is near 1
 		// and its error small.
 		Turnover: 5 * time.Minute,
+		// Half the family's bar for a lane (0.10): the steady queue takes
+		// at most half, and a provider's drop or a raise's overshoot,
+		// which the jobs already running must drain, the rest.
+		MaxBlocked: 0.05,
 	}
 }
 
@@ -84,6 +89,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("limits: ceiling_ttl %v must not be negative", c.CeilingTTL)
 	case c.Turnover < 0:
 		return fmt.Errorf("limits: turnover %v must not be negative", c.Turnover)
+	case c.MaxBlocked < 0 || c.MaxBlocked > 1:
+		return fmt.Errorf("limits: max_blocked %g is outside [0, 1] (0: the default)", c.MaxBlocked)
 	}
 	return nil
 }
@@ -371,24 +378,31 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 	// The datapoint measured the jobs running then, not the load now.
 	then := st.sampleAt(in.DepthAt, Sample{Running: in.Running, Pending: in.PendingRaise})
 	measured := then.Running
+	target := blockedBound(cfg, m.Target, next.AvgRunning, measured)
+	// The reasons name the target steered to, and the operator's when the
+	// bound lowered it.
+	tgt := num(target)
+	if target < m.Target {
+		tgt = fmt.Sprintf("%s (%s bounded to %s of %s running)", tgt, num(m.Target), num(cfg.MaxBlocked), num(target/cfg.MaxBlocked))
+	}
 	inService := !in.InServiceAt.IsZero() && in.InServiceAt.Equal(in.DepthAt)
 	next.KneeSeen = next.KneeSeen || next.Ceiling > 0 || next.Conc > 0 || m.Conc > 0
 	if inService && fresh {
 		next.Conc, next.ConcAt = concurrency(next, in)
 	}
 
-	low, high := m.Target*(1-cfg.Band), m.Target*(1+cfg.Band)
+	low, high := target*(1-cfg.Band), target*(1+cfg.Band)
 	switch {
 	// 4. Over: lower in proportion to the overshoot, anchored on the load.
 	case depth > high:
 		// The datapoint measured the jobs running then; jobs that ended
 		// since have already lowered the load.
-		excess := depth - m.Target
+		excess := depth - target
 		if measured == 0 {
 			// None of ours ran when the depth was measured: the queue is
 			// someone else's (or a failing provider's), not a sign of too
 			// many jobs. Lowering now would throw the limit to its floor.
-			return hold("depth %s > target %s, but none of its jobs ran when it was measured", num(depth), num(m.Target))
+			return hold("depth %s > target %s, but none of its jobs ran when it was measured", num(depth), tgt)
 		}
 		// Each running job past the knee queues one call: LowerGain of
 		// the excess are too many, and in steady state each running job
@@ -417,7 +431,7 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 			want, next.DrainCarry = trickle, carry-refill
 		}
 		if want >= cur {
-			return hold("depth %s > target %s, draining: %d running+starting, limit %d", num(depth), num(m.Target), load, cur)
+			return hold("depth %s > target %s, draining: %d running+starting, limit %d", num(depth), tgt, load, cur)
 		}
 		// The knee, where the depth is the target, from the reading that
 		// lowered; a drain's later readings pair an old queue with the
@@ -425,15 +439,15 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 		next.Ceiling, next.CeilingAt = max(1, measured-int(math.Ceil(excess))), in.Now
 		next.Limit = want
 		return Decision{State: next, Action: Lowered, Reason: fmt.Sprintf(
-			"lower to %d: depth %s > target %s, %d running+starting", want, num(depth), num(m.Target), load)}
+			"lower to %d: depth %s > target %s, %d running+starting", want, num(depth), tgt, load)}
 
 	// 5. Under: raise once the evidence is worth acting on.
 	case depth < low:
 		if in.Waiting == 0 {
-			return hold("depth %s < target %s, nothing waiting", num(depth), num(m.Target))
+			return hold("depth %s < target %s, nothing waiting", num(depth), tgt)
 		}
 		if in.Failing {
-			return hold("depth %s < target %s, but the gateway's error rate says the provider fails", num(depth), num(m.Target))
+			return hold("depth %s < target %s, but the gateway's error rate says the provider fails", num(depth), tgt)
 		}
 		if !binds {
 			return hold("limit %d not binding (%d running+starting, %d held after the last admission)", cur, load, st.Held)
@@ -446,8 +460,8 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 			return hold("no datapoint yet since the last raise's launches ran")
 		}
 		gap := 1.0
-		if m.Target > 0 {
-			gap = (m.Target - depth) / m.Target
+		if target > 0 {
+			gap = (target - depth) / target
 		}
 		f := 1 + cfg.StepGain*gap
 		want := int(math.Ceil(float64(cur) * f))
@@ -457,7 +471,7 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 		fastTo := cfg.FastUpTo * float64(next.Ceiling)
 		kst, configured := withConc(next, m, in)
 		oneRaise := false
-		k := knee(kst, in, m.Target, measured)
+		k := knee(cfg, kst, in, m.Target, measured)
 		if k > 0 {
 			// The gateway measured the knee before the depth rose: it
 			// replaces the one a past overshoot left, and is no guess, so
@@ -483,7 +497,7 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 			}
 			return float64(cur) * n / float64(base)
 		}
-		if next.PeakSince <= cfg.FarBelow*m.Target && (fastTo == 0 || float64(base) < fastTo) {
+		if next.PeakSince <= cfg.FarBelow*target && (fastTo == 0 || float64(base) < fastTo) {
 			// Every reading since the last raise settled was far below:
 			// fast, but not up to where the provider saturated before.
 			f = cfg.FastFactor
@@ -531,9 +545,28 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 		next.RaisedAt, next.RaisedBy = in.Now, want-cur
 		next.FilledAt, next.SettledAt, next.PeakSince = time.Time{}, time.Time{}, 0
 		return Decision{State: next, Action: Raised, Reason: fmt.Sprintf(
-			"raise ×%.3g: depth %s < target %s, %d waiting", f, num(depth), num(m.Target), in.Waiting)}
+			"raise ×%.3g: depth %s < target %s, %d waiting", f, num(depth), tgt, in.Waiting)}
 	}
-	return hold("depth %s within %s..%s of target %s", num(depth), num(low), num(high), num(m.Target))
+	return hold("depth %s within %s..%s of target %s", num(depth), num(low), num(high), tgt)
+}
+
+// blockedBound is the target the controller steers to: the operator's,
+// but at most MaxBlocked of the jobs running (averaged over Turnover, or
+// the datapoint's own while no average is known; at least one job).
+//
+// The depth is the mean queue over a period, and each queued call is a
+// job's container blocked at the gateway (a job makes one call at a time),
+// so depth/running is the share of the running containers' time blocked,
+// what the operator pays for and gets nothing. A target of a few per cent
+// of the provider's concurrency is a tenth or more of a small provider's
+// running jobs (a target of 2 on 20 jobs), and would have them wait a tenth
+// of their time; on a large provider the operator's target binds.
+func blockedBound(cfg Config, target, avgRunning float64, measured int) float64 {
+	run := float64(measured)
+	if avgRunning > 0 {
+		run = avgRunning
+	}
+	return min(target, cfg.MaxBlocked*max(1, run))
 }
 
 // concurrency updates the provider's concurrency from an in-service
@@ -569,13 +602,15 @@ func withConc(st State, m Model, in Input) (State, bool) {
 // one call (closed-loop Little's law), so the depth is the target at
 // Conc/f + target. The in-service datapoint is a Maximum over the period,
 // which overstates f and so puts the knee early: cautious.
-func knee(st State, in Input, target float64, measured int) float64 {
+func knee(cfg Config, st State, in Input, target float64, measured int) float64 {
 	if st.Conc <= 0 || in.InService <= 0 || measured <= 0 || in.InServiceAt.IsZero() || !in.InServiceAt.Equal(in.DepthAt) {
 		return 0
 	}
 	// A period that queued already had its provider full: the knee is
-	// the jobs running then plus the calls short of the target.
-	return max(1, float64(measured)*st.Conc/in.InService+target-in.Depth)
+	// the jobs running then plus the calls short of the target. The
+	// target is bounded by the jobs running at the knee, not now.
+	full := float64(measured) * st.Conc / in.InService
+	return max(1, full+blockedBound(cfg, target, full, 0)-in.Depth)
 }
 
 func (c Config) withDefaults() Config {
@@ -588,6 +623,7 @@ func (c Config) withDefaults() Config {
 	c.LowerGain = cmp.Or(c.LowerGain, d.LowerGain)
 	c.BindingShare = cmp.Or(c.BindingShare, d.BindingShare)
 	c.Turnover = cmp.Or(c.Turnover, d.Turnover)
+	c.MaxBlocked = cmp.Or(c.MaxBlocked, d.MaxBlocked)
 	return c
 }
 

@@ -56,7 +56,7 @@ func TestNext(t *testing.T) {
 		{"pin clamped to max", Model{Target: 40, Min: 1, Max: 100, Pin: 200}, steady(50), in(0, 50, 0, 900), 100, Pinned, "pinned at 100"},
 		{"missing datapoint holds", gpt, steady(300), Input{Now: t0, Running: 300, Waiting: 10}, 300, Held, "no depth datapoint"},
 		{"stale datapoint holds", gpt, steady(300), Input{Now: t0, DepthAt: t0.Add(-5 * time.Minute), Running: 300, Waiting: 10}, 300, Held, "old >"},
-		{"cold model at depth 0 raises fast", gpt, steady(10), in(0, 10, 0, 20000), 40, Raised, "raise ×4: depth 0 < target 40, 20000 waiting"},
+		{"cold model at depth 0 raises fast", gpt, steady(10), in(0, 10, 0, 20000), 40, Raised, "raise ×4: depth 0 < target 0.5 (40 bounded to 0.05 of 10 running), 20000 waiting"},
 		{"fast raises stop short of the ceiling", gpt, steady(500).freshCeiling(1000), in(0, 500, 0, 20000), 800, Raised, "raise ×1.6"},
 		{"near target raises a little", gpt, steady(1000), in(15, 990, 10, 500), 1032, Raised, "raise ×1.03"},
 		{"inside the band holds", gpt, steady(1000), in(35, 990, 10, 500), 1000, Held, "within 20..60"},
@@ -76,8 +76,8 @@ func TestNext(t *testing.T) {
 		{"an old ceiling is forgotten: a knee was known, so it doubles", gpt, steady(100).ceiling(150), in(0, 100, 0, 900), 200, Raised, "raise ×2"},
 		{"raise stops at max", Model{Target: 40, Min: 1, Max: 1500}, steady(1000), in(0, 1000, 0, 900), 1500, Raised, "raise"},
 		{"at max holds", Model{Target: 40, Min: 1, Max: 1000}, steady(1000), in(0, 1000, 0, 900), 1000, Held, "at max 1000"},
-		{"a limit of 1 still grows", Model{Target: 5, Min: 1, Max: 100}, steady(1), in(2, 1, 0, 10), 2, Raised, "raise"},
-		{"zero limit from state is clamped to min", Model{Target: 5, Min: 3, Max: 100}, steady(0), in(5, 0, 0, 10), 3, Held, "within"},
+		{"a limit of 1 still grows", Model{Target: 5, Min: 1, Max: 100}, steady(1), in(0.02, 1, 0, 10), 2, Raised, "raise ×1.03"},
+		{"zero limit from state is clamped to min", Model{Target: 5, Min: 3, Max: 100}, steady(0), in(5, 0, 0, 10), 3, Held, "none of its jobs ran"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -522,5 +522,24 @@ func TestARefillRestoresALoweringOfTheFailuresFirstMinute(t *testing.T) {
 	got := st.Refill(DefaultConfig(), t0, 3)
 	if got.Limit != 21 || got.RaisedBy != 18 {
 		t.Errorf("refilled to %d (raise of %d), want 21 (a raise of 18 over the 3 held): the limit before the failure's first minute", got.Limit, got.RaisedBy)
+	}
+}
+
+// Each queued call is a container blocked at the gateway, so the target
+// is at most MaxBlocked of the running jobs: a target of 7 on a provider
+// that runs 20 jobs would have them wait a third of their time. The old
+// controller held the limit at an Average depth of 2.5 on 20 jobs
+// (blocked 0.125), inside its band of 3.5..10.5; now it lowers. Where the
+// operator's target is the smaller, it binds.
+func TestTheTargetIsAtMostTheBlockedShareOfTheRunningJobs(t *testing.T) {
+	small := Model{Target: 7, Min: 1, Max: 10000}
+	dec := Next(DefaultConfig(), small, State{Limit: 30}, in(2.5, 20, 0, 100))
+	if dec.Action != Lowered || dec.State.Limit != 20 || !strings.Contains(dec.Reason, "target 1 (7 bounded to 0.05 of 20 running)") {
+		t.Errorf("got %s to %d (%s), want a lowering to the 20 running on a target of 1 (5 %% of 20)", dec.Action, dec.State.Limit, dec.Reason)
+	}
+	large := Model{Target: 40, Min: 1, Max: 10000}
+	dec = Next(DefaultConfig(), large, State{Limit: 2000}, in(30, 2000, 0, 100))
+	if dec.Action != Held || !strings.Contains(dec.Reason, "within 20..60 of target 40") || strings.Contains(dec.Reason, "bounded") {
+		t.Errorf("got %s (%s), want a hold within the operator's band: 5 %% of 2,000 is 100 > 40", dec.Action, dec.Reason)
 	}
 }

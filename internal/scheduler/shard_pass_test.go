@@ -37,10 +37,13 @@ func newSharingWorld(t *testing.T, caps scheduler.Caps, shards int, models []str
 
 func newWorld(t *testing.T, caps scheduler.Caps, shards int, models []string, sharing bool) *shardedWorld {
 	t.Helper()
-	w := &shardedWorld{store: memstore.New(model("", 1000)), caps: caps, clock: passtest.NewClock(t0), sharing: sharing}
+	// Pinned: the limits hold at 1,000 whatever the depth, the cap binds.
+	pinned := model("", 1000)
+	pinned.LimitPin = 1000
+	w := &shardedWorld{store: memstore.New(pinned), caps: caps, clock: passtest.NewClock(t0), sharing: sharing}
 	d := passtest.Depths{}
 	for i, m := range models {
-		d[m] = 40 // at the target: the limits hold at 1,000, the cap binds
+		d[m] = 40
 		if _, err := w.store.Submit(context.Background(), batch("lab", "p", fmt.Sprint("b", i), m, -1, 400), t0); err != nil {
 			t.Fatal(err)
 		}

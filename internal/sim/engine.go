@@ -334,10 +334,11 @@ func (e *engine) sampleBefore(t time.Duration) {
 }
 
 // depthSeen is the datapoint a pass at e.now reads, as CloudWatch serves
-// it: the Maximum of the per-second samples over the newest whole period
+// it: the Average of the per-second samples over the newest whole period
 // (depth_period_s) that ended at least metric_delay_s ago, stamped with the
-// period's end (as production's reader stamps it); missing with probability metric_missing, and scaled by
-// 1 + metric_noise·N(0,1) (never below 0, rounded). The draws depend on
+// period's end (as production's reader stamps it); missing with
+// probability metric_missing, and scaled by 1 + metric_noise·N(0,1) (never
+// below 0). The draws depend on
 // the seed, the model and the period only, so every policy and every pass
 // reading a period reads the same datapoint.
 func (e *engine) depthSeen(m int) (float64, time.Duration, bool) {
@@ -353,17 +354,17 @@ func (e *engine) depthAt(m int, t time.Duration) (float64, time.Duration, bool) 
 	if !ok {
 		return 0, 0, false
 	}
-	mx := 0
+	sum := 0
 	for s := k * p; s < (k+1)*p; s++ {
-		mx = max(mx, e.sampleAt(m, s))
+		sum += e.sampleAt(m, s)
 	}
-	v := float64(mx)
+	v := float64(sum) / float64(p)
 	missing, noise := e.metricDraw(m, k)
 	if missing {
 		return 0, 0, false
 	}
 	if e.sc.MetricNoise > 0 {
-		v = math.Round(max(0, v*(1+e.sc.MetricNoise*noise)))
+		v = max(0, v*(1+e.sc.MetricNoise*noise))
 	}
 	return v, time.Duration((k+1)*p) * time.Second, true
 }

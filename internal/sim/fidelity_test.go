@@ -10,14 +10,14 @@ import (
 	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
 
-// TestDepthIsThePeriodMaximum: a pass reads the Maximum of the newest whole
+// TestDepthIsThePeriodAverage: a pass reads the Average of the newest whole
 // period that ended metric_delay_s ago, stamped with the period's end as
 // production stamps it, not the sample of one second.
-func TestDepthIsThePeriodMaximum(t *testing.T) {
+func TestDepthIsThePeriodAverage(t *testing.T) {
 	sc := tiny(1, func(sc *scenario.Scenario) { sc.DepthPeriodS, sc.MetricDelayS = 10, 20 })
 	e := newEngine(sc, Static)
 	for s := range 60 {
-		e.models[0].depth[s] = int32(s % 7) // 6 at s = 6, 13, 20, 27, 34, 41
+		e.models[0].depth[s] = int32(s % 7) // [0, 9] sums to 24, [10, 19] to 33
 	}
 	e.models[0].depth[25] = 50
 	e.nextSample = 60
@@ -25,10 +25,10 @@ func TestDepthIsThePeriodMaximum(t *testing.T) {
 		now, want, at float64
 		ok            bool
 	}{
-		{now: 28, ok: false},                  // t = 8: no whole period yet
-		{now: 29, want: 6, at: 10, ok: true},  // t = 9: period [0, 9], stamped at its end
-		{now: 45, want: 6, at: 20, ok: true},  // t = 25: [20, 29] is not whole yet; [10, 19]
-		{now: 49, want: 50, at: 30, ok: true}, // t = 29: period [20, 29] holds the 50
+		{now: 28, ok: false},                   // t = 8: no whole period yet
+		{now: 29, want: 2.4, at: 10, ok: true}, // t = 9: period [0, 9], stamped at its end
+		{now: 45, want: 3.3, at: 20, ok: true}, // t = 25: [20, 29] is not whole yet; [10, 19]
+		{now: 49, want: 7.4, at: 30, ok: true}, // t = 29: period [20, 29] holds the 50 (74 in all)
 	} {
 		e.now = seconds(c.now)
 		v, at, ok := e.depthSeen(0)
