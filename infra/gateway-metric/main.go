@@ -8,9 +8,10 @@
 //	go run ./infra/gateway-metric -depth gpt-5.5=37 -depth claude-x=0
 //	go run ./infra/gateway-metric -depth gpt-5.5=37 -every 1s
 //
-// Publish zeros too: the scheduler holds a model's limit when its newest
-// datapoint is missing or stale, so a silent gateway freezes the limits
-// instead of raising them.
+// Publish zeros too, at a steady pace: the scheduler reads a period's
+// Average as the mean queue (a period of only nonzero values overstates it),
+// and holds a model's limit when its newest datapoint is missing or stale,
+// so a silent gateway freezes the limits instead of raising them.
 package main
 
 import (
