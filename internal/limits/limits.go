@@ -97,7 +97,7 @@ func (c Config) Validate() error {
 
 // Model is one model's operator configuration.
 type Model struct {
-	Target float64 // gateway depth to aim at
+	Target float64 // mean gateway depth to aim at; the controller steers to at most Config.MaxBlocked of the running jobs
 	Min    int     // the limit never goes below this (≥ 0)
 	Max    int     // ... nor above this (≥ Min)
 	Pin    int     // > 0: the operator fixed the limit

@@ -171,6 +171,11 @@ func TestConfigValidate(t *testing.T) {
 	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "band") {
 		t.Errorf("got %v, want an error naming band", err)
 	}
+	bad = DefaultConfig()
+	bad.MaxBlocked = 1.5
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "max_blocked 1.5 is outside [0, 1]") {
+		t.Errorf("got %v, want an error naming max_blocked and its rule", err)
+	}
 }
 
 // FuzzNext checks the invariants: min ≤ limit ≤ max, a raise only when work
