@@ -262,7 +262,7 @@ func (s State) sampleAt(t time.Time, fallback Sample) Sample {
 // Input is what the pass observed of the model.
 type Input struct {
 	Now      time.Time
-	Depth    float64   // gateway queue depth of the newest datapoint
+	Depth    float64   // gateway queue depth of the newest datapoint: the period's Average, the mean queue
 	DepthAt  time.Time // when it was measured; zero = no datapoint
 	Running  int       // tasks running
 	Starting int       // claimed or launched, not yet running

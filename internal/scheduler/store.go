@@ -53,7 +53,7 @@ type Clock interface{ Now() time.Time }
 // depth datapoint and, when the operator configured the error metric, the
 // newest error rate.
 type Depth struct {
-	Value float64
+	Value float64   // the gateway queue depth: the Average over the period, the mean queue
 	At    time.Time // end of the depth's period; zero: no datapoint
 	// ErrorRate is the share of the model's gateway calls the provider
 	// answered with an error (429/5xx) in the newest period that had calls,
