@@ -378,12 +378,15 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 	// The datapoint measured the jobs running then, not the load now.
 	then := st.sampleAt(in.DepthAt, Sample{Running: in.Running, Pending: in.PendingRaise})
 	measured := then.Running
-	target := blockedBound(cfg, m.Target, next.AvgRunning, measured)
+	// The running jobs the target is bounded by: averaged over Turnover,
+	// or the datapoint's own while no average is known.
+	running := max(1, cmp.Or(next.AvgRunning, float64(measured)))
+	target := blockedBound(cfg, m.Target, running)
 	// The reasons name the target steered to, and the operator's when the
 	// bound lowered it.
 	tgt := num(target)
 	if target < m.Target {
-		tgt = fmt.Sprintf("%s (%s bounded to %s of %s running)", tgt, num(m.Target), num(cfg.MaxBlocked), num(target/cfg.MaxBlocked))
+		tgt = fmt.Sprintf("%s (%s bounded to %s of %s running)", tgt, num(m.Target), num(cfg.MaxBlocked), num(running))
 	}
 	inService := !in.InServiceAt.IsZero() && in.InServiceAt.Equal(in.DepthAt)
 	next.KneeSeen = next.KneeSeen || next.Ceiling > 0 || next.Conc > 0 || m.Conc > 0
@@ -551,8 +554,7 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 }
 
 // blockedBound is the target the controller steers to: the operator's,
-// but at most MaxBlocked of the jobs running (averaged over Turnover, or
-// the datapoint's own while no average is known; at least one job).
+// but at most MaxBlocked of the jobs running.
 //
 // The depth is the mean queue over a period, and each queued call is a
 // job's container blocked at the gateway (a job makes one call at a time),
@@ -561,12 +563,8 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 // of the provider's concurrency is a tenth or more of a small provider's
 // running jobs (a target of 2 on 20 jobs), and would have them wait a tenth
 // of their time; on a large provider the operator's target binds.
-func blockedBound(cfg Config, target, avgRunning float64, measured int) float64 {
-	run := float64(measured)
-	if avgRunning > 0 {
-		run = avgRunning
-	}
-	return min(target, cfg.MaxBlocked*max(1, run))
+func blockedBound(cfg Config, target, running float64) float64 {
+	return min(target, cfg.MaxBlocked*running)
 }
 
 // concurrency updates the provider's concurrency from an in-service
@@ -610,7 +608,7 @@ func knee(cfg Config, st State, in Input, target float64, measured int) float64 
 	// the jobs running then plus the calls short of the target. The
 	// target is bounded by the jobs running at the knee, not now.
 	full := float64(measured) * st.Conc / in.InService
-	return max(1, full+blockedBound(cfg, target, full, 0)-in.Depth)
+	return max(1, full+blockedBound(cfg, target, max(1, full))-in.Depth)
 }
 
 func (c Config) withDefaults() Config {
