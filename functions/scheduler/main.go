@@ -127,6 +127,9 @@ func shardRunner(cfg config.Config, c clients, shard int, log *slog.Logger) (*ru
 			Sharing:  cfg.Sharing(shard),
 			Loads:    store,    // the shards' loads: SHARDS items in the state table
 			Rates:    launcher, // its token bucket follows the shard's share
+			// The yield step stops tasks still starting when a model's
+			// queue says it has too many jobs (a provider's drop).
+			Yield: &scheduler.Yield{InFlight: store, Stopper: &ecslauncher.Stopper{API: c.ecs, Cluster: cfg.Cluster, Reason: taskevent.YieldReason, Log: log}},
 		},
 		Lease:     func(owner string) passloop.Lease { return dynamolease.ForShard(c.ddb, tables.State, shard, owner) },
 		Clock:     clock,

@@ -232,6 +232,7 @@ func (e *ECS) stopTask(w http.ResponseWriter, in map[string]any) {
 	for _, t := range e.tasks {
 		if t.ARN == arn {
 			t.LastStatus, t.StopCode = "STOPPED", "UserInitiated"
+			t.StoppedReason, _ = in["reason"].(string)
 			reply(w, map[string]any{"task": taskJSON(t)})
 			return
 		}

@@ -20,7 +20,7 @@ const (
 	MaxNameLen       = 128     // account, project, batch, model, key
 	MaxJobs          = 10_000  // per message
 	MaxParts         = 10_000  // parts of one batch
-	MaxAttempts      = 10
+	MaxAttempts      = job.MaxAttemptNumber
 	MinTimeout       = 60     // seconds
 	MaxTimeout       = 86_400 // seconds: one day
 	MaxOverrideChars = 8_192  // ECS's limit on a task's container overrides

@@ -208,9 +208,10 @@ func (s *Store) TaskStarted(ctx context.Context, jobID string, attempt int, now 
 }
 
 // TaskStopped ends a job's attempt as job.Apply judges it: exit 0
-// succeeds, an infrastructure stop retries while attempts remain, any other
-// exit fails. Outcomes feed the model's breaker. Repeated or stale events
-// change nothing.
+// succeeds, an infrastructure stop retries while attempts remain, a yield
+// waits again with one more max attempt (written with its state and
+// attempt: the attempt is not spent), any other exit fails. Outcomes feed
+// the model's breaker. Repeated or stale events change nothing.
 func (s *Store) TaskStopped(ctx context.Context, jobID string, attempt int, exit job.Exit, now time.Time) error {
 	for try := 0; ; try++ {
 		j, ok, err := s.readJob(ctx, jobID)
@@ -258,7 +259,8 @@ func (s *Store) persist(ctx context.Context, j jobItem, c job.Change, exit *job.
 	if err != nil {
 		return false, err
 	}
-	c.To, c.Attempt, c.Reason, c.Waiting, c.Backs = job.Skipped, j.Attempt, stop, 0, 0
+	// A yield's max attempts stay as they were: the job ends here.
+	c.To, c.Attempt, c.Reason, c.Waiting, c.Backs, c.MaxAttempts = job.Skipped, j.Attempt, stop, 0, 0, 0
 	return s.apply(ctx, j, c, exit, now)
 }
 
@@ -268,7 +270,8 @@ var outcomeAttr = map[job.State]string{job.Succeeded: "succeeded", job.Failed: "
 // apply writes a job.Apply change of a job out of CLAIMED, LAUNCHED or
 // RUNNING in one transaction with the counters it moves: the model's
 // starting/running and pending entry, the project's running, the outcomes;
-// a retry also re-queues the job (queue counters and a back item). exit is
+// a retry (or a yield, which also raises the job's max_attempts) also
+// re-queues the job (queue counters and a back item). exit is
 // written when the change records it. It reports false, writing nothing,
 // when the job was not as read.
 func (s *Store) apply(ctx context.Context, j jobItem, c job.Change, exit *job.Exit, now time.Time) (bool, error) {
@@ -286,6 +289,9 @@ func (s *Store) apply(ctx context.Context, j jobItem, c job.Change, exit *job.Ex
 	case c.To == job.Waiting:
 		u = u.Set(name("attempt"), value(c.Attempt)).Remove(name(attrInflight)).
 			Remove(name("task_arn")).Remove(name("claimed_at")).Remove(name("launched_at")).Remove(name("started_at"))
+		if c.MaxAttempts != 0 { // a yield: the attempt it took is not spent
+			u = u.Set(name("max_attempts"), value(c.MaxAttempts))
+		}
 	case c.To.Ended(): // SUCCEEDED, FAILED, CANCELLED, SKIPPED (a retry after its batch's stop)
 		u = s.expiry(u.Set(name("ended_at"), value(stamp(now))).Remove(name(attrInflight)), now)
 	}

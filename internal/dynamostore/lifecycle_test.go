@@ -139,21 +139,22 @@ func compare(t *testing.T, which string, st lifecycleStore, id string, b job.Bat
 	t.Helper()
 	ctx := context.Background()
 	var state job.State
-	var attempt int
+	var attempt, maxAttempts int
 	var reason string
 	switch s := st.(type) {
 	case *memstore.Store:
 		j, _ := s.Job(id)
-		state, attempt, reason = j.State, j.Attempt, j.Reason
+		state, attempt, maxAttempts, reason = j.State, j.Attempt, j.MaxAttempts, j.Reason
 	case *Store:
 		j, ok, err := s.Job(ctx, id)
 		if err != nil || !ok {
 			t.Fatalf("line %d: %s: read job: %v %v", line, which, ok, err)
 		}
-		state, attempt, reason = j.State, j.Attempt, j.Reason
+		state, attempt, maxAttempts, reason = j.State, j.Attempt, j.MaxAttempts, j.Reason
 	}
-	if state != want.State || attempt != want.Attempt {
-		t.Errorf("line %d: %s: job %s attempt %d, want %s attempt %d", line, which, state, attempt, want.State, want.Attempt)
+	// Max attempts too: a yield raises them with its move.
+	if state != want.State || attempt != want.Attempt || maxAttempts != want.MaxAttempts {
+		t.Errorf("line %d: %s: job %s attempt %d of %d, want %s attempt %d of %d", line, which, state, attempt, maxAttempts, want.State, want.Attempt, want.MaxAttempts)
 	}
 	// The stores keep the reason of the last move that gave one (memstore
 	// also clears it on a success).

@@ -6,7 +6,8 @@
 // (BatchSpec); the pass claims them (Claim); the launcher's RunTask results
 // record LAUNCHED, a retry or a failure (Launch, LaunchRetry, LaunchFail);
 // the task-events function and the reconciler report RUNNING and STOPPED
-// (Start, Stop); an operator cancels waiting jobs (Cancel); a sampled
+// (Start, Stop; a Stop with Exit.Yielded is the scheduler's own stop of a
+// task still starting: the job waits again, its attempt not spent); an operator cancels waiting jobs (Cancel); a sampled
 // batch's stop skips them (Skip). Each of these is an Event; Apply judges it
 // against the job's state and attempt and returns the new state, attempt
 // and reason and the counters the move shifts. The stores (memstore in

@@ -57,6 +57,13 @@ const OperatorCancelReason = "cancelled by an operator"
 // DefaultMaxAttempts is a batch's max attempts when it gives none.
 const DefaultMaxAttempts = 3
 
+// MaxAttemptNumber is the highest attempt a job runs under: a batch's
+// max_attempts is at most it, and results messages (resultmsg.MaxAttempts)
+// and the sandbox kit accept attempts up to it. A yield raises a job's max
+// attempts by one but never past it, so a job yielded near it spends an
+// attempt after all, and one at it is not yielded (scheduler.YieldPick).
+const MaxAttemptNumber = 10
+
 // Exit is how a task stopped.
 type Exit struct {
 	Code           int
@@ -66,7 +73,16 @@ type Exit struct {
 	// --stop-running): the job ends CANCELLED, and neither its exit nor
 	// the breaker counts it — the provider did nothing wrong.
 	Cancelled bool
-	Reason    string
+	// Yielded: the scheduler stopped the task before its job could run,
+	// or just as it began (its provider has too many of the model's jobs
+	// now: taskevent.YieldReason). The job did nothing wrong and the
+	// provider was not asked, so the job waits again at its next attempt
+	// (the attempt number names the task: a relaunch needs a new one)
+	// and the attempt is not spent: its max attempts rise by one, so a
+	// job yielded any number of times still has all its MaxAttempts for
+	// real failures. Neither the exit nor the breaker counts it.
+	Yielded bool
+	Reason  string
 }
 
 // BatchSpec is one batch as the intake function hands it over.

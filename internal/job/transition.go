@@ -43,8 +43,8 @@ type Deltas struct {
 	Running  int // the running tasks of the model, its project and the queue
 	// OK and ProviderFailed are the model's outcomes for its breaker: a
 	// job that ended on its own (either way) is OK; one that failed on
-	// provider errors is not. Cancels, retries and launch failures count
-	// neither: the provider did nothing.
+	// provider errors is not. Cancels, retries, yields and launch
+	// failures count neither: the provider did nothing.
 	OK, ProviderFailed int
 }
 
@@ -57,6 +57,11 @@ type Change struct {
 	Reason string
 	// Exit: the event's Exit is the job's record of how it ended.
 	Exit bool
+	// MaxAttempts is the job's max attempts after the change; 0 leaves
+	// them as they are. Only a yield sets it (one more than before: the
+	// attempt it took is not spent), and the store writes it with the
+	// state and attempt.
+	MaxAttempts int
 	Deltas
 }
 
@@ -64,7 +69,8 @@ type Change struct {
 // event changes nothing: it is stale (another attempt's), repeated, or
 // comes after the job moved past the state it applies to; the store then
 // writes nothing. Otherwise the store persists the Change: state, attempt,
-// reason (and exit) together with the deltas, in one step.
+// reason (and exit, and max attempts) together with the deltas, in one
+// step.
 func Apply(cur Current, ev Event) (c Change, ok bool) {
 	c = Change{To: cur.State, Attempt: cur.Attempt}
 	switch ev.Kind {
@@ -123,11 +129,22 @@ func Apply(cur Current, ev Event) (c Change, ok bool) {
 }
 
 // stop ends an attempt by how its task stopped: an operator's stop cancels
-// (no outcome), an infrastructure stop retries, exit 0 succeeds, any other
+// (no outcome), a yield sends the job back to waiting without spending
+// the attempt, an infrastructure stop retries, exit 0 succeeds, any other
 // exit fails — on the provider (the breaker counts it) or on its own.
 func stop(cur Current, exit Exit) Change {
 	var c Change
 	switch {
+	case exit.Yielded:
+		// Whatever the exit (the container may just have started): the
+		// scheduler took the slot back, so the job waits again and keeps
+		// every attempt it had (make mutate: lifecycle-yield-spends).
+		if cur.Attempt >= MaxAttemptNumber {
+			// No attempt number is left to launch it again under: the
+			// stop is an infrastructure one, which the limit fails.
+			return retry(cur, exit.Reason)
+		}
+		return requeue(cur, exit.Reason, min(cur.MaxAttempts+1, MaxAttemptNumber))
 	case exit.Cancelled:
 		c = leave(cur, Cancelled)
 		c.Reason = cmp.Or(exit.Reason, OperatorCancelReason)
@@ -159,9 +176,17 @@ func retry(cur Current, reason string) Change {
 		c.Reason = fmt.Sprintf("%s (attempt %d of %d)", reason, cur.Attempt, cur.MaxAttempts)
 		return c
 	}
+	return requeue(cur, reason, 0)
+}
+
+// requeue returns a job to waiting at its next attempt, ahead of its
+// queue's newer jobs (a back item), with max attempts maxAttempts (0:
+// unchanged).
+func requeue(cur Current, reason string, maxAttempts int) Change {
 	c := leave(cur, Waiting)
 	c.Attempt++
 	c.Reason = reason
+	c.MaxAttempts = maxAttempts
 	c.Waiting, c.Backs = 1, 1
 	return c
 }

@@ -52,7 +52,7 @@ func TestTranscripts(t *testing.T) {
 func TestEveryKindFromEveryState(t *testing.T) {
 	kinds := []job.Kind{job.Claim, job.Launch, job.LaunchRetry, job.LaunchFail, job.Start, job.Stop, job.Cancel, job.Skip, "bogus"}
 	states := []job.State{job.Waiting, job.Claimed, job.Launched, job.Running, job.Succeeded, job.Failed, job.Cancelled, job.Skipped}
-	exits := []job.Exit{{}, {Code: 1}, {Code: 75, ProviderError: true}, {Infrastructure: true}, {Cancelled: true}}
+	exits := []job.Exit{{}, {Code: 1}, {Code: 75, ProviderError: true}, {Infrastructure: true}, {Cancelled: true}, {Yielded: true}}
 	for _, st := range states {
 		for _, k := range kinds {
 			for _, ex := range exits {
@@ -69,6 +69,54 @@ func TestEveryKindFromEveryState(t *testing.T) {
 					t.Errorf("%s of attempt 1 moved a job at attempt 2 (%s)", k, st)
 				}
 			}
+		}
+	}
+}
+
+// TestYield: a yielded stop from any state that holds a slot sends the job
+// back to waiting at its next attempt with one more max attempt, even at
+// its last attempt, where an infrastructure stop fails it; the breaker
+// counts nothing and no exit is recorded; another attempt's yield is stale.
+func TestYield(t *testing.T) {
+	yield := job.Exit{Yielded: true, Code: 143, Reason: "UserInitiated: yielded"}
+	for _, st := range []job.State{job.Claimed, job.Launched, job.Running} {
+		for _, attempt := range []int{1, 3} { // below and at the limit
+			cur := job.Current{State: st, Attempt: attempt, MaxAttempts: 3}
+			c, ok := job.Apply(cur, job.Event{Kind: job.Stop, Attempt: attempt, Exit: yield})
+			if !ok {
+				t.Fatalf("yield from %s attempt %d: stale", st, attempt)
+			}
+			if c.To != job.Waiting || c.Attempt != attempt+1 || c.MaxAttempts != 4 || c.Reason != yield.Reason || c.Exit {
+				t.Errorf("yield from %s attempt %d: %s, want WAITING attempt=%d max=4 reason=%q", st, attempt, jobtest.Format(c, ok), attempt+1, yield.Reason)
+			}
+			if c.OK != 0 || c.ProviderFailed != 0 || c.Waiting != 1 || c.Backs != 1 || c.Starting+c.Running != -1 {
+				t.Errorf("yield from %s attempt %d: deltas %+v", st, attempt, c.Deltas)
+			}
+			// The contrast: a task that failed to start at the same attempt
+			// spends it, and fails the job at the limit.
+			c, _ = job.Apply(cur, job.Event{Kind: job.Stop, Attempt: attempt, Exit: job.Exit{Infrastructure: true, Reason: "TaskFailedToStart"}})
+			if want := map[bool]job.State{true: job.Failed, false: job.Waiting}[attempt == 3]; c.To != want || c.MaxAttempts != 0 {
+				t.Errorf("infrastructure stop from %s attempt %d: %s, want %s and max attempts unchanged", st, attempt, jobtest.Format(c, true), want)
+			}
+			if _, ok := job.Apply(cur, job.Event{Kind: job.Stop, Attempt: attempt - 1, Exit: yield}); ok {
+				t.Errorf("a yield of attempt %d moved a job at attempt %d", attempt-1, attempt)
+			}
+		}
+	}
+	// Attempt numbers stop at MaxAttemptNumber (the results contract's
+	// bound): near it a yield raises max attempts only up to it, and at it
+	// the yield is an infrastructure stop, which the limit fails.
+	near := job.Current{State: job.Launched, Attempt: job.MaxAttemptNumber - 1, MaxAttempts: job.MaxAttemptNumber}
+	if c, _ := job.Apply(near, job.Event{Kind: job.Stop, Attempt: near.Attempt, Exit: yield}); c.To != job.Waiting || c.Attempt != job.MaxAttemptNumber || c.MaxAttempts != job.MaxAttemptNumber {
+		t.Errorf("yield at attempt %d of %d: %s, want WAITING at the last attempt, max unchanged", near.Attempt, near.MaxAttempts, jobtest.Format(c, true))
+	}
+	last := job.Current{State: job.Launched, Attempt: job.MaxAttemptNumber, MaxAttempts: job.MaxAttemptNumber}
+	if c, _ := job.Apply(last, job.Event{Kind: job.Stop, Attempt: last.Attempt, Exit: yield}); c.To != job.Failed {
+		t.Errorf("yield at the last attempt number: %s, want FAILED (no attempt left to relaunch under)", jobtest.Format(c, true))
+	}
+	for _, st := range []job.State{job.Waiting, job.Succeeded, job.Failed, job.Cancelled, job.Skipped} {
+		if c, ok := job.Apply(job.Current{State: st, Attempt: 2, MaxAttempts: 3}, job.Event{Kind: job.Stop, Attempt: 2, Exit: yield}); ok {
+			t.Errorf("a yield moved a %s job: %s", st, jobtest.Format(c, ok))
 		}
 	}
 }

@@ -35,6 +35,10 @@
 //     falls by at most DrainShare of the slots ended jobs free, and the
 //     rest, carried from pass to pass (State.DrainCarry), is a trickle of
 //     admissions so tiers and project turns still act during a drain.
+//     A fresh reading over the band also yields (Decision.Yield): the
+//     tasks still starting run into the same queue, so the pass stops
+//     some, at most LowerGain of the excess depth's jobs, the starting
+//     ones, and the slots beyond the lowered limit; their jobs wait again.
 //     The reading that lowers
 //     records the knee: the jobs running then less the excess depth (past
 //     the knee each job more queues one call), in running jobs, since the

@@ -305,6 +305,14 @@ type Decision struct {
 	State  State
 	Action Action
 	Reason string
+	// Yield is how many of the model's tasks still starting the pass
+	// should stop, the job going back to waiting (0: none). Over the
+	// target, lowering the limit stops only new admissions: the jobs
+	// already launched run into the queue as their containers come up, and
+	// with container starts of a minute or two after a provider's drop
+	// they are most of the overshoot. A task still starting has done no
+	// work, so stopping it costs only its start.
+	Yield int
 }
 
 // Next decides the model's limit for this pass.
@@ -420,6 +428,7 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 			want = int(math.Ceil(keep * r))
 		}
 		want = clamp(want, m.Min, m.Max)
+		yield := yieldCount(cfg, in, fresh, load-want, excess)
 		// Lowering evicts nothing: running jobs drain as they end. Falling
 		// at most DrainShare of the slots they free keeps a trickle of
 		// admissions, so tiers and project turns still act during a drain.
@@ -434,15 +443,17 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 			want, next.DrainCarry = trickle, carry-refill
 		}
 		if want >= cur {
-			return hold("depth %s > target %s, draining: %d running+starting, limit %d", num(depth), tgt, load, cur)
+			d := hold("depth %s > target %s, draining: %d running+starting, limit %d%s", num(depth), tgt, load, cur, yieldNote(yield))
+			d.Yield = yield
+			return d
 		}
 		// The knee, where the depth is the target, from the reading that
 		// lowered; a drain's later readings pair an old queue with the
 		// fewer jobs left running and would put it far too low.
 		next.Ceiling, next.CeilingAt = max(1, measured-int(math.Ceil(excess))), in.Now
 		next.Limit = want
-		return Decision{State: next, Action: Lowered, Reason: fmt.Sprintf(
-			"lower to %d: depth %s > target %s, %d running+starting", want, num(depth), tgt, load)}
+		return Decision{State: next, Action: Lowered, Yield: yield, Reason: fmt.Sprintf(
+			"lower to %d: depth %s > target %s, %d running+starting%s", want, num(depth), tgt, load, yieldNote(yield))}
 
 	// 5. Under: raise once the evidence is worth acting on.
 	case depth < low:
@@ -551,6 +562,31 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 			"raise ×%.3g: depth %s < target %s, %d waiting", f, num(depth), tgt, in.Waiting)}
 	}
 	return hold("depth %s within %s..%s of target %s", num(depth), num(low), num(high), tgt)
+}
+
+// yieldCount is how many starting tasks a reading over the target stops
+// (Decision.Yield): the jobs the slots hold beyond want, but no more than
+// the starting ones, and no more than LowerGain of the excess depth (the
+// jobs the queue says are too many: the slots' count beyond want rests on
+// slotsPerRunning, which with short jobs behind long starts counts several
+// slots a job, and stopping by it threw away whole waves of starts (lane
+// 182 of family seed 1: throughput 0.78 → 0.53 × oracle). Only a fresh
+// datapoint stops: the passes between two datapoints read the same queue,
+// and the tasks the first stopped are still stopping (their slots held)
+// until ECS reports them stopped.
+func yieldCount(cfg Config, in Input, fresh bool, over int, excess float64) int {
+	if !fresh || in.Starting <= 0 || over <= 0 {
+		return 0
+	}
+	return min(in.Starting, over, int(math.Ceil(cfg.LowerGain*excess)))
+}
+
+// yieldNote is the reason's note of a yield.
+func yieldNote(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; stop %d starting", n)
 }
 
 // blockedBound is the target the controller steers to: the operator's,

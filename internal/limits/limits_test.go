@@ -548,3 +548,32 @@ func TestTheTargetIsAtMostTheBlockedShareOfTheRunningJobs(t *testing.T) {
 		t.Errorf("got %s (%s), want a hold within the operator's band: 5 %% of 2,000 is 100 > 40", dec.Action, dec.Reason)
 	}
 }
+
+// Over the target the jobs still starting would run into the queue: the
+// decision yields them, at most the excess's jobs too many and the
+// starting ones, and only once per datapoint.
+func TestAnOvershootYieldsTasksStillStarting(t *testing.T) {
+	m := Model{Target: 40, Min: 1, Max: 10000}
+	// 360 calls over the target on 1,000 running: 180 jobs too many
+	// (LowerGain 0.5), and 900 starting. With 90-s starts and 100-s lives
+	// a running job needs 1.9 slots: the slots beyond want are 342, more
+	// than the queue says.
+	st := State{Limit: 2000, AvgRunning: 1000, AvgStarting: 900, AvgEnter: 10, AvgEnd: 10, AvgSince: t0.Add(-time.Hour)}
+	dec := Next(DefaultConfig(), m, st, in(400, 1000, 900, 100))
+	if dec.Yield != 180 || !strings.Contains(dec.Reason, "stop 180 starting") {
+		t.Fatalf("yield %d (%s), want 180: the jobs LowerGain of the excess depth names", dec.Yield, dec.Reason)
+	}
+	if again := Next(DefaultConfig(), m, dec.State, in(400, 1000, 720, 100)); again.Yield != 0 {
+		t.Errorf("the same datapoint read again yields %d (%s), want 0: its first pass's stops are still landing", again.Yield, again.Reason)
+	}
+	few := Next(DefaultConfig(), m, st, in(400, 1000, 50, 100))
+	if few.Yield != 50 {
+		t.Errorf("yield %d with 50 starting, want all 50", few.Yield)
+	}
+	// At the target nothing yields; below it neither.
+	for _, depth := range []float64{40, 5} {
+		if dec := Next(DefaultConfig(), m, st, in(depth, 1000, 900, 100)); dec.Yield != 0 {
+			t.Errorf("depth %g: yield %d, want 0", depth, dec.Yield)
+		}
+	}
+}

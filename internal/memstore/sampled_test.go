@@ -206,6 +206,33 @@ func TestSampledRetryAfterStopIsSkipped(t *testing.T) {
 	}
 }
 
+// TestSampledYieldAfterStopIsSkipped: a yield is a retry to the stopped
+// batch: the job ends SKIPPED at the attempt that ran, its max attempts as
+// submitted (TestYieldAfterStopIsSkipped in the DynamoDB store).
+func TestSampledYieldAfterStopIsSkipped(t *testing.T) {
+	ctx := context.Background()
+	s := New(scheduler.ModelConfig{})
+	b := sampledSpec("b", 3, 1)
+	b.Sampling.MOE = 0.5
+	s.Submit(ctx, b, t0)
+	jobs := claim(t, s, "gpt", "b", 6)
+	for _, j := range jobs[1:] {
+		finish(t, s, j, true)
+	}
+	sb, _ := s.Sampled("lab/sweep/b")
+	if !sb.Stopped {
+		t.Fatalf("not stopped after 5 of 6 passed: %+v", sb.Estimate)
+	}
+	s.TaskStopped(ctx, jobs[0].ID, 1, job.Exit{Yielded: true, Reason: "yielded"}, t0)
+	if j, _ := s.Job(jobs[0].ID); j.State != job.Skipped || j.Reason != sb.Reason || j.Attempt != 1 || j.MaxAttempts != 3 {
+		t.Errorf("a job yielded after the stop is %s %q attempt %d of %d, want SKIPPED %q attempt 1 of 3",
+			j.State, j.Reason, j.Attempt, j.MaxAttempts, sb.Reason)
+	}
+	if err := s.Check(); err != nil {
+		t.Error(err)
+	}
+}
+
 func TestSampledWaitsForAllParts(t *testing.T) {
 	ctx := context.Background()
 	s := New(scheduler.ModelConfig{})

@@ -410,7 +410,7 @@ func (j *Job) current() job.Current {
 }
 
 // apply persists a transition's change in one step: the job's state,
-// attempt, reason and exit with the counters they move — the model's
+// attempt, max attempts (a yield's), reason and exit with the counters they move — the model's
 // starting set, running count and outcomes, and (by putBack) the queue's
 // waiting count and back list. A claim, cancel or skip takes the job from
 // its queue itself (take), which moves the waiting count and back list.
@@ -438,6 +438,9 @@ func (s *Store) apply(j *Job, c job.Change, exit job.Exit, now time.Time) {
 		j.State, j.Attempt, j.Reason, j.EndedAt = job.Skipped, c.Attempt-1, sb.reason, now
 	case c.To == job.Waiting:
 		j.TaskARN, j.LaunchedAt, j.Reason = "", time.Time{}, c.Reason
+		if c.MaxAttempts != 0 { // a yield: the attempt it took is not spent
+			j.MaxAttempts = c.MaxAttempts
+		}
 		j.queue.putBack(j)
 	case c.To.Ended():
 		j.Reason, j.EndedAt = c.Reason, now
@@ -463,7 +466,8 @@ func (s *Store) TaskStarted(_ context.Context, jobID string, attempt int, now ti
 }
 
 // TaskStopped ends a job's attempt as job.Apply judges it: exit 0
-// succeeds, an infrastructure stop retries while attempts remain, any other
+// succeeds, an infrastructure stop retries while attempts remain, a yield
+// waits again with one more max attempt (the attempt not spent), any other
 // exit fails. Outcomes feed the model's breaker. Repeated or stale events
 // change nothing.
 func (s *Store) TaskStopped(_ context.Context, jobID string, attempt int, exit job.Exit, now time.Time) error {

@@ -349,3 +349,93 @@ func TestSubmitRecordsTheParts(t *testing.T) {
 		t.Errorf("got parts %v of %d, want 1 and 3 of 3", seen, total)
 	}
 }
+
+// TestYieldedJobKeepsItsAttempts: a job of max attempts 3 yielded three
+// times (from LAUNCHED, RUNNING and CLAIMED) still waits, claimed again
+// ahead of its queue's newer jobs, each time at the next attempt with one
+// more max attempt; a late copy of a yield changes nothing and the breaker
+// counts nothing. Then real failures to start still get the job's three
+// attempts, and the last fails it. Check holds throughout (as the DynamoDB
+// store's test of the same name).
+func TestYieldedJobKeepsItsAttempts(t *testing.T) {
+	ctx := context.Background()
+	s := New(scheduler.ModelConfig{})
+	b := spec("b", "gpt", 3)
+	b.MaxAttempts = 3
+	if _, err := s.Submit(ctx, b, t0); err != nil {
+		t.Fatal(err)
+	}
+	yield := job.Exit{Yielded: true, Reason: "UserInitiated: evalsched: yielded"}
+	claimFirst := func(attempt int) scheduler.Job {
+		t.Helper()
+		got := claim(t, s, "gpt", "b", 1)
+		if len(got) != 1 || got[0].Key != "k000" || got[0].Attempt != attempt {
+			t.Fatalf("got %+v, want k000 at attempt %d, ahead of the newer jobs", got, attempt)
+		}
+		return got[0]
+	}
+	launch := func(j scheduler.Job) {
+		t.Helper()
+		if err := s.RecordLaunches(ctx, t0, []scheduler.LaunchResult{{JobID: j.ID, Attempt: j.Attempt, Status: scheduler.Launched, TaskARN: "arn"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := func(j scheduler.Job, exit job.Exit) {
+		t.Helper()
+		if err := s.TaskStopped(ctx, j.ID, j.Attempt, exit, t0); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Check(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waits := func(id string, attempt, maxAttempts int) {
+		t.Helper()
+		j, _ := s.Job(id)
+		if j.State != job.Waiting || j.Attempt != attempt || j.MaxAttempts != maxAttempts || j.Reason != yield.Reason || j.TaskARN != "" {
+			t.Fatalf("got %s attempt %d of %d (%q, task %q), want WAITING attempt %d of %d with the yield's reason",
+				j.State, j.Attempt, j.MaxAttempts, j.Reason, j.TaskARN, attempt, maxAttempts)
+		}
+		snap, _ := s.Snapshot(ctx, t0)
+		if m := snap.Models[0]; m.Starting != 0 || m.Running != 0 || m.Outcomes.OK != 0 || m.Outcomes.ProviderFailed != 0 {
+			t.Errorf("model after the yield: starting %d running %d outcomes %+v, want none", m.Starting, m.Running, m.Outcomes)
+		}
+		if c := s.Counts(); c.Waiting != 3 {
+			t.Errorf("counts %+v, want all 3 waiting", c)
+		}
+	}
+
+	j := claimFirst(1)
+	launch(j)
+	stop(j, yield)
+	waits(j.ID, 2, 4)
+	stop(j, yield) // the late copy
+	waits(j.ID, 2, 4)
+	j = claimFirst(2)
+	launch(j)
+	if err := s.TaskStarted(ctx, j.ID, j.Attempt, t0); err != nil {
+		t.Fatal(err)
+	}
+	stop(j, job.Exit{Yielded: true, Code: 143, Reason: yield.Reason})
+	waits(j.ID, 3, 5)
+	j = claimFirst(3)
+	stop(j, yield)
+	waits(j.ID, 4, 6)
+
+	failed := job.Exit{Infrastructure: true, Reason: "TaskFailedToStart: CannotPullContainerError"}
+	for attempt := 4; attempt <= 6; attempt++ {
+		j = claimFirst(attempt)
+		launch(j)
+		stop(j, failed)
+	}
+	got, _ := s.Job(j.ID)
+	if got.State != job.Failed || got.Attempt != 6 || got.MaxAttempts != 6 || got.Reason != failed.Reason+" (attempt 6 of 6)" {
+		t.Errorf("got %s attempt %d of %d (%q), want FAILED at attempt 6 of 6", got.State, got.Attempt, got.MaxAttempts, got.Reason)
+	}
+	if next := keys(claim(t, s, "gpt", "b", 3)); next != "k001,k002" {
+		t.Errorf("then claimed %s, want the two newer jobs", next)
+	}
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -98,6 +98,12 @@ var Mutations = []Mutation{
 		Pkg:   "./internal/job", Tests: []string{"TestTranscripts"},
 	},
 	{
+		Name: "lifecycle-yield-spends", Why: "a yielded task's attempt is not spent: the job waits again however often it yields",
+		File:  "internal/job/transition.go",
+		Edits: []Edit{{`return requeue(cur, exit.Reason, min(cur.MaxAttempts+1, MaxAttemptNumber))`, `return retry(cur, exit.Reason)`}},
+		Pkg:   "./internal/job", Tests: []string{"TestTranscripts", "TestYield"},
+	},
+	{
 		Name: "taskevent-attempt-1", Why: "the handler passes on the attempt the task's overrides carry",
 		File: "internal/taskevent/handler.go",
 		Edits: []Edit{

@@ -18,6 +18,7 @@ import (
 	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/scheduler"
+	"github.com/evalsched/evalsched/internal/taskevent"
 )
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -246,6 +247,38 @@ func TestALaunchWithALostAnswerIsFoundNotRepeated(t *testing.T) {
 	}
 	if n := w.fake.Calls["RunTask"]; n != 1 {
 		t.Errorf("got %d RunTask calls, want 1: the job was not launched again", n)
+	}
+	if err := w.store.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReconcileEndsALostYieldAsTheEventWould: a task the scheduler yielded
+// (taskevent.YieldReason) whose STOPPED event was lost is judged as the
+// event would be: the job waits again at attempt 2 with one more max
+// attempt, no outcome for the breaker. A task stopped by hand with another
+// reason stays the job's own failure.
+func TestReconcileEndsALostYieldAsTheEventWould(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	res := w.launch(t, w.jobs[0], w.jobs[1])
+	if err := w.store.RecordLaunches(ctx, t0, res); err != nil {
+		t.Fatal(err)
+	}
+	w.fake.Stop(res[0].TaskARN, "UserInitiated", taskevent.YieldReason, nil)
+	w.fake.Stop(res[1].TaskARN, "UserInitiated", "stopped by hand", nil)
+	if _, err := w.r.Run(ctx, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if j := w.state(t, 0); j.State != job.Waiting || j.Attempt != 2 || j.MaxAttempts != 4 || j.Reason != taskevent.YieldReason {
+		t.Errorf("yielded job: %s attempt %d of %d (%q), want WAITING attempt 2 of 4 with the yield's reason", j.State, j.Attempt, j.MaxAttempts, j.Reason)
+	}
+	if j := w.state(t, 1); j.State != job.Failed {
+		t.Errorf("job stopped by hand: %s (%q), want FAILED", j.State, j.Reason)
+	}
+	snap, _ := w.store.Snapshot(ctx, t0)
+	if o := snap.Models[0].Outcomes; o.OK != 1 || o.ProviderFailed != 0 {
+		t.Errorf("outcomes %+v, want the one failure by hand only", o)
 	}
 	if err := w.store.Check(); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/evalsched/evalsched/sandboxkit"
+
+	"github.com/evalsched/evalsched/internal/job"
 )
 
 const id = "0123456789abcdef0123456789abcdef"
@@ -142,4 +144,12 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("round trip of %s: %+v, %v", out, m2, err)
 		}
 	})
+}
+
+// The attempts a result may carry are the attempts a job may run under: a
+// yield raises a job's max attempts, but never past job.MaxAttemptNumber.
+func TestMaxAttemptsIsTheJobsLastAttemptNumber(t *testing.T) {
+	if MaxAttempts != job.MaxAttemptNumber {
+		t.Fatalf("resultmsg.MaxAttempts %d, job.MaxAttemptNumber %d: a job's last attempts could not report", MaxAttempts, job.MaxAttemptNumber)
+	}
 }

@@ -21,6 +21,9 @@
 //	          if no other pass committed since the snapshot's Versions
 //	launch    Launcher.Launch: one task per claimed job
 //	record    Store.RecordLaunches: launched, back to waiting, or failed
+//	yield     Yield: stop starting tasks of a model whose queue says it has
+//	          too many jobs (limits.Decision.Yield; YieldPick chooses them);
+//	          each job waits again once ECS reports its task stopped
 //	report    the Report returned to the caller, logged as one line
 //
 // # Shards

@@ -1,13 +1,17 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/limits"
 )
 
@@ -31,6 +35,16 @@ type Scheduler struct {
 	// of the account's launch rate each pass; nil: the launcher keeps the
 	// rate it was built with.
 	Rates RateSetter
+	// Yield is the yield step's adapters; nil: the pass stops no task
+	// (the limits still decide their yields, for the log).
+	Yield *Yield
+}
+
+// Yield is where the yield step lists the jobs holding a slot (the
+// store) and what stops their tasks (ECS).
+type Yield struct {
+	InFlight InFlightLister
+	Stopper  TaskStopper
 }
 
 // LoadStore keeps what each shard reported of its last pass.
@@ -55,6 +69,7 @@ type Report struct {
 	Retried  int
 	Failed   int
 	Unknown  int // launches whose outcome is unknown: left to the reconciler
+	Yielded  int // starting tasks the yield step stopped
 	// DepthErr is set when the depths could not be read; limits held.
 	DepthErr error
 	// Share is a shard's caps for this pass when they came from the
@@ -147,8 +162,89 @@ func (s *Scheduler) Pass(ctx context.Context) (Report, error) {
 			return rep, errors.New("launcher returned a result count unlike the jobs given; the reconciler repairs the rest")
 		}
 	}
+	s.yield(ctx, plan, &rep)
 	rep.Duration = s.Clock.Now().Sub(now)
 	return rep, nil
+}
+
+// yield stops the tasks still starting that the limits gave up
+// (limits.Decision.Yield; YieldPick chooses which). Best effort:
+// a task not stopped starts as it would have, so a failure is logged and
+// the pass goes on.
+func (s *Scheduler) yield(ctx context.Context, plan Plan, rep *Report) {
+	want := map[string]int{}
+	for _, mp := range plan.Models {
+		if mp.Limit.Yield > 0 {
+			want[mp.Model] = mp.Limit.Yield
+		}
+	}
+	if len(want) == 0 || s.Yield == nil {
+		return
+	}
+	inflight, err := s.Yield.InFlight.InFlight(ctx)
+	if err != nil {
+		s.log().Warn("yield: list jobs in flight; no task stopped", "err", err)
+		return
+	}
+	jobs := YieldPick(inflight, want)
+	n, err := s.Yield.Stopper.Stop(ctx, jobs)
+	rep.Yielded = n
+	if err != nil {
+		s.log().Warn("yield: some tasks not stopped; they start as they would have", "stopped", n, "of", len(jobs), "err", err)
+	}
+}
+
+// YieldPick chooses the tasks to stop: of each model in want, that many of
+// its launched jobs not yet running. They come from the project holding the
+// most of the model's slots, one at a time, so a drain's trickle that
+// admitted a small batch's job (projects take turns) is not taken back
+// from it; within a project the newest claim goes first (the furthest from
+// running, so the least start thrown away). A claimed job without a task
+// yet is left (its RunTask may be in flight), and so is one at the last
+// attempt number (job.MaxAttemptNumber): no attempt is left to launch it
+// again under.
+func YieldPick(inflight []InFlight, want map[string]int) []InFlight {
+	type project struct{ model, account, name string }
+	held := map[project]int{}
+	candidates := map[project][]InFlight{}
+	for _, f := range inflight {
+		if want[f.Model] == 0 {
+			continue
+		}
+		p := project{f.Model, f.Account, f.Project}
+		held[p]++
+		if f.State == string(job.Launched) && f.TaskARN != "" && f.Attempt < job.MaxAttemptNumber {
+			candidates[p] = append(candidates[p], f)
+		}
+	}
+	for _, fs := range candidates {
+		// Oldest first: the newest is popped from the end.
+		slices.SortFunc(fs, func(a, b InFlight) int {
+			return cmp.Or(a.ClaimedAt.Compare(b.ClaimedAt), cmp.Compare(b.ID, a.ID))
+		})
+	}
+	projects := slices.SortedFunc(maps.Keys(candidates), func(a, b project) int {
+		return cmp.Or(cmp.Compare(a.model, b.model), cmp.Compare(a.account, b.account), cmp.Compare(a.name, b.name))
+	})
+	var out []InFlight
+	for _, model := range slices.Sorted(maps.Keys(want)) {
+		for range want[model] {
+			best := -1
+			for i, p := range projects {
+				if p.model == model && len(candidates[p]) > 0 && (best < 0 || held[p] > held[projects[best]]) {
+					best = i
+				}
+			}
+			if best < 0 {
+				break
+			}
+			p := projects[best]
+			fs := candidates[p]
+			out = append(out, fs[len(fs)-1])
+			candidates[p], held[p] = fs[:len(fs)-1], held[p]-1
+		}
+	}
+	return out
 }
 
 // share returns the configuration of this pass: Config, or for a shard

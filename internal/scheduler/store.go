@@ -46,6 +46,21 @@ type Launcher interface {
 	Launch(ctx context.Context, jobs []Job) []LaunchResult
 }
 
+// InFlightLister lists the jobs holding a slot (the stores; the
+// reconciler reads the same listing).
+type InFlightLister interface {
+	InFlight(ctx context.Context) ([]InFlight, error)
+}
+
+// TaskStopper stops the tasks of jobs still starting, for the yield step:
+// the scheduler Lambda's calls ECS StopTask with taskevent.YieldReason, and
+// each job goes back to waiting, its attempt not spent, once its STOPPED
+// event arrives. It returns how many it stopped; a failed stop is joined
+// into the error and the job starts as it would have.
+type TaskStopper interface {
+	Stop(ctx context.Context, jobs []InFlight) (int, error)
+}
+
 // Clock tells the time; the simulator's clock is simulated.
 type Clock interface{ Now() time.Time }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/evalsched/evalsched/internal/scheduler"
 	"github.com/evalsched/evalsched/internal/sim/faults"
 	"github.com/evalsched/evalsched/internal/sim/scenario"
+	"github.com/evalsched/evalsched/internal/taskevent"
 )
 
 // dynamicPolicy is evalsched itself: the real scheduler.Pass over the
@@ -150,6 +151,11 @@ func (d *dynamicPolicy) newHandle(inv *invocation) *handle {
 	h := &handle{d: d, inv: inv, crash: -1}
 	h.sched = &scheduler.Scheduler{
 		Store: h, Depths: d, Launcher: h, Clock: d, Config: d.cfg, Log: discardLog,
+	}
+	if d.fx == nil {
+		// Under faults the pass yields nothing: the faults' ECS (ecs.go)
+		// describes only each job's newest task, not a yielded one.
+		h.sched.Yield = &scheduler.Yield{InFlight: d.store, Stopper: d}
 	}
 	return h
 }
@@ -514,6 +520,27 @@ func (d *dynamicPolicy) stopped(j int32) {
 	}
 	d.observe(j)
 	d.checkEvent()
+}
+
+// Stop implements scheduler.TaskStopper: the yield step's StopTask. A job
+// still starting stops at once and its STOPPED event (the yield's reason)
+// reaches the store; one that began running meanwhile runs on.
+func (d *dynamicPolicy) Stop(_ context.Context, jobs []scheduler.InFlight) (int, error) {
+	n := 0
+	for _, f := range jobs {
+		j, ok := d.byID[f.ID]
+		if !ok || int(d.e.jobs[j].attempt) != f.Attempt || !d.e.yield(j) {
+			continue
+		}
+		n++
+		exit := domain.Exit{Yielded: true, Reason: taskevent.YieldReason}
+		if err := d.store.TaskStopped(d.ctx, f.ID, f.Attempt, exit, Epoch.Add(d.e.now)); err != nil {
+			d.violation("task yielded: %v", err)
+		}
+		d.observe(j)
+		d.checkEvent()
+	}
+	return n, nil
 }
 
 // failedToStart tells the store a task stopped before its container ran

@@ -152,6 +152,7 @@ type engine struct {
 	peak          int // most tasks that ever held a slot at once
 	launches      int
 	startFailures int // tasks that failed to start (start_failure_rate)
+	yields        int // starting tasks the yield step stopped
 	doubles       int
 	lost          int
 	nextSample    int // whole second of the next depth sample
@@ -575,6 +576,9 @@ func (e *engine) runTask(j int32) {
 
 func (e *engine) up(j int32) {
 	jb := &e.jobs[j]
+	if jb.state != jobStarting || e.now != jb.admitAt+jb.startDelay {
+		return // its task was stopped while starting (yield): this launch never runs
+	}
 	m := &e.models[jb.model]
 	if e.sc.StartFailureRate > 0 && e.startFails(j) {
 		e.startFailed(j)
@@ -603,6 +607,28 @@ const maxAttempts = 3
 func (e *engine) startFails(j int32) bool {
 	r := rand.New(stream.New(e.sc.Seed, stream.Infra, uint64(j)<<8|uint64(e.jobs[j].attempt&0xff)))
 	return r.Float64() < e.sc.StartFailureRate
+}
+
+// yield stops job j's task while it starts (the yield step's StopTask; ECS
+// stops a task still provisioning at once): the job waits again and holds
+// no slot. A job whose RunTask the launch bucket still holds back (the
+// store has its task) never starts. It reports false for a job not
+// starting, whose task runs on.
+func (e *engine) yield(j int32) bool {
+	jb := &e.jobs[j]
+	if jb.state != jobStarting && jb.state != jobReserved {
+		return false
+	}
+	m := &e.models[jb.model]
+	e.touch(m)
+	if jb.state == jobStarting {
+		m.waiting++ // runTask counted it out of waiting
+	}
+	jb.state = jobWaiting
+	m.holding--
+	e.holding--
+	e.yields++
+	return true
 }
 
 // startFailed returns a job whose task stopped before its container ran

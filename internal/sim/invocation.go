@@ -76,6 +76,7 @@ func (d *dynamicPolicy) withFaults(p *faults.Plan) {
 	e := d.e
 	c := &chaos{d: d, plan: p, held: map[int32]taskEvent{}, window: window * e.interval}
 	d.fx = c
+	d.main.sched.Yield = nil // see newHandle
 	e.faults, e.ext = p, d
 	es := eventStore{c: c}
 	c.handler = &taskevent.Handler{Store: es, Config: taskEventConfig, Log: discardLog}

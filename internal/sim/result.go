@@ -69,6 +69,7 @@ type Totals struct {
 	Lost                int `json:"lost"`
 	DoubleLaunched      int `json:"double_launched"`
 	Launches            int `json:"launches"`
+	Yielded             int `json:"yielded"` // tasks stopped while starting (the yield step), their jobs waiting again
 	FaultsInjected      int `json:"faults_injected"`
 	InvariantViolations int `json:"invariant_violations"`
 }
@@ -205,6 +206,7 @@ func (e *engine) result(trace bool) *Result {
 	r.Totals.DoubleLaunched = e.doubles
 	r.StartFailures = e.startFailures
 	r.Totals.Launches = e.launches
+	r.Totals.Yielded = e.yields
 
 	for i := range e.models {
 		m := &e.models[i]

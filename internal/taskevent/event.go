@@ -20,6 +20,14 @@ import (
 // carries it back, and Classify makes it Cancelled.
 const CancelReason = "evalsched: " + job.OperatorCancelReason
 
+// YieldReason is the reason the scheduler gives ECS when it stops a task
+// that is still starting (claimed or launched, its container not yet
+// running) because the provider has too many of the model's jobs now: the
+// task's STOPPED event carries it back, and Classify makes it Yielded, so
+// the job waits again without spending the attempt (job.Exit.Yielded).
+// Under ECS's 255-character limit on a stop reason.
+const YieldReason = "evalsched: yielded: the provider has too many of this model's jobs now; the job waits again"
+
 // Kind is what an event means for its job.
 type Kind string
 
@@ -32,6 +40,7 @@ const (
 	ProviderFailed Kind = "provider_failed" // the provider-error exit code
 	Infrastructure Kind = "infrastructure"  // the task never ran the job to an end
 	Cancelled      Kind = "cancelled"       // an operator stopped it (CancelReason)
+	Yielded        Kind = "yielded"         // the scheduler stopped it before its job could run (YieldReason)
 )
 
 // Event is one decoded task state change.
@@ -174,6 +183,12 @@ func Classify(stopCode, stoppedReason string, containers []Container, cfg Config
 		// Whatever the container's exit (SIGTERM's 143, or none): the
 		// operator ended it, not the job or the provider.
 		return Cancelled, nil, stoppedReason
+	}
+	if stopCode == "UserInitiated" && stoppedReason == YieldReason {
+		// Whatever the container's exit: the stop may land just as the
+		// container starts. The scheduler took the slot back; the job
+		// waits again.
+		return Yielded, nil, stoppedReason
 	}
 	switch stopCode {
 	case "TaskFailedToStart", "SpotInterruption", "TerminationNotice":

@@ -32,6 +32,7 @@ func TestDecodeFixtures(t *testing.T) {
 		{"ecs-spot-interruption.json", Infrastructure, -1, "SpotInterruption"},
 		{"ecs-failed-to-start.json", Infrastructure, -1, "CannotPullContainerError"},
 		{"ecs-stopped-cancelled.json", Cancelled, -1, "cancelled by an operator"}, // its exit 143 is the SIGTERM's
+		{"ecs-stopped-yielded.json", Yielded, -1, YieldReason},                    // stopped before its container ran
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
@@ -76,6 +77,39 @@ func TestDecodeRejectsOtherEvents(t *testing.T) {
 	} {
 		if _, err := Decode([]byte(raw), Config{}); err == nil || errors.Is(err, ErrNotOurs) {
 			t.Errorf("%s: got %v, want a decoding error", name, err)
+		}
+	}
+}
+
+// TestClassifyYield: the scheduler's stop with YieldReason is Yielded
+// whatever the container's exit (none before it ran; 143 or even 0 when
+// the stop landed as it began); a stop by a user with another reason, or
+// the yield's reason under another stop code, is judged as before.
+func TestClassifyYield(t *testing.T) {
+	code := func(n int) *int { return &n }
+	for _, cs := range [][]Container{nil, {{Name: "sandbox"}}, {{Name: "sandbox", ExitCode: code(143)}}, {{Name: "sandbox", ExitCode: code(0)}}} {
+		kind, exit, reason := Classify("UserInitiated", YieldReason, cs, Config{})
+		if kind != Yielded || exit != nil || reason != YieldReason {
+			t.Errorf("containers %+v: got %s, %v, %q; want yielded, no exit code, the yield's reason", cs, kind, exit, reason)
+		}
+	}
+	if len(YieldReason) > 255 {
+		t.Errorf("YieldReason is %d characters; ECS takes at most 255", len(YieldReason))
+	}
+	for _, c := range []struct {
+		stopCode, reason string
+		cs               []Container
+		want             Kind
+	}{
+		{"UserInitiated", "stopped by hand", nil, Failed},
+		{"UserInitiated", "stopped by hand", []Container{{ExitCode: code(143)}}, Failed},
+		{"UserInitiated", YieldReason + " ", nil, Failed},
+		{"UserInitiated", CancelReason, nil, Cancelled},
+		{"TaskFailedToStart", YieldReason, nil, Infrastructure},
+		{"EssentialContainerExited", YieldReason, []Container{{ExitCode: code(0)}}, Succeeded},
+	} {
+		if kind, _, _ := Classify(c.stopCode, c.reason, c.cs, Config{}); kind != c.want {
+			t.Errorf("%s %q: got %s, want %s", c.stopCode, c.reason, kind, c.want)
 		}
 	}
 }

@@ -86,7 +86,9 @@ func (h *Handler) timings(ev Event, log *slog.Logger) {
 		if !ev.CreatedAt.IsZero() {
 			vals["StartSeconds"] = ev.StartedAt.Sub(ev.CreatedAt).Seconds()
 		}
-	case ev.Kind != Ignored && ev.Kind != Infrastructure && !ev.StartedAt.IsZero() && !ev.StoppedAt.IsZero():
+	case ev.Kind != Ignored && ev.Kind != Infrastructure && ev.Kind != Yielded && !ev.StartedAt.IsZero() && !ev.StoppedAt.IsZero():
+		// A task the platform took away or the scheduler yielded did not
+		// run its job: no run time.
 		run := ev.StoppedAt.Sub(ev.StartedAt).Seconds()
 		vals["JobRunSeconds"] = run
 		if !ev.SubmittedAt.IsZero() {
@@ -108,9 +110,12 @@ func (h *Handler) timings(ev Event, log *slog.Logger) {
 	}
 }
 
-// ExitOf is the store's record of a stop.
+// ExitOf is the store's record of a stop (the handler's and the
+// reconciler's): Yielded is job.Exit{Yielded: true}, the job back to
+// waiting with its attempt not spent.
 func ExitOf(kind Kind, code *int, reason string) job.Exit {
-	exit := job.Exit{Reason: reason, ProviderError: kind == ProviderFailed, Infrastructure: kind == Infrastructure, Cancelled: kind == Cancelled}
+	exit := job.Exit{Reason: reason, ProviderError: kind == ProviderFailed, Infrastructure: kind == Infrastructure,
+		Cancelled: kind == Cancelled, Yielded: kind == Yielded}
 	switch {
 	case code != nil:
 		exit.Code = *code

@@ -80,6 +80,19 @@ func TestHandlerFollowsTheFixtures(t *testing.T) {
 			}
 		}},
 		{[]string{"ecs-failed-to-start.json"}, job.Waiting, nil},
+		// The scheduler yielded the task before it ran: the job waits at its
+		// next attempt, which is not spent (one more max attempt), with no
+		// exit of its own.
+		{[]string{"ecs-stopped-yielded.json"}, job.Waiting, func(t *testing.T, j memstore.Job) {
+			if j.Attempt != 2 || j.MaxAttempts != 4 || j.Reason != YieldReason || j.Exit != (job.Exit{}) {
+				t.Errorf("got attempt %d of %d, reason %q, exit %+v; want attempt 2 of 4, the yield's reason, no exit", j.Attempt, j.MaxAttempts, j.Reason, j.Exit)
+			}
+		}},
+		{[]string{"ecs-running.json", "ecs-stopped-yielded.json", "ecs-stopped-yielded.json"}, job.Waiting, func(t *testing.T, j memstore.Job) {
+			if j.Attempt != 2 || j.MaxAttempts != 4 {
+				t.Errorf("got attempt %d of %d, want 2 of 4: a yield from RUNNING, once", j.Attempt, j.MaxAttempts)
+			}
+		}},
 		// evalsched cancel --stop-running died before ending the job: its
 		// task's STOPPED event, with the cancel reason, ends it CANCELLED.
 		{[]string{"ecs-running.json", "ecs-stopped-cancelled.json"}, job.Cancelled, func(t *testing.T, j memstore.Job) {
@@ -202,5 +215,25 @@ func TestHandlerWithoutLogReportsAFailedMetricsWrite(t *testing.T) {
 	}
 	if !strings.Contains(logged.String(), "write job metrics") || !strings.Contains(logged.String(), "closed") {
 		t.Errorf("the default logger got %q, want the failed metrics write", logged.String())
+	}
+}
+
+// recordingStore keeps the exits the handler passes on.
+type recordingStore struct{ exits []job.Exit }
+
+func (*recordingStore) TaskStarted(context.Context, string, int, time.Time) error { return nil }
+func (r *recordingStore) TaskStopped(_ context.Context, _ string, _ int, exit job.Exit, _ time.Time) error {
+	r.exits = append(r.exits, exit)
+	return nil
+}
+
+// TestHandlerPassesAYield: the yield's STOPPED event reaches the store as
+// Exit{Yielded: true} with the yield's reason, and nothing else set.
+func TestHandlerPassesAYield(t *testing.T) {
+	st := &recordingStore{}
+	h := &Handler{Store: st, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	invoke(t, h, "ecs-stopped-yielded.json", "5b0e8a9c1d2f3a4b5c6d7e8f9a0b1c2d")
+	if want := (job.Exit{Yielded: true, Reason: YieldReason}); len(st.exits) != 1 || st.exits[0] != want {
+		t.Errorf("store got %+v, want [%+v]", st.exits, want)
 	}
 }

@@ -6,14 +6,15 @@
 // job, WAITING at attempt 1 in its queue (its totals: waiting=1). Then
 // each event line is
 //
-//	KIND attempt=N [code=N] [provider] [infra] [cancelled] [reason="…"] => WANT
+//	KIND attempt=N [code=N] [provider] [infra] [cancelled] [yielded] [reason="…"] => WANT
 //
 // with KIND one of job's Kinds and WANT either "stale" (the event changes
 // nothing) or the change:
 //
-//	STATE attempt=N [reason="…"] [exit] [waiting=±1] [backs=±1] [starting=±1] [running=±1] [ok=+1] [pf=+1]
+//	STATE attempt=N [max=N] [reason="…"] [exit] [waiting=±1] [backs=±1] [starting=±1] [running=±1] [ok=+1] [pf=+1]
 //
-// (only the counters that move, in that order). A "totals" line asserts
+// (max: the job's max attempts after, when the change sets them; only the
+// counters that move, in that order). A "totals" line asserts
 // the sums of every change so far:
 //
 //	totals waiting=N backs=N starting=N running=N ok=N pf=N
@@ -126,6 +127,8 @@ func parseLine(out *[]Script, line, where string, n int) error {
 			ev.Exit.Infrastructure = true
 		case "cancelled":
 			ev.Exit.Cancelled = true
+		case "yielded":
+			ev.Exit.Yielded = true
 		case "reason":
 			var r string
 			r, err = strconv.Unquote(v)
@@ -182,6 +185,9 @@ func Format(c job.Change, ok bool) string {
 		return "stale"
 	}
 	f := []string{string(c.To), fmt.Sprintf("attempt=%d", c.Attempt)}
+	if c.MaxAttempts != 0 {
+		f = append(f, fmt.Sprintf("max=%d", c.MaxAttempts))
+	}
 	if c.Reason != "" {
 		f = append(f, "reason="+strconv.Quote(c.Reason))
 	}
@@ -224,6 +230,9 @@ func (j *Job) Apply(ev job.Event) (job.Change, bool) {
 		return c, false
 	}
 	j.State, j.Attempt = c.To, c.Attempt
+	if c.MaxAttempts != 0 {
+		j.MaxAttempts = c.MaxAttempts
+	}
 	if c.To == job.Waiting || c.To.Ended() {
 		j.Reason = c.Reason
 	}

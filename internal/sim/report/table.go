@@ -127,6 +127,7 @@ func WriteTable(w io.Writer, results []*sim.Result) error {
 	row("", "waiting", t(func(x sim.Totals) int { return x.Waiting })...)
 	row("", "running", t(func(x sim.Totals) int { return x.Running })...)
 	row("", "launches", t(func(x sim.Totals) int { return x.Launches })...)
+	row("", "yielded", t(func(x sim.Totals) int { return x.Yielded })...)
 	row("", "lost", t(func(x sim.Totals) int { return x.Lost })...)
 	row("", "double launched", t(func(x sim.Totals) int { return x.DoubleLaunched })...)
 	row("", "store check violations", each(func(r *sim.Result) string { return strconv.Itoa(r.CheckViolations) })...)
