@@ -213,6 +213,18 @@ func skippedAfterStop(t *testing.T, s *Store, b job.BatchSpec, ids ...string) {
 	check(t, s)
 }
 
+// twoOutAtStop submits a sampled batch, claims two of its jobs, launches
+// one, and runs others until the batch stops: one job LAUNCHED, one CLAIMED.
+func twoOutAtStop(t *testing.T) (*Store, job.BatchSpec, []scheduler.Job) {
+	s, _ := newStore(t)
+	b := stopBatch()
+	submit(t, s, b)
+	out := commit(t, s, grant(t0, b, 2))
+	launchAll(t, s, out[:1])
+	runUntilStopped(t, s, b)
+	return s, b, out
+}
+
 // TestRetryAfterStopIsSkipped: two jobs are out when their sampled batch
 // stops; then one's task is lost (an infrastructure exit) and the other's
 // launch comes back for a retry. Neither waits again: both end SKIPPED
@@ -220,12 +232,7 @@ func skippedAfterStop(t *testing.T, s *Store, b job.BatchSpec, ids ...string) {
 // (TestSampledRetryAfterStopIsSkipped there), counters consistent.
 func TestRetryAfterStopIsSkipped(t *testing.T) {
 	ctx := context.Background()
-	s, _ := newStore(t)
-	b := stopBatch()
-	submit(t, s, b)
-	out := commit(t, s, grant(t0, b, 2))
-	launchAll(t, s, out[:1])
-	runUntilStopped(t, s, b)
+	s, b, out := twoOutAtStop(t)
 	if err := s.TaskStopped(ctx, out[0].ID, 1, job.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
 		t.Fatal(err)
 	}

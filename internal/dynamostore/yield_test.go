@@ -107,12 +107,7 @@ func TestYieldedJobKeepsItsAttempts(t *testing.T) {
 // as they were, as a retry does (TestRetryAfterStopIsSkipped).
 func TestYieldAfterStopIsSkipped(t *testing.T) {
 	ctx := context.Background()
-	s, _ := newStore(t)
-	b := stopBatch()
-	submit(t, s, b)
-	out := commit(t, s, grant(t0, b, 2))
-	launchAll(t, s, out[:1])
-	runUntilStopped(t, s, b)
+	s, b, out := twoOutAtStop(t)
 	for _, j := range out { // one LAUNCHED, one CLAIMED
 		if err := s.TaskStopped(ctx, j.ID, 1, yieldExit, t0); err != nil {
 			t.Fatal(err)

@@ -170,66 +170,49 @@ func TestSampledStopSkipsTheRest(t *testing.T) {
 	}
 }
 
+// TestSampledRetryAfterStopIsSkipped: a job whose task stops after its
+// sampled batch stopped, by the infrastructure or by a yield (a retry to the
+// stopped batch), ends SKIPPED with the stop's reason, ended now, at the
+// attempt that ran, its max attempts as submitted (TestRetryAfterStopIsSkipped
+// and TestYieldAfterStopIsSkipped in the DynamoDB store).
 func TestSampledRetryAfterStopIsSkipped(t *testing.T) {
-	ctx := context.Background()
-	s := New(scheduler.ModelConfig{})
-	b := sampledSpec("b", 3, 1)
-	b.Sampling.MOE = 0.5
-	s.Submit(ctx, b, t0)
-	jobs := claim(t, s, "gpt", "b", 6)
-	// All 6 are out; the infrastructure loses one after the rest stop it.
-	for _, j := range jobs[1:] {
-		finish(t, s, j, true)
-	}
-	if sb, _ := s.Sampled("lab/sweep/b"); !sb.Stopped {
-		t.Fatalf("not stopped after 5 of 6 passed: %+v", sb.Estimate)
-	}
-	sb, _ := s.Sampled("lab/sweep/b")
-	later := t0.Add(time.Minute)
-	s.TaskStopped(ctx, jobs[0].ID, 1, job.Exit{Infrastructure: true, Reason: "spot"}, later)
-	// SKIPPED as the DynamoDB store ends it (TestRetryAfterStopIsSkipped
-	// there): the stop's reason, ended now, at the attempt that ran.
-	if j, _ := s.Job(jobs[0].ID); j.State != job.Skipped || j.Reason != sb.Reason || !j.EndedAt.Equal(later) || j.Attempt != 1 {
-		t.Errorf("a job returned after the stop is %s %q ended %v attempt %d, want SKIPPED %q ended %v attempt 1",
-			j.State, j.Reason, j.EndedAt, j.Attempt, sb.Reason, later)
-	}
-	released := 0
-	got, _ := s.Sampled("lab/sweep/b")
-	for _, st := range got.Strata {
-		released += st.Released
-	}
-	if released != 5 {
-		t.Errorf("released %d after the skip, want the 5 that ran", released)
-	}
-	if err := s.Check(); err != nil {
-		t.Error(err)
-	}
-}
-
-// TestSampledYieldAfterStopIsSkipped: a yield is a retry to the stopped
-// batch: the job ends SKIPPED at the attempt that ran, its max attempts as
-// submitted (TestYieldAfterStopIsSkipped in the DynamoDB store).
-func TestSampledYieldAfterStopIsSkipped(t *testing.T) {
-	ctx := context.Background()
-	s := New(scheduler.ModelConfig{})
-	b := sampledSpec("b", 3, 1)
-	b.Sampling.MOE = 0.5
-	s.Submit(ctx, b, t0)
-	jobs := claim(t, s, "gpt", "b", 6)
-	for _, j := range jobs[1:] {
-		finish(t, s, j, true)
-	}
-	sb, _ := s.Sampled("lab/sweep/b")
-	if !sb.Stopped {
-		t.Fatalf("not stopped after 5 of 6 passed: %+v", sb.Estimate)
-	}
-	s.TaskStopped(ctx, jobs[0].ID, 1, job.Exit{Yielded: true, Reason: "yielded"}, t0)
-	if j, _ := s.Job(jobs[0].ID); j.State != job.Skipped || j.Reason != sb.Reason || j.Attempt != 1 || j.MaxAttempts != 3 {
-		t.Errorf("a job yielded after the stop is %s %q attempt %d of %d, want SKIPPED %q attempt 1 of 3",
-			j.State, j.Reason, j.Attempt, j.MaxAttempts, sb.Reason)
-	}
-	if err := s.Check(); err != nil {
-		t.Error(err)
+	for name, exit := range map[string]job.Exit{
+		"infrastructure": {Infrastructure: true, Reason: "spot"},
+		"yield":          {Yielded: true, Reason: "yielded"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s := New(scheduler.ModelConfig{})
+			b := sampledSpec("b", 3, 1)
+			b.Sampling.MOE = 0.5
+			s.Submit(ctx, b, t0)
+			jobs := claim(t, s, "gpt", "b", 6)
+			// All 6 are out; one comes back after the rest stop the batch.
+			for _, j := range jobs[1:] {
+				finish(t, s, j, true)
+			}
+			sb, _ := s.Sampled("lab/sweep/b")
+			if !sb.Stopped {
+				t.Fatalf("not stopped after 5 of 6 passed: %+v", sb.Estimate)
+			}
+			later := t0.Add(time.Minute)
+			s.TaskStopped(ctx, jobs[0].ID, 1, exit, later)
+			if j, _ := s.Job(jobs[0].ID); j.State != job.Skipped || j.Reason != sb.Reason || !j.EndedAt.Equal(later) || j.Attempt != 1 || j.MaxAttempts != 3 {
+				t.Errorf("a job returned after the stop is %s %q ended %v attempt %d of %d, want SKIPPED %q ended %v attempt 1 of 3",
+					j.State, j.Reason, j.EndedAt, j.Attempt, j.MaxAttempts, sb.Reason, later)
+			}
+			released := 0
+			got, _ := s.Sampled("lab/sweep/b")
+			for _, st := range got.Strata {
+				released += st.Released
+			}
+			if released != 5 {
+				t.Errorf("released %d after the skip, want the 5 that ran", released)
+			}
+			if err := s.Check(); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }
 
