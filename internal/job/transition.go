@@ -58,9 +58,9 @@ type Change struct {
 	// Exit: the event's Exit is the job's record of how it ended.
 	Exit bool
 	// MaxAttempts is the job's max attempts after the change; 0 leaves
-	// them as they are. Only a yield sets it (one more than before: the
-	// attempt it took is not spent), and the store writes it with the
-	// state and attempt.
+	// them as they are. Only a yield sets it (one more than before, at
+	// most MaxAttemptNumber: the attempt it took is not spent), and the
+	// store writes it with the state and attempt.
 	MaxAttempts int
 	Deltas
 }

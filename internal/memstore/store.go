@@ -410,9 +410,9 @@ func (j *Job) current() job.Current {
 }
 
 // apply persists a transition's change in one step: the job's state,
-// attempt, max attempts (a yield's), reason and exit with the counters they move — the model's
-// starting set, running count and outcomes, and (by putBack) the queue's
-// waiting count and back list. A claim, cancel or skip takes the job from
+// attempt, max attempts (a yield's), reason and exit with the counters
+// they move — the model's starting set, running count and outcomes, and
+// (by putBack) the queue's waiting count and back list. A claim, cancel or skip takes the job from
 // its queue itself (take), which moves the waiting count and back list.
 func (s *Store) apply(j *Job, c job.Change, exit job.Exit, now time.Time) {
 	m := s.models[j.Model]
