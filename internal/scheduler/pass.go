@@ -331,6 +331,9 @@ func (r Report) summaryAttrs() []slog.Attr {
 	if r.Unknown > 0 {
 		attrs = append(attrs, slog.Int("unknown", r.Unknown))
 	}
+	if r.Yielded > 0 {
+		attrs = append(attrs, slog.Int("yielded", r.Yielded))
+	}
 	if r.Share != (Caps{}) {
 		attrs = append(attrs, slog.Group("share",
 			slog.Int("global_max_running", r.Share.GlobalMaxRunning),

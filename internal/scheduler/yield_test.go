@@ -1,7 +1,9 @@
 package scheduler_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -61,6 +63,11 @@ func TestAPassYieldsTheStartingTasksItsQueueSaysAreTooMany(t *testing.T) {
 		if running[f.ID] || f.State != "LAUNCHED" || f.TaskARN == "" || f.Model != "gpt" {
 			t.Fatalf("stopped %+v: want only launched tasks not yet running", f)
 		}
+	}
+	var line bytes.Buffer
+	slog.New(slog.NewTextHandler(&line, nil)).Info("pass", "pass", rep)
+	if !strings.Contains(line.String(), "yielded=20") {
+		t.Errorf("the pass log line %q does not count the yields", line.String())
 	}
 
 	// Without the step's adapters the limits still decide, and nothing stops.
