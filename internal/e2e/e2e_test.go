@@ -92,8 +92,10 @@ func TestABatchRunsToTheEnd(t *testing.T) {
 		for s := 0; s < 5; s++ { // the gateway is idle: depth 0, fresh
 			cw.Put("gpt-5.5", now.Add(-time.Duration(s)*time.Second), 0)
 		}
+		// Up to three passes: a pass that overruns its 1-s slot (a loaded
+		// machine, a cold runtime) skips the next slot, as in production.
 		var res struct{ Passes, Failed int }
-		if err := json.Unmarshal(sched.Invoke(json.RawMessage(`{"source":"aws.events","detail-type":"Scheduled Event","detail":{}}`)), &res); err != nil || res.Passes != 3 || res.Failed != 0 {
+		if err := json.Unmarshal(sched.Invoke(json.RawMessage(`{"source":"aws.events","detail-type":"Scheduled Event","detail":{}}`)), &res); err != nil || res.Passes < 1 || res.Passes > 3 || res.Failed != 0 {
 			t.Fatalf("scheduler round %d: %+v %v\n%s", round, res, err, tail(sched.Output()))
 		}
 		for _, task := range ecsFake.Tasks() {
