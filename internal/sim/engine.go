@@ -615,10 +615,19 @@ func (e *engine) startFails(j int32) bool {
 // store has its task) never starts. It reports false for a job not
 // starting, whose task runs on.
 func (e *engine) yield(j int32) bool {
-	jb := &e.jobs[j]
-	if jb.state != jobStarting && jb.state != jobReserved {
+	if s := e.jobs[j].state; s != jobStarting && s != jobReserved {
 		return false
 	}
+	e.unhold(j)
+	e.yields++
+	return true
+}
+
+// unhold returns a job that holds a slot but does not run (reserved or
+// starting) to waiting, its slot freed: a yield, a task that failed to
+// start.
+func (e *engine) unhold(j int32) {
+	jb := &e.jobs[j]
 	m := &e.models[jb.model]
 	e.touch(m)
 	if jb.state == jobStarting {
@@ -627,21 +636,13 @@ func (e *engine) yield(j int32) bool {
 	jb.state = jobWaiting
 	m.holding--
 	e.holding--
-	e.yields++
-	return true
 }
 
 // startFailed returns a job whose task stopped before its container ran
 // to waiting: it holds no slot, and the policy launches it again (or, past
 // its attempts, fails it).
 func (e *engine) startFailed(j int32) {
-	jb := &e.jobs[j]
-	m := &e.models[jb.model]
-	e.touch(m)
-	jb.state = jobWaiting
-	m.holding--
-	e.holding--
-	m.waiting++
+	e.unhold(j)
 	e.startFailures++
 	e.pol.failedToStart(j)
 }
