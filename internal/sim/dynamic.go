@@ -151,11 +151,7 @@ func (d *dynamicPolicy) newHandle(inv *invocation) *handle {
 	h := &handle{d: d, inv: inv, crash: -1}
 	h.sched = &scheduler.Scheduler{
 		Store: h, Depths: d, Launcher: h, Clock: d, Config: d.cfg, Log: discardLog,
-	}
-	if d.fx == nil {
-		// Under faults the pass yields nothing: the faults' ECS (ecs.go)
-		// describes only each job's newest task, not a yielded one.
-		h.sched.Yield = &scheduler.Yield{InFlight: d.store, Stopper: d}
+		Yield: &scheduler.Yield{InFlight: d.store, Stopper: d},
 	}
 	return h
 }
@@ -524,7 +520,8 @@ func (d *dynamicPolicy) stopped(j int32) {
 
 // Stop implements scheduler.TaskStopper: the yield step's StopTask. A job
 // still starting stops at once and its STOPPED event (the yield's reason)
-// reaches the store; one that began running meanwhile runs on.
+// reaches the store, at once or, with faults, as the faults' ECS sends it
+// (ecs.go); one that began running meanwhile runs on.
 func (d *dynamicPolicy) Stop(_ context.Context, jobs []scheduler.InFlight) (int, error) {
 	n := 0
 	for _, f := range jobs {
@@ -533,6 +530,10 @@ func (d *dynamicPolicy) Stop(_ context.Context, jobs []scheduler.InFlight) (int,
 			continue
 		}
 		n++
+		if d.fx != nil {
+			d.fx.yield(j, int32(f.Attempt))
+			continue
+		}
 		exit := domain.Exit{Yielded: true, Reason: taskevent.YieldReason}
 		if err := d.store.TaskStopped(d.ctx, f.ID, f.Attempt, exit, Epoch.Add(d.e.now)); err != nil {
 			d.violation("task yielded: %v", err)

@@ -18,8 +18,9 @@ import (
 
 // ECS, as the faulted simulation shows it to evalsched: the task of each
 // job's newest attempt, described from the simulator's own record of the
-// job (ecsView, for the reconciler), and ECS Task State Change events for
-// the task-events handler.
+// job, and the tasks the yield step stopped (chaos.yields), for the
+// reconciler (ecsView); and ECS Task State Change events for the
+// task-events handler.
 
 // taskEventConfig is the sandbox convention of the simulated tasks: a job
 // that failed on provider errors exits 1 (scenarios/README.md).
@@ -43,30 +44,33 @@ func (v ecsView) now() time.Duration {
 
 // task finds the job and attempt of a task the simulator started, if ECS
 // knows it at its time.
-func (v ecsView) task(arn string) (int32, bool) {
+func (v ecsView) task(arn string) (int32, int, bool) {
 	rest, ok := strings.CutPrefix(arn, taskARNPrefix)
 	if !ok {
-		return 0, false
+		return 0, 0, false
 	}
 	i := strings.LastIndexByte(rest, '-')
 	if i < 0 {
-		return 0, false
+		return 0, 0, false
 	}
 	j, ok := v.c.d.byID[rest[:i]]
 	attempt, err := strconv.Atoi(rest[i+1:])
 	if !ok || err != nil || !v.known(j, attempt) {
-		return 0, false
+		return 0, 0, false
 	}
-	return j, true
+	return j, attempt, true
 }
 
 // known reports whether ECS knows job j's task of attempt a at its time:
 // RunTask has been issued, and the task did not stop more than an hour ago.
 func (v ecsView) known(j int32, a int) bool {
-	jb := &v.c.d.e.jobs[j]
 	now := v.now()
+	if at, ok := v.c.yields[taskKey{j, int32(a)}]; ok {
+		return at <= now && now-at <= forgetAfter
+	}
+	jb := &v.c.d.e.jobs[j]
 	switch {
-	case !v.c.hasTask(j, a) || jb.admitAt > now:
+	case !v.c.live(j, a) || jb.admitAt > now:
 		return false
 	case jb.state >= jobSucceeded:
 		return now-jb.endAt <= forgetAfter
@@ -74,14 +78,24 @@ func (v ecsView) known(j int32, a int) bool {
 	return true
 }
 
-func (v ecsView) describe(j int32) types.Task {
+// describe is job j's task of attempt a, which ECS knows: one the yield
+// step stopped, or the job's newest.
+func (v ecsView) describe(j int32, a int) types.Task {
 	d := v.c.d
 	jb := &d.e.jobs[j]
 	id := d.ids[j]
 	t := types.Task{
-		TaskArn: aws.String(taskARN(id, int(jb.attempt))), StartedBy: aws.String(id),
+		TaskArn: aws.String(taskARN(id, a)), StartedBy: aws.String(id),
 		Group: aws.String("model:" + d.e.models[jb.model].cfg.Name), LastStatus: aws.String("PENDING"),
 		Containers: []types.Container{{Name: aws.String("sandbox")}},
+		Overrides: &types.TaskOverride{ContainerOverrides: []types.ContainerOverride{{Name: aws.String("sandbox"),
+			Environment: []types.KeyValuePair{{Name: aws.String(sandboxenv.Attempt), Value: aws.String(strconv.Itoa(a))}}}}},
+	}
+	if at, ok := v.c.yields[taskKey{j, int32(a)}]; ok {
+		// Stopped while starting: no container ran, none exited.
+		t.LastStatus, t.StoppedAt = aws.String("STOPPED"), aws.Time(Epoch.Add(at))
+		t.StopCode, t.StoppedReason = types.TaskStopCodeUserInitiated, aws.String(taskevent.YieldReason)
+		return t
 	}
 	if jb.state >= jobRunning {
 		t.LastStatus, t.StartedAt = aws.String("RUNNING"), aws.Time(Epoch.Add(jb.runAt))
@@ -102,8 +116,8 @@ func (v ecsView) describe(j int32) types.Task {
 func (v ecsView) DescribeTasks(_ context.Context, in *ecs.DescribeTasksInput, _ ...func(*ecs.Options)) (*ecs.DescribeTasksOutput, error) {
 	out := &ecs.DescribeTasksOutput{}
 	for _, arn := range in.Tasks {
-		if j, ok := v.task(arn); ok {
-			out.Tasks = append(out.Tasks, v.describe(j))
+		if j, a, ok := v.task(arn); ok {
+			out.Tasks = append(out.Tasks, v.describe(j, a))
 		} else {
 			out.Failures = append(out.Failures, types.Failure{Arn: aws.String(arn), Reason: aws.String("MISSING")})
 		}
@@ -112,7 +126,7 @@ func (v ecsView) DescribeTasks(_ context.Context, in *ecs.DescribeTasksInput, _ 
 }
 
 // ListTasks implements reconcile.ECS: the tasks a job started (startedBy),
-// running or stopped.
+// running or stopped; those the yield step stopped are stopped.
 func (v ecsView) ListTasks(_ context.Context, in *ecs.ListTasksInput, _ ...func(*ecs.Options)) (*ecs.ListTasksOutput, error) {
 	out := &ecs.ListTasksOutput{}
 	j, ok := v.c.d.byID[aws.ToString(in.StartedBy)]
@@ -120,12 +134,15 @@ func (v ecsView) ListTasks(_ context.Context, in *ecs.ListTasksInput, _ ...func(
 		return out, nil
 	}
 	jb := &v.c.d.e.jobs[j]
-	if !v.known(j, int(jb.attempt)) {
-		return out, nil
-	}
-	stopped := jb.state >= jobSucceeded
-	if stopped == (in.DesiredStatus == types.DesiredStatusStopped) {
-		out.TaskArns = []string{taskARN(v.c.d.ids[j], int(jb.attempt))}
+	wantStopped := in.DesiredStatus == types.DesiredStatusStopped
+	for a := int32(1); a <= jb.attempt; a++ {
+		if !v.known(j, int(a)) {
+			continue
+		}
+		_, yielded := v.c.yields[taskKey{j, a}]
+		if stopped := yielded || jb.state >= jobSucceeded; stopped == wantStopped {
+			out.TaskArns = append(out.TaskArns, taskARN(v.c.d.ids[j], int(a)))
+		}
 	}
 	return out, nil
 }
@@ -142,19 +159,37 @@ type taskEvent struct {
 	job     int32
 	attempt int32
 	stopped bool
+	yielded bool          // stopped by the yield step while starting (UserInitiated, taskevent.YieldReason)
 	ok      bool          // stopped: exit code 0
 	at      time.Duration // when the task changed: the event's time
-	runAt   time.Duration
+	runAt   time.Duration // when the container started (a yielded task: when it was created)
 }
 
-// emit sends job j's task state change (RUNNING, or STOPPED) as ECS does:
-// at least once and in any order. During an events episode an event may
-// be lost, duplicated, delayed by minutes, or (a RUNNING event) held back
-// until after its task's STOPPED event.
+// emit sends job j's task state change (RUNNING, or STOPPED) as ECS does
+// (sendEvent).
 func (c *chaos) emit(j int32, stopped bool) {
 	e := c.d.e
 	jb := &e.jobs[j]
-	ev := taskEvent{job: j, attempt: jb.attempt, stopped: stopped, ok: jb.state == jobSucceeded, at: e.now, runAt: jb.runAt}
+	c.sendEvent(taskEvent{job: j, attempt: jb.attempt, stopped: stopped, ok: jb.state == jobSucceeded, at: e.now, runAt: jb.runAt})
+}
+
+// yield is the yield step's StopTask of job j's task of attempt a, which
+// the engine has stopped while it started (engine.yield): ECS describes
+// the task stopped from now on, and sends its STOPPED event, with the
+// yield's stop code and reason, as it sends the others.
+func (c *chaos) yield(j int32, a int32) {
+	e := c.d.e
+	c.yields[taskKey{j, a}] = e.now
+	c.sendEvent(taskEvent{job: j, attempt: a, stopped: true, yielded: true, at: e.now, runAt: min(e.jobs[j].admitAt, e.now)})
+}
+
+// sendEvent sends a task's state change as ECS does: at least once and in
+// any order. During an events episode an event may be lost, duplicated,
+// delayed by minutes, or (a RUNNING event) held back until after its
+// task's STOPPED event.
+func (c *chaos) sendEvent(ev taskEvent) {
+	e := c.d.e
+	j, stopped := ev.job, ev.stopped
 	at := e.now // when the event reaches the handler; -1: never
 	if _, ok := c.plan.Active(faults.SrcEvents, e.now); ok {
 		p := c.plan
@@ -242,6 +277,15 @@ func (c *chaos) eventJSON(ev taskEvent) []byte {
 	b = append(b, arn...)
 	b = append(b, `","startedBy":"`...)
 	b = append(b, id...)
+	if ev.yielded {
+		// Stopped while starting: created, never started, no exit code.
+		b = append(b, `","createdAt":"`...)
+		b = Epoch.Add(ev.runAt).AppendFormat(b, time.RFC3339Nano)
+		b = append(b, `","lastStatus":"STOPPED","version":3,"stopCode":"UserInitiated","stoppedReason":"`+taskevent.YieldReason+`","stoppedAt":"`...)
+		b = Epoch.Add(ev.at).AppendFormat(b, time.RFC3339Nano)
+		b = append(b, `","containers":[{"name":"sandbox","lastStatus":"STOPPED"`...)
+		return c.overrides(b, ev)
+	}
 	b = append(b, `","startedAt":"`...)
 	b = Epoch.Add(ev.runAt).AppendFormat(b, time.RFC3339Nano)
 	if ev.stopped {
@@ -256,6 +300,11 @@ func (c *chaos) eventJSON(ev taskEvent) []byte {
 	} else {
 		b = append(b, `","lastStatus":"RUNNING","version":2,"containers":[{"name":"sandbox","lastStatus":"RUNNING"`...)
 	}
+	return c.overrides(b, ev)
+}
+
+// overrides ends the event: the container list, and the overrides.
+func (c *chaos) overrides(b []byte, ev taskEvent) []byte {
 	b = append(b, `}],"overrides":{"containerOverrides":[{"name":"sandbox","environment":[{"name":"`+sandboxenv.Attempt+`","value":"`...)
 	b = strconv.AppendInt(b, int64(ev.attempt), 10)
 	b = append(b, `"}]}]}}}`...)

@@ -167,7 +167,8 @@ func (d *dynamicPolicy) agrees(j int32) {
 	case sClaimed:
 		ok = jb.state == jobWaiting || same
 	case sLaunched:
-		ok = same
+		// Or its task was yielded and the STOPPED event has not landed.
+		ok = same || jb.state == jobWaiting && d.yielded(j, sa)
 	case sRunning:
 		ok = same && jb.state >= jobRunning
 	case sSucceeded:
@@ -178,6 +179,16 @@ func (d *dynamicPolicy) agrees(j int32) {
 	if !ok {
 		d.violation("job %s: the store has it %s, the world %s", d.jobName(j), stateName(s, sa), d.worldName(j))
 	}
+}
+
+// yielded reports whether the yield step stopped job j's task of attempt a
+// under faults, where its STOPPED event may come late or never.
+func (d *dynamicPolicy) yielded(j, a int32) bool {
+	if d.fx == nil {
+		return false
+	}
+	_, ok := d.fx.yields[taskKey{j, a}]
+	return ok
 }
 
 // bound moves the models' bounds after a committed plan: from now on a

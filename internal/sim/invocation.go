@@ -38,6 +38,10 @@ type chaos struct {
 	held    map[int32]taskEvent // RUNNING events held back until their task's STOPPED
 	buf     []byte
 
+	// yields are the tasks the yield step stopped, by job and attempt, with
+	// when: ECS describes them stopped after their job launched again.
+	yields map[taskKey]time.Duration
+
 	intakes []intakeMsg // batch messages on their way
 }
 
@@ -74,9 +78,8 @@ var discardLog = slog.New(slog.DiscardHandler)
 // invocations under the lease instead of on the simulator's own tick.
 func (d *dynamicPolicy) withFaults(p *faults.Plan) {
 	e := d.e
-	c := &chaos{d: d, plan: p, held: map[int32]taskEvent{}, window: window * e.interval}
+	c := &chaos{d: d, plan: p, held: map[int32]taskEvent{}, yields: map[taskKey]time.Duration{}, window: window * e.interval}
 	d.fx = c
-	d.main.sched.Yield = nil // see newHandle
 	e.faults, e.ext = p, d
 	es := eventStore{c: c}
 	c.handler = &taskevent.Handler{Store: es, Config: taskEventConfig, Log: discardLog}
@@ -398,9 +401,19 @@ func (c *chaos) runTask(r *scheduler.LaunchResult, j int32, jb scheduler.Job, de
 	return r.Status == scheduler.Launched
 }
 
-// hasTask reports whether ECS has a task for job j's attempt: the
-// simulator's world holds each job's newest task.
+// taskKey is a job's task of one attempt.
+type taskKey struct{ job, attempt int32 }
+
+// hasTask reports whether ECS has a task for job j's attempt: the job's
+// newest (live), or one the yield step stopped.
 func (c *chaos) hasTask(j int32, attempt int) bool {
+	_, yielded := c.yields[taskKey{j, int32(attempt)}]
+	return yielded || c.live(j, attempt)
+}
+
+// live reports whether job j's task of the attempt is its newest: the
+// simulator's world holds each job's newest task.
+func (c *chaos) live(j int32, attempt int) bool {
 	jb := &c.d.e.jobs[j]
 	return jb.attempt == int32(attempt) && jb.state >= jobReserved && jb.state <= jobFailed
 }
