@@ -52,7 +52,8 @@ type dynamicPolicy struct {
 	sh shadow // the store as the simulator last read it
 	fx *chaos // the faults' machinery; nil without faults
 
-	unlocked bool // tests: commits skip the version check, as the in-memory store alone would
+	unlocked   bool // tests: commits skip the version check, as the in-memory store alone would
+	loseYields bool // tests, with faults: every yielded task's STOPPED event is lost
 }
 
 // maxViolations keeps the first broken invariants with their times.

@@ -191,12 +191,20 @@ func (c *chaos) sendEvent(ev taskEvent) {
 	e := c.d.e
 	j, stopped := ev.job, ev.stopped
 	at := e.now // when the event reaches the handler; -1: never
+	if ev.yielded && c.d.loseYields {
+		c.stats.EventsLost++
+		c.stats.YieldEventsLost++
+		return
+	}
 	if _, ok := c.plan.Active(faults.SrcEvents, e.now); ok {
 		p := c.plan
 		switch x := p.Draw(faults.Events).Float64(); {
 		case x < 0.08:
 			p.Count(faults.Events)
 			c.stats.EventsLost++
+			if ev.yielded {
+				c.stats.YieldEventsLost++
+			}
 			at = -1
 		case x < 0.20:
 			p.Count(faults.Events)

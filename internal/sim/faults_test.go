@@ -3,13 +3,19 @@ package sim
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ecs"
+	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
+
 	"github.com/evalsched/evalsched/internal/sim/faults"
 	"github.com/evalsched/evalsched/internal/sim/scenario"
+	"github.com/evalsched/evalsched/internal/taskevent"
 )
 
 // tinyChaos is a small world for one fault at a time: 40 jobs of three
@@ -176,6 +182,99 @@ func TestEventFaultsAreRepaired(t *testing.T) {
 	}
 }
 
+// overshooting is a world whose queue overshoots: 400 jobs on a provider
+// of 5, launched 100 at a time, their containers starting in 10-90 s, so
+// the pass finds the queue too deep while tasks still start, and yields.
+func overshooting() *scenario.Scenario {
+	return tinyChaos(func(sc *scenario.Scenario) {
+		sc.Batches[0].Jobs = 400
+		sc.GlobalMaxRunning = 300
+		sc.DurationS = 3600
+		sc.Models[0].ProviderConcurrency = 5
+		sc.Models[0].TargetDepth = 2
+		sc.Models[0].InitialLimit = 100
+		sc.ContainerStartS = scenario.UniformDist(10, 90)
+	})
+}
+
+// Yields under event faults: the yielded tasks' STOPPED events are lost,
+// late or repeated like the others, and every job still ends succeeded.
+func TestYieldsUnderEventFaults(t *testing.T) {
+	_, r := chaosRun(t, overshooting(), map[int][]faults.Episode{faults.SrcEvents: {{To: at(3600)}}})
+	invariants(t, r)
+	allSucceed(t, r)
+	if c := r.Chaos; r.Totals.Yielded == 0 || c.EventsLost == 0 || c.YieldEventsLost == 0 {
+		t.Errorf("%d tasks yielded, %d events lost, %d of them yields'; want some of each", r.Totals.Yielded, c.EventsLost, c.YieldEventsLost)
+	}
+}
+
+// Every yielded task's STOPPED event lost, no other fault: the reconciler
+// ends each yielded job from DescribeTasks (STOPPED, UserInitiated, the
+// yield's reason) as its event would have, once, without spending an
+// attempt; had ECS not described the yielded task, the job would have
+// been requeued as missing instead.
+func TestReconcilerEndsLostYields(t *testing.T) {
+	var d *dynamicPolicy
+	e, r := chaosRun(t, overshooting(), nil, func(dp *dynamicPolicy, _ *faults.Plan) { d, dp.loseYields = dp, true })
+	invariants(t, r)
+	allSucceed(t, r)
+	c := r.Chaos
+	if r.Totals.Yielded == 0 || c.YieldEventsLost != r.Totals.Yielded {
+		t.Fatalf("%d tasks yielded, %d of their events lost; want some, all lost", r.Totals.Yielded, c.YieldEventsLost)
+	}
+	if c.Repairs.Ended != r.Totals.Yielded || c.Repairs.Requeued != 0 || c.Repairs.Started != 0 {
+		t.Errorf("the reconciler ended %d jobs, requeued %d, started %d; want the %d yielded ended, none requeued or started",
+			c.Repairs.Ended, c.Repairs.Requeued, c.Repairs.Started, r.Totals.Yielded)
+	}
+
+	// ECS still describes a yielded task after its job launched again, as
+	// stopped, and forgets it an hour after it stopped.
+	v := ecsView{d.fx}
+	var key taskKey
+	for k := range d.fx.yields {
+		if e.jobs[k.job].attempt > k.attempt && (key == taskKey{} || k.job < key.job || k.job == key.job && k.attempt < key.attempt) {
+			key = k
+		}
+	}
+	if key == (taskKey{}) {
+		t.Fatal("no yielded job launched again")
+	}
+	id := d.ids[key.job]
+	arn := taskARN(id, int(key.attempt))
+	out, _ := v.DescribeTasks(d.ctx, &ecs.DescribeTasksInput{Tasks: []string{arn}})
+	if len(out.Tasks) != 1 {
+		t.Fatalf("DescribeTasks(%s) = %+v, want the yielded task", arn, out)
+	}
+	task := out.Tasks[0]
+	if kind, _, _ := taskevent.Classify(string(task.StopCode), aws.ToString(task.StoppedReason), containers(task), taskEventConfig); aws.ToString(task.LastStatus) != "STOPPED" || kind != taskevent.Yielded {
+		t.Errorf("the yielded task is %s, %s %q (%s); want STOPPED, yielded", aws.ToString(task.LastStatus), task.StopCode, aws.ToString(task.StoppedReason), kind)
+	}
+	list := func(status types.DesiredStatus) []string {
+		out, _ := v.ListTasks(d.ctx, &ecs.ListTasksInput{StartedBy: aws.String(id), DesiredStatus: status})
+		return out.TaskArns
+	}
+	if running, stopped := list(types.DesiredStatusRunning), list(types.DesiredStatusStopped); slices.Contains(running, arn) || !slices.Contains(stopped, arn) {
+		t.Errorf("ListTasks lists %v running, %v stopped; want %s stopped only", running, stopped, arn)
+	}
+	d.fx.yields[key] = v.now() - forgetAfter - time.Second
+	if out, _ := v.DescribeTasks(d.ctx, &ecs.DescribeTasksInput{Tasks: []string{arn}}); len(out.Tasks) != 0 {
+		t.Errorf("ECS describes a task yielded over an hour ago: %+v", out.Tasks)
+	}
+}
+
+// containers is the reconciler's reading of a described task's containers.
+func containers(t types.Task) []taskevent.Container {
+	out := make([]taskevent.Container, len(t.Containers))
+	for i, c := range t.Containers {
+		out[i] = taskevent.Container{Name: aws.ToString(c.Name)}
+		if c.ExitCode != nil {
+			code := int(*c.ExitCode)
+			out[i].ExitCode = &code
+		}
+	}
+	return out
+}
+
 func TestRunTaskFaults(t *testing.T) {
 	_, r := chaosRun(t, tinyChaos(), map[int][]faults.Episode{faults.SrcRunTask: {{To: at(1200)}}})
 	invariants(t, r)
@@ -306,6 +405,10 @@ func TestLegalMoves(t *testing.T) {
 		{sLaunched, 1, sSucceeded, 1, true, "STOPPED before RUNNING"},
 		{sClaimed, 1, sWaiting, 2, true, "launch refused: next attempt"},
 		{sRunning, 2, sWaiting, 3, true, "infrastructure stop"},
+		{sLaunched, 2, sWaiting, 3, true, "yielded while starting"},
+		{sLaunched, 2, sWaiting, 2, false, "yielded on the same attempt"},
+		{sLaunched, 2, sWaiting, 4, false, "yielded past the next attempt"},
+		{sWaiting, 2, sWaiting, 3, false, "yielded while waiting"},
 		{sWaiting, 1, sRunning, 1, false, "running unclaimed"},
 		{sRunning, 1, sLaunched, 1, false, "backwards"},
 		{sClaimed, 1, sWaiting, 1, false, "requeued on the same attempt"},

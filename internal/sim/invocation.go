@@ -47,17 +47,18 @@ type chaos struct {
 
 // ChaosStats says how the system met the faults of a run.
 type ChaosStats struct {
-	Invocations    int // scheduler invocations started (duplicates included)
-	LeaseHeldExits int // invocations that found the lease held and exited
-	LeaseLost      int // invocations that stopped on finding their lease taken
-	Crashes        int // invocations that died mid-pass
-	StaleRefused   int // commits refused: another pass committed since their read
-	PassesFailed   int // passes that returned an error (injected faults)
-	Reconciles     int
-	Repairs        reconcile.Report // summed over the runs (InFlight, Unchanged left out)
-	EventsLost     int
-	EventRetries   int // events the handler failed (throttled) and EventBridge delivered again
-	RunTaskRetried int // RunTasks that timed out after starting their task, answered again by clientToken
+	Invocations     int // scheduler invocations started (duplicates included)
+	LeaseHeldExits  int // invocations that found the lease held and exited
+	LeaseLost       int // invocations that stopped on finding their lease taken
+	Crashes         int // invocations that died mid-pass
+	StaleRefused    int // commits refused: another pass committed since their read
+	PassesFailed    int // passes that returned an error (injected faults)
+	Reconciles      int
+	Repairs         reconcile.Report // summed over the runs (InFlight, Unchanged left out)
+	EventsLost      int
+	YieldEventsLost int // of them, STOPPED events of tasks the yield step stopped
+	EventRetries    int // events the handler failed (throttled) and EventBridge delivered again
+	RunTaskRetried  int // RunTasks that timed out after starting their task, answered again by clientToken
 
 	// ClaimsThrottled and ClaimsUnconfirmed count a Commit's claim
 	// transactions throttled, and applied with their answer lost (storefaults.go).
