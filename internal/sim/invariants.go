@@ -88,8 +88,9 @@ func newShadow(jobs, models int) shadow {
 // legal reports whether the store may move a job from (os, oa) to (ns, na)
 // in one step: the lifecycle WAITING → CLAIMED → LAUNCHED → RUNNING →
 // SUCCEEDED | FAILED, where events may skip ahead (a STOPPED event ends a
-// launched job), a job that did not get to run returns to WAITING with
-// attempt+1, and an ended job never moves again.
+// launched job), a job that did not get to run (a refused launch, a
+// yield) returns to WAITING with attempt+1, and an ended job never moves
+// again.
 func legal(os sState, oa int32, ns sState, na int32) bool {
 	if ns == sCancelled {
 		return os != sUnknown && os < sSucceeded
@@ -151,8 +152,9 @@ func (d *dynamicPolicy) observe(j int32) {
 
 // agrees checks job j's store state against the world. The store may lag
 // behind the world (an event late or lost), never run ahead of it: a job
-// launched, running or ended in the store has that very task in the world,
-// and a job with a task in the world is not waiting in the store.
+// launched, running or ended in the store has that very task in the world
+// (or, launched, had it until the yield stopped it), and a job with a task
+// in the world is not waiting in the store.
 func (d *dynamicPolicy) agrees(j int32) {
 	s, sa := d.sh.state[j], d.sh.attempt[j]
 	jb := &d.e.jobs[j]
@@ -167,7 +169,7 @@ func (d *dynamicPolicy) agrees(j int32) {
 	case sClaimed:
 		ok = jb.state == jobWaiting || same
 	case sLaunched:
-		// Or its task was yielded and the STOPPED event has not landed.
+		// Or the yield stopped its task, its STOPPED event not landed yet.
 		ok = same || jb.state == jobWaiting && d.yielded(j, sa)
 	case sRunning:
 		ok = same && jb.state >= jobRunning
