@@ -11,6 +11,10 @@
 // scheduler runner makes its passes under the lease with the DynamoDB store,
 // and the task-events handler receives ECS-shaped task state changes from the
 // world. Only the world is simulated, in wall-clock time compressed by Speed.
+// The pass yields as on AWS: its yield step's ecslauncher.Stopper calls
+// StopTask with the SDK's ECS client on the world's loopback ECS endpoint
+// (ecs.go, also what `evalsched cancel --stop-running` reaches), and a task
+// still starting sends one STOPPED event with the yield reason, never RUNNING.
 //
 // What an operator sees (console.go): every log line goes as JSON to a file
 // Run names (the pass log, as on AWS), and the lines that need a person —

@@ -6,12 +6,19 @@ import (
 	"net"
 	"net/http"
 	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ecs"
+
+	"github.com/evalsched/evalsched/internal/dynamostore"
 )
 
-// ecsEndpoint answers, on loopback, the one ECS call the CLI makes of a
-// running system: StopTask (evalsched cancel --stop-running). Local mode
-// prints its URL as AWS_ENDPOINT_URL_ECS, so the CLI's ECS client stops the
-// world's sandboxes instead of calling the real ECS endpoint.
+// ecsEndpoint answers, on loopback, the one ECS call made of a running
+// system: StopTask, from the CLI (evalsched cancel --stop-running) and from
+// the pass's yield step (localECS). Local mode prints its URL as
+// AWS_ENDPOINT_URL_ECS, so the CLI's ECS client stops the world's sandboxes
+// instead of calling the real ECS endpoint.
 type ecsEndpoint struct {
 	srv *http.Server
 	url string
@@ -30,6 +37,15 @@ func serveECS(w *world) (*ecsEndpoint, error) {
 }
 
 func (e *ecsEndpoint) Close() { _ = e.srv.Close() }
+
+// localECS is the SDK's ECS client pointed at the endpoint, as the
+// scheduler Lambda's is at ECS: its StopTask serializes over HTTP for real.
+// Built from options, not the shared config, so no AWS_* variable of the
+// developer's shell (a profile, AWS_CA_BUNDLE) reaches it.
+func localECS(url string) *ecs.Client {
+	return ecs.New(ecs.Options{Region: dynamostore.LocalRegion, BaseEndpoint: aws.String(url),
+		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
+}
 
 func serveStopTask(w *world, rw http.ResponseWriter, r *http.Request) {
 	rw.Header().Set("Content-Type", "application/x-amz-json-1.1")

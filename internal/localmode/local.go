@@ -18,6 +18,7 @@ import (
 	"github.com/evalsched/evalsched/internal/config"
 	"github.com/evalsched/evalsched/internal/dynamolease"
 	"github.com/evalsched/evalsched/internal/dynamostore"
+	"github.com/evalsched/evalsched/internal/ecslauncher"
 	"github.com/evalsched/evalsched/internal/intake"
 	"github.com/evalsched/evalsched/internal/localaws"
 	"github.com/evalsched/evalsched/internal/passloop"
@@ -149,8 +150,13 @@ func Run(ctx context.Context, opt Options) error {
 	cfg.PassInterval, cfg.Shards = opt.Interval, 1
 	cfg.ErrorMetricName, cfg.CallsMetricName = "", ""
 	sc := cfg.Pass(0)
+	// The yield step stops tasks still starting as on AWS: the real ECS
+	// client's StopTask, over HTTP, to the world's endpoint.
+	stopper := &ecslauncher.Stopper{API: localECS(ecsAPI.url), Cluster: "local", Reason: taskevent.YieldReason, Log: log}
+	sched := &scheduler.Scheduler{Store: store, Depths: world, Launcher: world, Clock: runner.RealClock{}, Config: sc, Log: log,
+		Yield: &scheduler.Yield{InFlight: store, Stopper: stopper}}
 	run := &runner.Runner{
-		Scheduler: &scheduler.Scheduler{Store: store, Depths: world, Launcher: world, Clock: runner.RealClock{}, Config: sc, Log: log},
+		Scheduler: sched,
 		Lease:     func(owner string) passloop.Lease { return dynamolease.New(ddb, tables.State, owner) },
 		Clock:     runner.RealClock{},
 		Interval:  opt.Interval,

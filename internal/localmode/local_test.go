@@ -185,3 +185,94 @@ func TestLocalRunsASubmittedBatch(t *testing.T) {
 		t.Errorf("the pass log %s has no pass line (%v)", logFile, err)
 	}
 }
+
+// TestLocalYields runs the local mode with a model whose gateway overloads:
+// one call at a time at its provider, so every job running past the first
+// queues a call, and starts long enough that the pass sees tasks still
+// starting while the queue is over its target. The pass's yield step stops
+// some through the world's ECS endpoint (the SDK's StopTask over HTTP),
+// their STOPPED events come back as yields, and the jobs run again at their
+// next attempt, none spent: every job succeeds, some at attempt 2 or
+// later, each with its max attempts raised by its yields.
+func TestLocalYields(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the local mode for several seconds")
+	}
+	ddb, sqsURL := localaws.DynamoDB(t), localaws.SQS(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	out := &syncBuf{}
+	done := make(chan error, 1)
+	logFile := filepath.Join(t.TempDir(), "pass.log")
+	go func() {
+		done <- Run(ctx, Options{
+			DynamoDB: ddb, SQS: sqsURL, Prefix: "yield-", Speed: 20, Interval: time.Second, Out: out, LogFile: logFile,
+			Models: []Model{{Name: "hot", Concurrency: 2, Call: 4 * time.Second, Think: 2 * time.Second, Calls: 8, Start: 60 * time.Second}},
+			Ready:  func(u string) { ready <- u },
+		})
+	}()
+	var queueURL string
+	select {
+	case queueURL = <-ready:
+	case err := <-done:
+		t.Fatalf("local mode ended before it was ready: %v\n%s", err, out)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("local mode not ready after 30 s\n%s", out)
+	}
+	defer func() { cancel(); <-done }()
+
+	const n = 20
+	sq := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(sqsURL), Credentials: credentials.NewStaticCredentialsProvider("l", "l", "")})
+	var jobs []map[string]any
+	for i := range n {
+		jobs = append(jobs, map[string]any{"key": fmt.Sprint(i)})
+	}
+	body, _ := json.Marshal(map[string]any{"version": 1, "account": "dev", "project": "hot", "batch": "y1", "model": "hot", "jobs": jobs})
+	if _, err := sq.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String(string(body))}); err != nil {
+		t.Fatal(err)
+	}
+	client, err := dynamostore.LocalClient(ctx, ddb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := dynamostore.New(client, dynamostore.DefaultTables("yield-"), scheduler.ModelConfig{})
+	var got []dynamostore.Job
+	deadline := time.Now().Add(120 * time.Second)
+	for {
+		got = got[:0]
+		for i := range n {
+			j, found, err := store.Job(ctx, scheduler.JobID("dev", "hot", "y1", fmt.Sprint(i)))
+			if err == nil && found && j.State == job.Succeeded {
+				got = append(got, j)
+			}
+		}
+		if len(got) == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d jobs succeeded after 120 s\n%s", len(got), n, out)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+
+	relaunched := 0
+	for _, j := range got {
+		if j.Attempt > 1 {
+			relaunched++
+		}
+		// The world fails nothing: every attempt past the first is a
+		// yield's, and each raised the max attempts by one.
+		if j.MaxAttempts != job.DefaultMaxAttempts+j.Attempt-1 {
+			t.Errorf("job %s: attempt %d, max attempts %d; want %d (a yield spends no attempt)", j.ID, j.Attempt, j.MaxAttempts, job.DefaultMaxAttempts+j.Attempt-1)
+		}
+	}
+	b, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if relaunched == 0 || !strings.Contains(string(b), `"msg":"yield: stopped starting tasks"`) || !strings.Contains(string(b), `"yielded":`) {
+		t.Errorf("%d jobs ran past attempt 1; want some, and the pass log naming the yield step's stops; the pass log:\n%s", relaunched, b)
+	}
+	t.Logf("%d of %d jobs relaunched after a yield", relaunched, n)
+
+}

@@ -148,7 +148,10 @@ func (w *world) run(j scheduler.Job, arn string) {
 			w.emitStopped(j, arn, created, started, "UserInitiated", *r)
 		}
 	}
-	if !w.sleep(ctx, m.Start) {
+	// Stopped while starting (the yield step's StopTask, or a cancel): ECS
+	// sends the one STOPPED event, never RUNNING, also when the stop came
+	// as the start ended.
+	if !w.sleep(ctx, m.Start) || ctx.Err() != nil {
 		stopped()
 		return
 	}
@@ -197,9 +200,10 @@ func verdict(m Model, key string) sandboxkit.Outcome {
 	return sandboxkit.Fail
 }
 
-// StopTask stops a running sandbox as ECS's StopTask does: its STOPPED event
-// (stopCode UserInitiated, the reason given) follows. It reports whether the
-// task was running.
+// StopTask stops a sandbox, starting or running, as ECS's StopTask does: its
+// STOPPED event (stopCode UserInitiated, the reason given) follows, and a
+// task still starting never sends RUNNING. It reports whether the world had
+// the task.
 func (w *world) StopTask(arn, reason string) bool {
 	w.mu.Lock()
 	stop, ok := w.tasks[arn]
