@@ -221,49 +221,55 @@ func TestLocalYields(t *testing.T) {
 	}
 	defer func() { cancel(); <-done }()
 
-	const n = 20
 	sq := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(sqsURL), Credentials: credentials.NewStaticCredentialsProvider("l", "l", "")})
-	var jobs []map[string]any
-	for i := range n {
-		jobs = append(jobs, map[string]any{"key": fmt.Sprint(i)})
-	}
-	body, _ := json.Marshal(map[string]any{"version": 1, "account": "dev", "project": "hot", "batch": "y1", "model": "hot", "jobs": jobs})
-	if _, err := sq.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String(string(body))}); err != nil {
-		t.Fatal(err)
-	}
 	client, err := dynamostore.LocalClient(ctx, ddb)
 	if err != nil {
 		t.Fatal(err)
 	}
 	store := dynamostore.New(client, dynamostore.DefaultTables("yield-"), scheduler.ModelConfig{})
-	var got []dynamostore.Job
-	deadline := time.Now().Add(120 * time.Second)
-	for {
-		got = got[:0]
+	// A yield needs a datapoint over the target while some of the model's
+	// tasks still start, which the world's timing gives in most batches but
+	// not in every one: batches follow each other until one has yielded.
+	const n, batches = 20, 4
+	relaunched, total := 0, 0
+	for b := 1; b <= batches && relaunched == 0; b++ {
+		batch := fmt.Sprintf("y%d", b)
+		var jobs []map[string]any
 		for i := range n {
-			j, found, err := store.Job(ctx, scheduler.JobID("dev", "hot", "y1", fmt.Sprint(i)))
-			if err == nil && found && j.State == job.Succeeded {
-				got = append(got, j)
+			jobs = append(jobs, map[string]any{"key": fmt.Sprint(i)})
+		}
+		body, _ := json.Marshal(map[string]any{"version": 1, "account": "dev", "project": "hot", "batch": batch, "model": "hot", "jobs": jobs})
+		if _, err := sq.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String(string(body))}); err != nil {
+			t.Fatal(err)
+		}
+		var got []dynamostore.Job
+		deadline := time.Now().Add(120 * time.Second)
+		for {
+			got = got[:0]
+			for i := range n {
+				j, found, err := store.Job(ctx, scheduler.JobID("dev", "hot", batch, fmt.Sprint(i)))
+				if err == nil && found && j.State == job.Succeeded {
+					got = append(got, j)
+				}
 			}
+			if len(got) == n {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("batch %s: %d of %d jobs succeeded after 120 s\n%s", batch, len(got), n, out)
+			}
+			time.Sleep(500 * time.Millisecond)
 		}
-		if len(got) == n {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d jobs succeeded after 120 s\n%s", len(got), n, out)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-
-	relaunched := 0
-	for _, j := range got {
-		if j.Attempt > 1 {
-			relaunched++
-		}
-		// The world fails nothing: every attempt past the first is a
-		// yield's, and each raised the max attempts by one.
-		if j.MaxAttempts != job.DefaultMaxAttempts+j.Attempt-1 {
-			t.Errorf("job %s: attempt %d, max attempts %d; want %d (a yield spends no attempt)", j.ID, j.Attempt, j.MaxAttempts, job.DefaultMaxAttempts+j.Attempt-1)
+		total += n
+		for _, j := range got {
+			if j.Attempt > 1 {
+				relaunched++
+			}
+			// The world fails nothing: every attempt past the first is a
+			// yield's, and each raised the max attempts by one.
+			if j.MaxAttempts != job.DefaultMaxAttempts+j.Attempt-1 {
+				t.Errorf("job %s: attempt %d, max attempts %d; want %d (a yield spends no attempt)", j.ID, j.Attempt, j.MaxAttempts, job.DefaultMaxAttempts+j.Attempt-1)
+			}
 		}
 	}
 	b, err := os.ReadFile(logFile)
@@ -271,8 +277,8 @@ func TestLocalYields(t *testing.T) {
 		t.Fatal(err)
 	}
 	if relaunched == 0 || !strings.Contains(string(b), `"msg":"yield: stopped starting tasks"`) || !strings.Contains(string(b), `"yielded":`) {
-		t.Errorf("%d jobs ran past attempt 1; want some, and the pass log naming the yield step's stops; the pass log:\n%s", relaunched, b)
+		t.Errorf("%d of %d jobs ran past attempt 1; want some, and the pass log naming the yield step's stops; the pass log:\n%s", relaunched, total, b)
 	}
-	t.Logf("%d of %d jobs relaunched after a yield", relaunched, n)
+	t.Logf("%d of %d jobs relaunched after a yield", relaunched, total)
 
 }
