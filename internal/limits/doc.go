@@ -31,7 +31,10 @@
 //     Each queued call is a job the provider cannot serve now, so the
 //     excess depth counts jobs too many; anchoring on the jobs measured,
 //     not on the limit, keeps repeated passes over the same stale
-//     overshoot from compounding. Lowering evicts nothing: the limit
+//     overshoot from compounding. It takes off no more than those jobs'
+//     slots from the slots held, though: a small excess on a crest of
+//     short jobs' waves is no reason to give up the slots the jobs that
+//     ended since had freed. Lowering evicts nothing: the limit
 //     falls by at most DrainShare of the slots ended jobs free, and the
 //     rest, carried from pass to pass (State.DrainCarry), is a trickle of
 //     admissions so tiers and project turns still act during a drain.

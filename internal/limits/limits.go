@@ -424,11 +424,28 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 		// crest, on a knee of ~900 slots).
 		keep := float64(measured) - cfg.LowerGain*excess
 		want := measured + in.Starting - int(math.Ceil(cfg.LowerGain*excess))
-		if r := next.slotsPerRunning(cfg, in.Now); r > 0 {
+		r := next.slotsPerRunning(cfg, in.Now)
+		if r > 0 {
 			want = int(math.Ceil(keep * r))
 		}
 		want = clamp(want, m.Min, m.Max)
 		yield := yieldCount(cfg, in, fresh, load-want, excess)
+		// A lowering takes off the slots of the jobs the queue says are
+		// too many, and no more: the slots held (at most the limit) less
+		// those jobs' slots. Re-derived from the jobs running at the
+		// datapoint alone, a small excess also took off every slot the
+		// jobs that ended since had freed: short jobs behind long starts
+		// run in waves, a datapoint over the band pairs a crest's queue
+		// with whatever count the trough left, and the limit fell far
+		// below its need, then took a dead time a step to climb back
+		// (lane 159 of family seed 1: 699 → 624 slots on a queue of 13.8
+		// against 7, that is 3.4 jobs too many, after 99 jobs had ended;
+		// its mean queue sat at half its target). A drop's large excess
+		// still lowers to the steady want. The yield is decided above, on
+		// that want: the tasks starting beyond it are the queue's.
+		if floor := min(cur, held) - int(math.Ceil(cfg.LowerGain*excess*max(1, r))); want < floor {
+			want = floor
+		}
 		// Lowering evicts nothing: running jobs drain as they end. Falling
 		// at most DrainShare of the slots they free keeps a trickle of
 		// admissions, so tiers and project turns still act during a drain.

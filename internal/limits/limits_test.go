@@ -577,3 +577,35 @@ func TestAnOvershootYieldsTasksStillStarting(t *testing.T) {
 		}
 	}
 }
+
+// A small excess lowers the limit by the slots of the jobs the queue says
+// are too many, from the slots held: the jobs that ended since the last
+// pass are no reason to cut deeper, and refilling their slots is no raise.
+func TestALoweringTakesOffOnlyTheJobsTheQueueNames(t *testing.T) {
+	m := Model{Target: 7, Min: 1, Max: 10000}
+	// Short jobs behind long starts: 1 + 33 s/21.5 s ≈ 2.53 slots a running
+	// job. The datapoint measured 216 running; admission held 650 slots of
+	// the limit of 700 after the last pass, and 99 jobs ended since.
+	st := State{
+		Limit: 700, Held: 650, AvgRunning: 215, AvgStarting: 330, AvgEnter: 10, AvgEnd: 10, AvgSince: t0.Add(-time.Hour),
+		Recent: []Sample{{At: t0.Add(-30 * time.Second), Running: 216}, {At: t0.Add(-10 * time.Second), Running: 230}},
+	}
+	small := in(13.8, 210, 390, 40000)
+	small.Ended = 99
+	dec := Next(DefaultConfig(), m, st, small)
+	// 3.4 jobs too many (LowerGain of 6.8 queued past the target), 9 slots.
+	if dec.Action != Lowered || dec.State.Limit != 650-9 {
+		t.Errorf("got %s to %d (%s), want a lowering to 641: the 650 slots held less 3.4 jobs × 2.53", dec.Action, dec.State.Limit, dec.Reason)
+	}
+	// The tasks starting beyond the steady want, (216 − 3.4) × 2.53 = 539
+	// slots, are the queue's: it names 4 jobs.
+	if dec.Yield != 4 {
+		t.Errorf("yield %d, want 4: ceil(3.4), the jobs the queue names", dec.Yield)
+	}
+	// A drop's large excess still lowers to the load and its trickle.
+	drop := in(400, 210, 390, 40000)
+	drop.Ended = 99
+	if dec := Next(DefaultConfig(), m, st, drop); dec.Action != Lowered || dec.State.Limit != 600+9 {
+		t.Errorf("got %s to %d (%s), want a lowering to 609: 600 running+starting and a tenth of the 99 ended", dec.Action, dec.State.Limit, dec.Reason)
+	}
+}
