@@ -46,27 +46,8 @@ func TestLocalRunsASubmittedBatch(t *testing.T) {
 		t.Skip("runs the local mode for several seconds")
 	}
 	ddb, sqsURL := localaws.DynamoDB(t), localaws.SQS(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	out := &syncBuf{}
-	done := make(chan error, 1)
-	logFile := filepath.Join(t.TempDir(), "pass.log")
-	go func() {
-		done <- Run(ctx, Options{
-			DynamoDB: ddb, SQS: sqsURL, Prefix: "local-", Speed: 50, Interval: time.Second, Out: out, LogFile: logFile,
-			Models: []Model{{Name: "gpt-5.5", Concurrency: 4, Call: 2 * time.Second, Think: time.Second, Calls: 3, Start: 10 * time.Second}},
-			Ready:  func(u string) { ready <- u },
-		})
-	}()
-	var queueURL string
-	select {
-	case queueURL = <-ready:
-	case err := <-done:
-		t.Fatalf("local mode ended before it was ready: %v\n%s", err, out)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("local mode not ready after 30 s\n%s", out)
-	}
-	defer func() { cancel(); <-done }()
+	ctx, queueURL, out, logFile := startLocal(t, ddb, sqsURL, "local-", 50,
+		Model{Name: "gpt-5.5", Concurrency: 4, Call: 2 * time.Second, Think: time.Second, Calls: 3, Start: 10 * time.Second})
 
 	sq := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(sqsURL), Credentials: credentials.NewStaticCredentialsProvider("l", "l", "")})
 	var jobs []map[string]any
@@ -199,27 +180,8 @@ func TestLocalYields(t *testing.T) {
 		t.Skip("runs the local mode for several seconds")
 	}
 	ddb, sqsURL := localaws.DynamoDB(t), localaws.SQS(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	out := &syncBuf{}
-	done := make(chan error, 1)
-	logFile := filepath.Join(t.TempDir(), "pass.log")
-	go func() {
-		done <- Run(ctx, Options{
-			DynamoDB: ddb, SQS: sqsURL, Prefix: "yield-", Speed: 20, Interval: time.Second, Out: out, LogFile: logFile,
-			Models: []Model{{Name: "hot", Concurrency: 2, Call: 4 * time.Second, Think: 2 * time.Second, Calls: 8, Start: 60 * time.Second}},
-			Ready:  func(u string) { ready <- u },
-		})
-	}()
-	var queueURL string
-	select {
-	case queueURL = <-ready:
-	case err := <-done:
-		t.Fatalf("local mode ended before it was ready: %v\n%s", err, out)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("local mode not ready after 30 s\n%s", out)
-	}
-	defer func() { cancel(); <-done }()
+	ctx, queueURL, out, logFile := startLocal(t, ddb, sqsURL, "yield-", 20,
+		Model{Name: "hot", Concurrency: 2, Call: 4 * time.Second, Think: 2 * time.Second, Calls: 8, Start: 60 * time.Second})
 
 	sq := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(sqsURL), Credentials: credentials.NewStaticCredentialsProvider("l", "l", "")})
 	client, err := dynamostore.LocalClient(ctx, ddb)
@@ -281,4 +243,35 @@ func TestLocalYields(t *testing.T) {
 	}
 	t.Logf("%d of %d jobs relaunched after a yield", relaunched, total)
 
+}
+
+// startLocal runs the local mode with one model against the given DynamoDB
+// Local and fauxqs until the test ends, and returns once its queue is
+// ready: the context the mode runs under, the queue's URL, its printed
+// output and the pass log's path.
+func startLocal(t *testing.T, ddb, sqsURL, prefix string, speed float64, model Model) (context.Context, string, *syncBuf, string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	out := &syncBuf{}
+	done := make(chan error, 1)
+	logFile := filepath.Join(t.TempDir(), "pass.log")
+	go func() {
+		done <- Run(ctx, Options{
+			DynamoDB: ddb, SQS: sqsURL, Prefix: prefix, Speed: speed, Interval: time.Second, Out: out, LogFile: logFile,
+			Models: []Model{model},
+			Ready:  func(u string) { ready <- u },
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case u := <-ready:
+		return ctx, u, out, logFile
+	case err := <-done:
+		done <- err // for the cleanup, which waits for it
+		t.Fatalf("local mode ended before it was ready: %v\n%s", err, out)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("local mode not ready after 30 s\n%s", out)
+	}
+	return nil, "", nil, ""
 }
