@@ -48,17 +48,9 @@ func (r *recorder) events() []taskevent.Event {
 func TestYieldStopsAStartingTaskOverHTTP(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	quiet := slog.New(slog.DiscardHandler)
 	rec := &recorder{ch: make(chan taskevent.Event, 16)}
 	// A start of 20 s at speed 10 takes 2 s: the stop comes well before.
-	w := newWorld(ctx, 10, []Model{{Name: "m", Concurrency: 1, Call: time.Hour, Think: time.Second, Calls: 1, Start: 20 * time.Second}}, rec)
-	defer func() { cancel(); w.wg.Wait() }()
-	api, err := serveECS(w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer api.Close()
-	stopper := &ecslauncher.Stopper{API: localECS(api.url), Cluster: "local", Reason: taskevent.YieldReason, Log: quiet}
+	w, stopper := stoppableWorld(t, ctx, 20*time.Second, rec, taskevent.YieldReason)
 
 	res := w.Launch(ctx, []scheduler.Job{{ID: "job-a", Model: "m", Attempt: 1}})
 	if len(res) != 1 || res[0].Status != scheduler.Launched || res[0].TaskARN == "" {
@@ -91,13 +83,7 @@ func TestYieldStopsAStartingTaskOverHTTP(t *testing.T) {
 	}
 
 	// A running task: RUNNING, then the stop's STOPPED with its reason.
-	w2 := newWorld(ctx, 10, []Model{{Name: "m", Concurrency: 1, Call: time.Hour, Think: time.Second, Calls: 1, Start: time.Second}}, rec)
-	defer func() { cancel(); w2.wg.Wait() }()
-	api2, err := serveECS(w2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer api2.Close()
+	w2, stop2 := stoppableWorld(t, ctx, time.Second, rec, taskevent.CancelReason)
 	res = w2.Launch(ctx, []scheduler.Job{{ID: "job-b", Model: "m", Attempt: 2}})
 	select {
 	case ev := <-rec.ch:
@@ -107,7 +93,6 @@ func TestYieldStopsAStartingTaskOverHTTP(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("job-b: no RUNNING after 5 s")
 	}
-	stop2 := &ecslauncher.Stopper{API: localECS(api2.url), Cluster: "local", Reason: taskevent.CancelReason, Log: quiet}
 	if n, err := stop2.Stop(ctx, []scheduler.InFlight{{ID: "job-b", Attempt: 2, TaskARN: res[0].TaskARN}}); err != nil || n != 1 {
 		t.Fatalf("Stop of a running task: %d, %v", n, err)
 	}
@@ -119,4 +104,20 @@ func TestYieldStopsAStartingTaskOverHTTP(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("job-b: no STOPPED 5 s after StopTask")
 	}
+}
+
+// stoppableWorld is a world of one model whose containers start in start
+// (at speed 10), with its ECS endpoint and a Stopper over HTTP to it that
+// stops with reason; both end with the test.
+func stoppableWorld(t *testing.T, ctx context.Context, start time.Duration, rec *recorder, reason string) (*world, *ecslauncher.Stopper) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	w := newWorld(ctx, 10, []Model{{Name: "m", Concurrency: 1, Call: time.Hour, Think: time.Second, Calls: 1, Start: start}}, rec)
+	t.Cleanup(func() { cancel(); w.wg.Wait() })
+	api, err := serveECS(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(api.Close)
+	return w, &ecslauncher.Stopper{API: localECS(api.url), Cluster: "local", Reason: reason, Log: slog.New(slog.DiscardHandler)}
 }

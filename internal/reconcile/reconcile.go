@@ -148,7 +148,7 @@ func (r *Reconciler) Run(ctx context.Context, now time.Time) (Report, error) {
 					rep.Unchanged++
 				}
 			case aws.ToString(t.LastStatus) == "STOPPED":
-				kind, code, reason := taskevent.Classify(string(t.StopCode), aws.ToString(t.StoppedReason), containers(t), r.Events)
+				kind, code, reason := ReadStopped(t, r.Events)
 				at := now
 				if t.StoppedAt != nil {
 					at = *t.StoppedAt
@@ -223,6 +223,12 @@ func attemptOf(t types.Task) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// ReadStopped is the reconciler's reading of a described STOPPED task, as
+// the task-events handler reads its event: its kind, exit code and reason.
+func ReadStopped(t types.Task, events taskevent.Config) (taskevent.Kind, *int, string) {
+	return taskevent.Classify(string(t.StopCode), aws.ToString(t.StoppedReason), containers(t), events)
 }
 
 func containers(t types.Task) []taskevent.Container {

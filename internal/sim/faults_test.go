@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
 
+	"github.com/evalsched/evalsched/internal/reconcile"
 	"github.com/evalsched/evalsched/internal/sim/faults"
 	"github.com/evalsched/evalsched/internal/sim/scenario"
 	"github.com/evalsched/evalsched/internal/taskevent"
@@ -246,7 +247,7 @@ func TestReconcilerEndsLostYields(t *testing.T) {
 		t.Fatalf("DescribeTasks(%s) = %+v, want the yielded task", arn, out)
 	}
 	task := out.Tasks[0]
-	if kind, _, _ := taskevent.Classify(string(task.StopCode), aws.ToString(task.StoppedReason), containers(task), taskEventConfig); aws.ToString(task.LastStatus) != "STOPPED" || kind != taskevent.Yielded {
+	if kind, _, _ := reconcile.ReadStopped(task, taskEventConfig); aws.ToString(task.LastStatus) != "STOPPED" || kind != taskevent.Yielded {
 		t.Errorf("the yielded task is %s, %s %q (%s); want STOPPED, yielded", aws.ToString(task.LastStatus), task.StopCode, aws.ToString(task.StoppedReason), kind)
 	}
 	list := func(status types.DesiredStatus) []string {
@@ -260,19 +261,6 @@ func TestReconcilerEndsLostYields(t *testing.T) {
 	if out, _ := v.DescribeTasks(d.ctx, &ecs.DescribeTasksInput{Tasks: []string{arn}}); len(out.Tasks) != 0 {
 		t.Errorf("ECS describes a task yielded over an hour ago: %+v", out.Tasks)
 	}
-}
-
-// containers is the reconciler's reading of a described task's containers.
-func containers(t types.Task) []taskevent.Container {
-	out := make([]taskevent.Container, len(t.Containers))
-	for i, c := range t.Containers {
-		out[i] = taskevent.Container{Name: aws.ToString(c.Name)}
-		if c.ExitCode != nil {
-			code := int(*c.ExitCode)
-			out[i].ExitCode = &code
-		}
-	}
-	return out
 }
 
 func TestRunTaskFaults(t *testing.T) {
