@@ -164,6 +164,16 @@ type State struct {
 	// gateway measured or the operator configured). Past it a far-below
 	// raise with no knee known probes (Config.ProbeFactor).
 	KneeSeen bool
+	// CallShare is the share of a running job's life spent in a call: the
+	// gateway's calls in service over the jobs running, from the newest
+	// datapoint whose period queued nothing (0 = not seen). ShareConc is
+	// the provider's concurrency known then (Conc, else the operator's).
+	// A period that queues while serving fewer calls than ShareConc says
+	// the provider lost capacity since, and its knee is those calls over
+	// CallShare (droppedKnee), a metric delay or more before the queue
+	// shows it.
+	CallShare float64
+	ShareConc float64
 	// DrainCarry is the share of freed slots a drain still owes its
 	// trickle (Config.DrainShare), below one slot.
 	DrainCarry float64
@@ -400,6 +410,9 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 	next.KneeSeen = next.KneeSeen || next.Ceiling > 0 || next.Conc > 0 || m.Conc > 0
 	if inService && fresh {
 		next.Conc, next.ConcAt = concurrency(next, in)
+		if in.Depth == 0 && measured > 0 && in.InService > 0 {
+			next.CallShare, next.ShareConc = in.InService/float64(measured), cmp.Or(next.Conc, m.Conc)
+		}
 	}
 
 	low, high := target*(1-cfg.Band), target*(1+cfg.Band)
@@ -423,13 +436,28 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 		// (lane 6 of family seed 1: 1,085 → 501 in four passes of one
 		// crest, on a knee of ~900 slots).
 		keep := float64(measured) - cfg.LowerGain*excess
-		want := measured + in.Starting - int(math.Ceil(cfg.LowerGain*excess))
+		// A provider that lost capacity: the queue still builds for a
+		// metric delay and more, and the excess it shows at first is a
+		// fraction of the jobs too many (lane 192 of family seed 1: 23 →
+		// 10 calls, a first reading of 3.6 queued on a target of 2 with
+		// 79 running and 25 starting, a knee of ~40, and the limit then
+		// lowered a few slots a pass while admissions went on; the drain
+		// queued 9,961 call-seconds). The calls in service show the loss
+		// in the first period that queues.
+		dropped := droppedKnee(next, in, inService, target)
+		lost := ""
+		if dropped > 0 && dropped < keep {
+			keep = dropped
+			lost = fmt.Sprintf(" (provider serves %s calls, was %s: knee %s running)", num(in.InService), num(next.ShareConc), num(dropped))
+		}
+		tooMany := float64(measured) - keep // the jobs the readings say are too many
+		want := measured + in.Starting - int(math.Ceil(tooMany))
 		r := next.slotsPerRunning(cfg, in.Now)
 		if r > 0 {
 			want = int(math.Ceil(keep * r))
 		}
 		want = clamp(want, m.Min, m.Max)
-		yield := yieldCount(cfg, in, fresh, load-want, excess)
+		yield := yieldCount(in, fresh, load-want, tooMany)
 		// A lowering takes off the slots of the jobs the queue says are
 		// too many, and no more: the slots held (at most the limit) less
 		// those jobs' slots. Re-derived from the jobs running at the
@@ -443,7 +471,7 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 		// its mean queue sat at half its target). A drop's large excess
 		// still lowers to the steady want. The yield is decided above, on
 		// that want: the tasks starting beyond it are the queue's.
-		if floor := min(cur, held) - int(math.Ceil(cfg.LowerGain*excess*max(1, r))); want < floor {
+		if floor := min(cur, held) - int(math.Ceil(tooMany*max(1, r))); want < floor {
 			want = floor
 		}
 		// Lowering evicts nothing: running jobs drain as they end. Falling
@@ -460,7 +488,7 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 			want, next.DrainCarry = trickle, carry-refill
 		}
 		if want >= cur {
-			d := hold("depth %s > target %s, draining: %d running+starting, limit %d%s", num(depth), tgt, load, cur, yieldNote(yield))
+			d := hold("depth %s > target %s%s, draining: %d running+starting, limit %d%s", num(depth), tgt, lost, load, cur, yieldNote(yield))
 			d.Yield = yield
 			return d
 		}
@@ -470,7 +498,7 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 		next.Ceiling, next.CeilingAt = max(1, measured-int(math.Ceil(excess))), in.Now
 		next.Limit = want
 		return Decision{State: next, Action: Lowered, Yield: yield, Reason: fmt.Sprintf(
-			"lower to %d: depth %s > target %s, %d running+starting%s", want, num(depth), tgt, load, yieldNote(yield))}
+			"lower to %d: depth %s > target %s%s, %d running+starting%s", want, num(depth), tgt, lost, load, yieldNote(yield))}
 
 	// 5. Under: raise once the evidence is worth acting on.
 	case depth < low:
@@ -583,19 +611,34 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 
 // yieldCount is how many starting tasks a reading over the target stops
 // (Decision.Yield): the jobs the slots hold beyond want, but no more than
-// the starting ones, and no more than LowerGain of the excess depth (the
-// jobs the queue says are too many: the slots' count beyond want rests on
+// the starting ones, and no more than tooMany (the jobs the readings say
+// are too many: the slots' count beyond want rests on
 // slotsPerRunning, which with short jobs behind long starts counts several
 // slots a job, and stopping by it threw away whole waves of starts (lane
 // 182 of family seed 1: throughput 0.78 → 0.53 × oracle). Only a fresh
 // datapoint stops: the passes between two datapoints read the same queue,
 // and the tasks the first stopped are still stopping (their slots held)
 // until ECS reports them stopped.
-func yieldCount(cfg Config, in Input, fresh bool, over int, excess float64) int {
+func yieldCount(in Input, fresh bool, over int, tooMany float64) int {
 	if !fresh || in.Starting <= 0 || over <= 0 {
 		return 0
 	}
-	return min(in.Starting, over, int(math.Ceil(cfg.LowerGain*excess)))
+	return min(in.Starting, over, int(math.Ceil(tooMany)))
+}
+
+// droppedKnee is the knee, in running jobs, of a provider that lost
+// capacity since its jobs' call share was measured (State.CallShare), or 0
+// when the datapoint shows no loss: a period that queued (the provider was
+// full) serving fewer calls than the provider served then. Each running
+// job holds a call CallShare of its life, so the provider fills at
+// InService/CallShare jobs and the target's more queue the target. The
+// in-service datapoint is a Maximum, and CallShare one too: the knee may
+// come out low, which on a drop errs toward the drain it shortens.
+func droppedKnee(st State, in Input, inService bool, target float64) float64 {
+	if !inService || in.Depth <= 0 || in.InService <= 0 || st.CallShare <= 0 || in.InService >= st.ShareConc {
+		return 0
+	}
+	return max(1, in.InService/st.CallShare+target)
 }
 
 // yieldNote is the reason's note of a yield.

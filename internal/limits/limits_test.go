@@ -609,3 +609,42 @@ func TestALoweringTakesOffOnlyTheJobsTheQueueNames(t *testing.T) {
 		t.Errorf("got %s to %d (%s), want a lowering to 609: 600 running+starting and a tenth of the 99 ended", dec.Action, dec.State.Limit, dec.Reason)
 	}
 }
+
+// A provider that lost capacity shows it in the calls in service of the
+// first period that queues, while the queue itself is still small: the
+// pass lowers to the knee those calls give (InService over the jobs' call
+// share), and stops the tasks starting beyond it, not the few jobs the
+// queue names so far.
+func TestADropTheGatewayMeasuresLowersToItsKneeAtOnce(t *testing.T) {
+	m := Model{Target: 2, Min: 1, Max: 10000, Conc: 23}
+	// Nothing queued: 15 calls in service on 60 running, a quarter of a
+	// job's life in a call.
+	dec := Next(DefaultConfig(), m, State{Limit: 100}, withInService(in(0, 60, 40, 3000), 15))
+	if dec.State.CallShare != 0.25 || dec.State.ShareConc != 23 {
+		t.Fatalf("call share %g at concurrency %g, want 0.25 at the configured 23", dec.State.CallShare, dec.State.ShareConc)
+	}
+	// A period that queued says nothing of the call share: the provider
+	// was full.
+	if q := Next(DefaultConfig(), m, State{Limit: 100}, withInService(in(6, 60, 40, 3000), 23)); q.State.CallShare != 0 {
+		t.Errorf("call share %g from a queued period, want 0 (not seen)", q.State.CallShare)
+	}
+	// Ten seconds on, a queued period with 10 calls in service: the knee
+	// is 10/0.25 + 2 = 42 running, 20 of the 62 too many, while the
+	// smoothed queue (4.2 on a target of 2) names one.
+	next := in(6, 62, 40, 3000)
+	next.Now, next.DepthAt = t0.Add(10*time.Second), t0.Add(-10*time.Second)
+	next = withInService(next, 10)
+	drop := Next(DefaultConfig(), m, dec.State, next)
+	if drop.Yield != 20 || !strings.Contains(drop.Reason, "provider serves 10 calls, was 23: knee 42 running") {
+		t.Errorf("yield %d (%s), want 20 starting stopped: 62 running on a knee of 42", drop.Yield, drop.Reason)
+	}
+	// The provider serving what it did, with 100 running: the queue's
+	// jobs only, LowerGain of the excess. The call share is a Maximum's
+	// and may overstate: its knee (23/0.25 + 2 = 94) is no reason to stop
+	// more while the provider lost nothing.
+	same := next
+	same.Running, same.InService = 100, 23
+	if d := Next(DefaultConfig(), m, dec.State, same); d.Yield != 2 {
+		t.Errorf("yield %d (%s) with the provider unchanged, want 2: ceil(0.5 × 2.2)", d.Yield, d.Reason)
+	}
+}
