@@ -29,6 +29,7 @@ var simCommand = command{
 
 const simUsage = `usage: evalsched sim --scenario FILE [flags]
        evalsched sim --family N --seed S [--lane K] [--family-out DIR] [--json]
+       evalsched sim --family N --seed S --twin [--lane K] [--json]
 
 Runs the real scheduler pass against a simulated gateway, providers and
 Fargate (scenario format: scenarios/README.md) and prints the metrics per
@@ -47,6 +48,14 @@ static's caps; it prints a line per lane and the summary against the
 targets, and exits 1 when the family misses one. --lane K runs lane K only
 (the same lane whatever N); --family-out DIR writes each lane's scenario
 file there (lane-K.json), to replay with --scenario.
+
+--twin, with --family, measures instead each lane's twin bound
+(scenarios/README.md, "The twin bound"): for a lane whose provider's
+capacity drops, the lowest blocked share a policy that cannot foresee the
+drop reaches, on the lane and on its twin (the lane without the drop)
+alike. It prints, per lane with a drop, the bound for each cap held before
+the drop is seen, the verdict, and a summary; lanes without a drop have
+none.
 
 flags:
 `
@@ -74,6 +83,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	lane := fs.Int("lane", -1, "with --family: run lane `K` only")
 	familyOut := fs.String("family-out", "", "with --family: write each lane's scenario file to `DIR`")
 	workers := fs.Int("workers", 2, "with --family: lanes run at once (`N`, 1 or 2)")
+	twin := fs.Bool("twin", false, "with --family: measure each lane's twin bound (the best a policy that cannot foresee a capacity drop can do) instead of dynamic")
 	configured := fs.Bool("configured-concurrency", false, "with --family: the operator gives each model its provider's concurrency at the start (the model item's provider_concurrency)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -86,12 +96,14 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitUsage
 	}
-	if *family != 0 || *lane >= 0 || *familyOut != "" || *configured {
+	if *family != 0 || *lane >= 0 || *familyOut != "" || *configured || *twin {
 		switch {
 		case fs.NArg() > 0:
 			return usageErr("unexpected argument %q", fs.Arg(0))
+		case *twin && *family <= 0:
+			return usageErr("--twin needs --family")
 		case *family <= 0:
-			return usageErr("--family must be at least 1 (--lane, --family-out and --configured-concurrency need it)")
+			return usageErr("--family must be at least 1 (--lane, --family-out, --configured-concurrency and --twin need it)")
 		case *scenarioFile != "":
 			return usageErr("--family and --scenario exclude each other")
 		case *seed < 0:
@@ -101,7 +113,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		case *workers < 1 || *workers > 2:
 			return usageErr("--workers must be 1 or 2")
 		}
-		return runFamily(familyRun{seed: *seed, n: *family, lane: *lane, outDir: *familyOut, workers: *workers, configured: *configured}, *asJSON, *quiet, stdout, stderr)
+		return runFamily(familyRun{seed: *seed, n: *family, lane: *lane, outDir: *familyOut, workers: *workers, configured: *configured, twin: *twin}, *asJSON, *quiet, stdout, stderr)
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -208,6 +220,7 @@ type familyRun struct {
 	n, lane, workers int
 	outDir           string
 	configured       bool // the operator configured each provider's concurrency
+	twin             bool // the lanes' twin bounds instead of dynamic against the oracle
 }
 
 // runFamily draws the lanes, writes their files when asked, runs them and
@@ -247,6 +260,9 @@ func runFamily(f familyRun, asJSON, quiet bool, stdout, stderr io.Writer) int {
 			}
 		}
 	}
+	if f.twin {
+		return runTwins(f, ks, lanes, asJSON, quiet, stdout, stderr)
+	}
 	start := time.Now()
 	progress := func(done int, lr sim.LaneResult) {
 		if quiet || done%10 != 0 && done != len(lanes) {
@@ -283,6 +299,85 @@ func runFamily(f familyRun, asJSON, quiet bool, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// runTwins measures the lanes' twin bounds and prints them, lane by lane
+// (those with a drop), and a summary; with asJSON the []TwinResult.
+func runTwins(f familyRun, ks []int, lanes []*scenario.Scenario, asJSON, quiet bool, stdout, stderr io.Writer) int {
+	start := time.Now()
+	progress := func(done int, r sim.TwinResult) {
+		if quiet || done%10 != 0 && done != len(lanes) {
+			return
+		}
+		fmt.Fprintf(stderr, "twin bound seed %d: %d/%d lanes done, %s (lane %d)\n", f.seed, done, len(lanes), human(time.Since(start).Seconds()), r.Lane)
+	}
+	results, err := sim.RunTwins(lanes, ks, f.workers, progress)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitFailed
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(results); err != nil {
+			fmt.Fprintf(stderr, "evalsched sim: %v\n", err)
+			return exitFailed
+		}
+		return exitOK
+	}
+	writeTwins(stdout, lanes, results)
+	fmt.Fprintf(stdout, "twin bound seed %d: wall %s on %d worker(s)\n", f.seed, human(time.Since(start).Seconds()), f.workers)
+	return exitOK
+}
+
+// writeTwins prints each lane's twin bound (lanes with a drop) and the
+// summary.
+func writeTwins(w io.Writer, lanes []*scenario.Scenario, results []sim.TwinResult) {
+	dropped, meet, within := 0, 0, 0
+	for i, r := range results {
+		if len(r.Drops) == 0 {
+			continue
+		}
+		dropped++
+		var ds []string
+		for _, d := range r.Drops {
+			s := fmt.Sprintf("%s drops at %.0f s (seen %.0f s)", lanes[i].Models[d.Model].Name, d.AtS, d.SeenAtS)
+			if d.RecoverAtS > 0 {
+				s += fmt.Sprintf(", recovers at %.0f s", d.RecoverAtS)
+			} else {
+				s += ", no recovery"
+			}
+			ds = append(ds, s)
+		}
+		fmt.Fprintf(w, "lane %d: %s\n", r.Lane, strings.Join(ds, "; "))
+		fmt.Fprintf(w, "  twin oracle caps %v, %d jobs; lane oracle %d jobs; dynamic: lane blocked %.3f (thr %.3f), twin thr %.3f blocked %.3f\n",
+			r.TwinOracleCaps, r.TwinOracleJobs, r.LaneOracleJobs, r.DynamicBlocked, r.DynamicThroughput, r.DynamicTwinThroughput, r.DynamicTwinBlocked)
+		fmt.Fprintf(w, "  %-9s %8s %8s %9s %8s %6s %6s\n", "pre-drop", "twin thr", "twin blk", "lane blk", "lane thr", "f2", "f3")
+		for _, row := range r.Rows {
+			mark := ""
+			if !row.LaneThroughputOK {
+				mark = " (lane thr < 0.95)"
+			}
+			fmt.Fprintf(w, "  ×%-8.2f %8.3f %8.3f %9.3f %8.3f %6.2f %6.2f%s\n",
+				row.PreDrop, row.TwinThroughput, row.TwinBlocked, row.LaneBlocked, row.LaneThroughput, row.AfterDrop, row.AfterRecovery, mark)
+		}
+		switch {
+		case r.Best < 0:
+			fmt.Fprintf(w, "  bound: no pre-drop cap keeps both throughputs ≥ 0.95: misses in the bound\n")
+		case r.Meets:
+			fmt.Fprintf(w, "  bound: blocked %.3f at ×%.2f before the drop: meets in the bound (≤ 0.10)\n", r.Best, r.BestPre)
+		default:
+			fmt.Fprintf(w, "  bound: blocked %.3f at ×%.2f before the drop: misses in the bound (> 0.10)\n", r.Best, r.BestPre)
+		}
+		if r.Meets {
+			meet++
+		}
+		if r.Best >= 0 && r.Best <= sim.FamilyMaxBlocked {
+			within++
+		}
+	}
+	fmt.Fprintf(w, "twin bound: %d lane(s), %d with a drop; %d meet in the bound (blocked ≤ 0.10), %d within %.2f\n",
+		len(results), dropped, meet, within, sim.FamilyMaxBlocked)
 }
 
 // faultKinds lists the fault kinds for the usage text.

@@ -71,10 +71,29 @@ func TestSimFamilyUsage(t *testing.T) {
 		{[]string{"--family", "4", "--seed", "1", "--scenario", scenarioFile}, "exclude each other"},
 		{[]string{"--family", "4", "--seed", "1", "--workers", "3"}, "--workers must be 1 or 2"},
 		{[]string{"--configured-concurrency", "--seed", "1"}, "--family must be at least 1"},
+		{[]string{"--twin", "--seed", "1"}, "--twin needs --family"},
+		{[]string{"--twin", "--scenario", scenarioFile}, "--twin needs --family"},
 	} {
 		code, _, errs := runCLI(append([]string{"sim"}, c.args...)...)
 		if code != exitUsage || !strings.Contains(errs, c.want) {
 			t.Errorf("%v: exit %d, %q; want usage error %q", c.args, code, errs, c.want)
 		}
+	}
+}
+
+// TestSimFamilyTwin: --twin prints a lane's twin bound, as JSON with
+// --json, a table and the summary without.
+func TestSimFamilyTwin(t *testing.T) {
+	code, out, errs := runCLI("sim", "--family", "200", "--seed", "1", "--lane", "173", "--configured-concurrency", "--twin", "--json", "--quiet")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rs []sim.TwinResult
+	if err := json.Unmarshal([]byte(out), &rs); err != nil || len(rs) != 1 || rs[0].Lane != 173 || len(rs[0].Drops) != 1 || len(rs[0].Rows) != 10 {
+		t.Fatalf("want lane 173's bound, one drop, 10 rows: %v %.300s", err, out)
+	}
+	code, out, errs = runCLI("sim", "--family", "200", "--seed", "1", "--lane", "173", "--configured-concurrency", "--twin", "--quiet")
+	if code != exitOK || !strings.Contains(out, "lane 173: model-0 drops at") || !strings.Contains(out, "twin bound: 1 lane(s), 1 with a drop;") {
+		t.Errorf("exit %d, output:\n%s%s", code, out, errs)
 	}
 }

@@ -18,12 +18,17 @@ type staticPolicy struct {
 	caps   []int // per model: static_cap, or the oracle's sweep
 	rot    int   // lane that gets the first token of the next pass
 	demand []int
+	steps  []CapStep // Options.CapSteps not yet applied, in order
 }
 
 func (s *staticPolicy) pass(e *engine) {
 	n := len(e.models)
 	if s.demand == nil {
 		s.demand = make([]int, n)
+	}
+	for len(s.steps) > 0 && seconds(s.steps[0].AtS) <= e.now {
+		s.step(s.steps[0])
+		s.steps = s.steps[1:]
 	}
 	for i := range e.models {
 		m := &e.models[i]
@@ -64,6 +69,36 @@ func (s *staticPolicy) pass(e *engine) {
 		}
 	}
 	s.rot = (s.rot + 1) % max(n, 1)
+}
+
+// step applies a cap step (Options.CapSteps): the new caps, and with
+// Yield, for each model over its new cap, its tasks still starting or
+// reserved stopped, newest job first, until it holds at most its cap. A
+// stopped job goes to the front of its model's lane (its retries), oldest
+// first, so the lane launches it again before any job it never launched.
+//
+// A reserved job's RunTask event is at most one pass interval after the
+// pass that reserved it, and after the yields the model holds its cap,
+// so no pass relaunches a yielded job before that event has come and
+// found the job waiting (runTask ignores it).
+func (s *staticPolicy) step(st CapStep) {
+	e := s.e
+	copy(s.caps, st.Caps)
+	for i := range e.models {
+		e.models[i].limit = s.caps[i]
+	}
+	if !st.Yield {
+		return
+	}
+	for i := range e.models {
+		m := &e.models[i]
+		for j := int32(len(e.jobs)) - 1; j >= 0 && m.holding > s.caps[i]; j-- {
+			if int(e.jobs[j].model) != i || !e.yield(j) {
+				continue // another model's, or not starting: it runs on
+			}
+			m.retry = append([]int32{j}, m.retry...)
+		}
+	}
 }
 
 func (s *staticPolicy) failedToStart(j int32) { s.e.retryOrFail(j) }

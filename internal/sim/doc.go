@@ -24,7 +24,8 @@
 //     (invocation.go, ecs.go, intake.go, storefaults.go);
 //   - internal/sim/stream: the random streams every package draws from;
 //   - internal/sim (here): the world, the policies, the oracle, the family's
-//     runs and judge, the invariants, and the results;
+//     runs and judge, the twin bound of a lane with a capacity drop
+//     (twin.go), the invariants, and the results;
 //   - internal/sim/report: the results rendered (table, summaries, HTML).
 //
 // The engine imports scenario, faults and stream; report imports the

@@ -62,6 +62,11 @@ type Options struct {
 	// StaticCaps, when set, replaces each model's static_cap under policy
 	// static (one per model, in scenario order): the oracle's sweep.
 	StaticCaps []int
+	// CapSteps, under policy static only, change the caps during the run
+	// (twin.go, the twin bound): at the first pass at or after each step's
+	// AtS, in the order given (AtS must not decrease), the caps become the
+	// step's. Without steps the caps stay fixed, as policy static's are.
+	CapSteps []CapStep
 	// Faults are the kinds of fault to inject into policy dynamic (doc.go,
 	// "Faults"); the baselines ignore them. Unlike the other options they
 	// change the results: the same faults give the same results.
@@ -137,7 +142,15 @@ func simulate(sc *scenario.Scenario, p Policy, opt Options) (*engine, *Result, e
 			}
 			e.models[i].limit = caps[i]
 		}
-		e.pol = &staticPolicy{e: e, caps: caps}
+		for k, st := range opt.CapSteps {
+			if len(st.Caps) != len(e.models) {
+				return nil, nil, fmt.Errorf("cap step %d: %d caps for %d models", k, len(st.Caps), len(e.models))
+			}
+			if k > 0 && st.AtS < opt.CapSteps[k-1].AtS {
+				return nil, nil, fmt.Errorf("cap step %d at %g s before step %d at %g s", k, st.AtS, k-1, opt.CapSteps[k-1].AtS)
+			}
+		}
+		e.pol = &staticPolicy{e: e, caps: caps, steps: opt.CapSteps}
 		e.schedulePasses()
 	case Unbounded:
 		e.pol = &unboundedPolicy{e: e}
@@ -186,4 +199,18 @@ func RunAll(sc *scenario.Scenario, ps []Policy, opt Options) ([]*Result, error) 
 		}
 	}
 	return results, nil
+}
+
+// CapStep is a change of policy static's caps during a run (Options.CapSteps).
+type CapStep struct {
+	// AtS is when the step applies: at the first pass at or after it.
+	AtS float64
+	// Caps are the new caps, one per model in scenario order.
+	Caps []int
+	// Yield stops, for each model holding more slots than its new cap,
+	// tasks still starting (or reserved, RunTask not yet out) until the
+	// model holds at most its cap; running containers run on. Each stopped
+	// job goes back to the front of its model's lane, to launch again as a
+	// new attempt.
+	Yield bool
 }
