@@ -207,7 +207,15 @@ func runLane(sc *scenario.Scenario, k int) (LaneResult, error) {
 // workers goroutines; progress, when set, is called after each lane with
 // the lanes done. Results come in lane order whatever the workers did.
 func RunFamily(lanes []*scenario.Scenario, ks []int, workers int, progress func(done int, lr LaneResult)) ([]LaneResult, error) {
-	out := make([]LaneResult, len(lanes))
+	return eachLane(lanes, ks, workers, runLane, progress)
+}
+
+// eachLane runs measure on every lane on at most workers goroutines (a
+// lane is one goroutine's work: its runs are sequential) and calls
+// progress, when set, after each lane with the lanes done. Results come in
+// lane order; the first lane's error, in lane order, fails the whole.
+func eachLane[T any](lanes []*scenario.Scenario, ks []int, workers int, measure func(*scenario.Scenario, int) (T, error), progress func(done int, r T)) ([]T, error) {
+	out := make([]T, len(lanes))
 	errs := make([]error, len(lanes))
 	next := make(chan int)
 	var mu sync.Mutex
@@ -216,7 +224,7 @@ func RunFamily(lanes []*scenario.Scenario, ks []int, workers int, progress func(
 	for range max(1, min(workers, len(lanes))) {
 		wg.Go(func() {
 			for i := range next {
-				out[i], errs[i] = runLane(lanes[i], ks[i])
+				out[i], errs[i] = measure(lanes[i], ks[i])
 				mu.Lock()
 				done++
 				if progress != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/evalsched/evalsched/internal/sim/scenario"
@@ -298,36 +297,10 @@ func TwinBound(sc *scenario.Scenario, k int) (TwinResult, error) {
 // when set, is called after each lane with the lanes done. Results come in
 // lane order.
 func RunTwins(lanes []*scenario.Scenario, ks []int, workers int, progress func(done int, r TwinResult)) ([]TwinResult, error) {
-	out := make([]TwinResult, len(lanes))
-	errs := make([]error, len(lanes))
-	next := make(chan int)
-	var mu sync.Mutex
-	done := 0
-	var wg sync.WaitGroup
-	for range max(1, min(workers, len(lanes))) {
-		wg.Go(func() {
-			for i := range next {
-				start := time.Now()
-				out[i], errs[i] = TwinBound(lanes[i], ks[i])
-				out[i].WallS = round(time.Since(start).Seconds(), 2)
-				mu.Lock()
-				done++
-				if progress != nil {
-					progress(done, out[i])
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	for i := range lanes {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return eachLane(lanes, ks, workers, func(sc *scenario.Scenario, k int) (TwinResult, error) {
+		start := time.Now()
+		r, err := TwinBound(sc, k)
+		r.WallS = round(time.Since(start).Seconds(), 2)
+		return r, err
+	}, progress)
 }
