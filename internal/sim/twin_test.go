@@ -146,11 +146,24 @@ func TestTwinBound(t *testing.T) {
 	if last := r.Rows[len(r.Rows)-1]; last.TwinThroughput != 1 {
 		t.Errorf("the twin at ×1 finished %g × the twin oracle's jobs, want exactly 1", last.TwinThroughput)
 	}
-	if r.Meets != (r.Best >= 0 && r.Best <= laneMaxBlocked) {
-		t.Errorf("meets %v with best %g", r.Meets, r.Best)
+	// The bound is the lowest blocked share of the rows that keep both
+	// throughputs: the ×1 row keeps the twin's, so there is one.
+	eligible := func(row TwinRow) bool {
+		return row.TwinThroughput >= laneMinThroughput && row.LaneThroughputOK
 	}
-	if r.Best >= 0 && !slices.ContainsFunc(r.Rows, func(row TwinRow) bool { return row.PreDrop == r.BestPre && row.LaneBlocked == r.Best }) {
-		t.Errorf("best %g at ×%g is no row's", r.Best, r.BestPre)
+	if !eligible(r.Rows[len(r.Rows)-1]) || r.Best < 0 {
+		t.Fatalf("best %g; the ×1 row %+v should keep both throughputs", r.Best, r.Rows[len(r.Rows)-1])
+	}
+	for _, row := range r.Rows {
+		if eligible(row) && row.LaneBlocked < r.Best {
+			t.Errorf("row ×%g blocks %g, below the bound %g", row.PreDrop, row.LaneBlocked, r.Best)
+		}
+	}
+	if !slices.ContainsFunc(r.Rows, func(row TwinRow) bool { return eligible(row) && row.PreDrop == r.BestPre && row.LaneBlocked == r.Best }) {
+		t.Errorf("best %g at ×%g is no eligible row's", r.Best, r.BestPre)
+	}
+	if r.Meets != (r.Best <= laneMaxBlocked) {
+		t.Errorf("meets %v with best %g", r.Meets, r.Best)
 	}
 	none, err := TwinBound(scenariotest.Tiny(2), 0)
 	if err != nil || len(none.Drops) != 0 || len(none.Rows) != 0 || none.Best != -1 || none.Meets {
