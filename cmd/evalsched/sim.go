@@ -317,13 +317,7 @@ func runTwins(f familyRun, ks []int, lanes []*scenario.Scenario, asJSON, quiet b
 		return exitFailed
 	}
 	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(results); err != nil {
-			fmt.Fprintf(stderr, "evalsched sim: %v\n", err)
-			return exitFailed
-		}
-		return exitOK
+		return writeJSON(stdout, stderr, results)
 	}
 	writeTwins(stdout, lanes, results)
 	fmt.Fprintf(stdout, "twin bound seed %d: wall %s on %d worker(s)\n", f.seed, human(time.Since(start).Seconds()), f.workers)

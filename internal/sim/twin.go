@@ -170,19 +170,26 @@ type twinEvent struct {
 // at their latest multiple (f1 before their first event).
 func capSteps(base []int, drops []Drop, f1 float64, ev []twinEvent) []CapStep {
 	slices.SortStableFunc(ev, func(a, b twinEvent) int { return cmp.Compare(a.at, b.at) })
-	f := make([]float64, len(base))
-	for i := range f {
-		f[i] = 1
-	}
-	for _, d := range drops {
-		f[d.Model] = f1
-	}
+	f := preDrop(len(base), drops, f1)
 	var steps []CapStep
 	for _, e := range ev {
 		f[e.model] = e.f
 		steps = append(steps, CapStep{AtS: e.at, Caps: scaledCaps(base, f), Yield: e.yield})
 	}
 	return steps
+}
+
+// preDrop is the multiples of the twin oracle's caps before any drop is
+// seen: f1 on the dropped models, 1 on the others.
+func preDrop(models int, drops []Drop, f1 float64) []float64 {
+	f := make([]float64, models)
+	for i := range f {
+		f[i] = 1
+	}
+	for _, d := range drops {
+		f[d.Model] = f1
+	}
+	return f
 }
 
 // scaledCaps is base × f per model, rounded, at least 1.
@@ -234,14 +241,7 @@ func TwinBound(sc *scenario.Scenario, k int) (TwinResult, error) {
 	enough := func(jobs, bar int) bool { return float64(jobs) >= laneMinThroughput*float64(bar) }
 	recovers := slices.ContainsFunc(drops, func(d Drop) bool { return d.RecoverAtS > 0 })
 	for _, f1 := range twinPreDrop {
-		pre := make([]float64, len(base))
-		for i := range pre {
-			pre[i] = 1
-		}
-		for _, d := range drops {
-			pre[d.Model] = f1
-		}
-		caps := scaledCaps(base, pre)
+		caps := scaledCaps(base, preDrop(len(base), drops, f1))
 		var tev []twinEvent
 		for _, d := range drops {
 			tev = append(tev, twinEvent{at: d.SeenAtS, model: d.Model, f: 1})
