@@ -109,11 +109,23 @@
 //     jobs running then plus the calls short of the target.
 //     A raise toward a knee, too, goes to the slots its running jobs need.
 //
+// Where a job starts for longer than it runs (slotsPerRunning ≥ 2), the
+// pass admits at most the jobs that ended since the last pass plus the
+// knee's turnover, PaceKnee running jobs per job life (Decision.Pace,
+// State.pace): the slots a raise adds are mostly starting ones, and
+// launched in one pass they come up within a start's spread and run
+// together, a wave of several knees that overloads the provider, slows
+// every call and lengthens every job. Paced, they come up as a stream.
+//
 // A limit the breaker held through an error burst is refilled as a raise
 // (State.Refill): its jobs are in dead time once the provider heals. It is
-// the highest limit of the passes within MaxAge before the hold: the
-// provider failed a metric delay or more before the breaker could tell, and
-// a lowering then read the queue of a failing provider.
+// the highest limit of the passes within MaxAge before the gateway's error
+// rate first showed the failure (Input.Failing; without it, before the
+// hold): the provider failed a metric delay or more before anyone could
+// tell, and a lowering then read the queue of a failing provider; the
+// breaker may open passes after the error rate showed; and the pass just
+// before the first failing reading may have raised on a queue the failing
+// calls had emptied.
 //
 // Otherwise it holds. The result is clamped to [min, max]. Every decision carries
 // a reason an operator can read in the pass log.

@@ -177,6 +177,16 @@ type State struct {
 	// DrainCarry is the share of freed slots a drain still owes its
 	// trickle (Config.DrainShare), below one slot.
 	DrainCarry float64
+	// BeforeFailing is the highest limit the passes began with within
+	// MaxAge before the first pass that read the provider failing
+	// (Input.Failing), while the passes since still read it; 0 = none
+	// does. The breaker's refill goes back to it (Refill).
+	BeforeFailing int
+	// PaceKnee is the knee, in running jobs, of the last raise that knew
+	// one (the gateway's, the operator's concurrency, or FastUpTo of a
+	// lowering's): what the pace lets the jobs grow to within a job's
+	// life (Decision.Pace). 0 = none known yet.
+	PaceKnee float64
 }
 
 // slotsPerRunning is the slots a running job needs, 1 + start/life from
@@ -224,25 +234,48 @@ func (s State) turnover(cfg Config, in Input) State {
 // pass after the burst read depth 0 under a binding limit and raised it ×4
 // (lane 4 of family seed 1: 734 → 2,936 on a knee of ~590 running jobs).
 //
-// The limit it refills is the highest of the passes within MaxAge before
-// the hold: the provider fails a metric delay and a period or two before
-// the breaker can tell, and a lowering in that time read the queue of a
-// provider that was failing, or about to (lane 60 of family seed 1: 21 →
-// 18 in the burst's first minute, then 521 s after it healed to climb
-// back).
+// The limit it refills is the highest a pass began with within MaxAge
+// before the provider was first read failing: it fails a metric delay
+// and a period or two before anyone can tell, and a lowering in that
+// time read the queue of a provider that was failing, or about to (lane
+// 60 of family seed 1: 21 → 18 in the burst's first minute, then 521 s
+// after it healed to climb back). The first failing reading is the
+// gateway's error rate (Input.Failing), which may come passes, even
+// minutes, before the breaker opens on it; the first pass to read it keeps
+// the limit (State.BeforeFailing); without that metric, the hold ends the
+// window. A window ending at the hold missed a limit the passes that read
+// the failure held on to (lane 66 of family seed 20261203, paced: 150
+// before the burst, 148 from a lowering the pass before the error rate
+// showed it, the breaker open 110 s after: the refill was 148, and the
+// limit never came back to 150), and a raise read from a failing
+// provider's emptied queue was refilled as if the provider took it (lane
+// 33 of family seed 1: 872 → 1,175 the pass before the error rate showed;
+// after the burst 1,172 launched at once and queued 390 calls).
 func (s State) Refill(cfg Config, now time.Time, load int) State {
 	cfg = cfg.withDefaults()
-	if n := len(s.Recent); n > 0 {
-		from := s.Recent[n-1].At.Add(-cfg.MaxAge)
-		for _, r := range s.Recent {
-			if !r.At.Before(from) {
-				s.Limit = max(s.Limit, r.Limit)
-			}
-		}
+	if n := len(s.Recent); n > 0 && s.Recent[n-1].Failing && s.BeforeFailing > 0 {
+		// The limit now came from passes that read the failure, or from
+		// the pass before them, whose reading was already the failing
+		// provider's: it is no measure of the provider.
+		s.Limit = s.BeforeFailing
+	} else if n > 0 {
+		s.Limit = max(s.Limit, highestBefore(cfg, s.Recent, s.Recent[n-1].At.Add(time.Nanosecond)))
 	}
 	s.RaisedAt, s.RaisedBy = now, max(1, s.Limit-load)
 	s.FilledAt, s.SettledAt, s.PeakSince = time.Time{}, time.Time{}, 0
 	return s
+}
+
+// highestBefore is the highest limit a pass of recent began with within
+// MaxAge before end (end excluded), 0 for none.
+func highestBefore(cfg Config, recent []Sample, end time.Time) int {
+	highest := 0
+	for _, r := range recent {
+		if r.At.Before(end) && !r.At.Before(end.Add(-cfg.MaxAge)) {
+			highest = max(highest, r.Limit)
+		}
+	}
+	return highest
 }
 
 // Sample is the running count at one pass, the last raise's launches
@@ -253,6 +286,9 @@ type Sample struct {
 	Running int
 	Pending int
 	Limit   int
+	// Failing: the pass read the provider failing (Input.Failing); the
+	// limits before the first such pass are the provider's (Refill).
+	Failing bool
 }
 
 // recentKeep bounds State.Recent: enough passes to cover MaxAge at 10 s.
@@ -323,11 +359,26 @@ type Decision struct {
 	// they are most of the overshoot. A task still starting has done no
 	// work, so stopping it costs only its start.
 	Yield int
+	// Pace is the most jobs the pass may admit for the model, 0 for no
+	// bound (State.pace): where jobs start for longer than they run, the
+	// jobs launched together run together, and a raise launched at once
+	// is a wave the limit was not sized for.
+	Pace int
 }
 
-// Next decides the model's limit for this pass.
+// Next decides the model's limit for this pass, and the pace of its
+// admissions.
 func Next(cfg Config, m Model, st State, in Input) Decision {
 	cfg = cfg.withDefaults()
+	d := step(cfg, m, st, in)
+	if m.Pin <= 0 {
+		d.Pace = d.State.pace(cfg, in)
+	}
+	return d
+}
+
+// step decides the model's limit for this pass (Next without the pace).
+func step(cfg Config, m Model, st State, in Input) Decision {
 	if m.Max < m.Min {
 		m.Max = m.Min
 	}
@@ -336,7 +387,15 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 	next.Limit = cur
 	next.DrainCarry = 0 // kept only while a drain's trickle binds
 	next = next.turnover(cfg, in)
-	next.Recent = append(slices.Clone(st.Recent[max(0, len(st.Recent)-recentKeep+1):]), Sample{At: in.Now, Running: in.Running, Pending: in.PendingRaise, Limit: cur})
+	next.Recent = append(slices.Clone(st.Recent[max(0, len(st.Recent)-recentKeep+1):]), Sample{At: in.Now, Running: in.Running, Pending: in.PendingRaise, Limit: cur, Failing: in.Failing})
+	switch {
+	case !in.Failing:
+		next.BeforeFailing = 0
+	case next.BeforeFailing == 0:
+		// The first pass to read the failure: the limits before it are
+		// the provider's, and a breaker that opens later refills to them.
+		next.BeforeFailing = cmp.Or(highestBefore(cfg, st.Recent, in.Now), cur)
+	}
 	hold := func(format string, a ...any) Decision {
 		return Decision{State: next, Action: Held, Reason: "hold: " + fmt.Sprintf(format, a...)}
 	}
@@ -532,6 +591,11 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 		oneRaise := false
 		k := knee(cfg, kst, in, m.Target, measured)
 		if k > 0 {
+			next.PaceKnee = k
+		} else if fastTo > 0 {
+			next.PaceKnee = fastTo
+		}
+		if k > 0 {
 			// The gateway measured the knee before the depth rose: it
 			// replaces the one a past overshoot left, and is no guess, so
 			// the fast raise goes up to it, not to a share of it.
@@ -607,6 +671,38 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 			"raise ×%.3g: depth %s < target %s, %d waiting", f, num(depth), tgt, in.Waiting)}
 	}
 	return hold("depth %s within %s..%s of target %s", num(depth), num(low), num(high), tgt)
+}
+
+// pace is the most jobs a pass may admit (Decision.Pace), 0 for no bound:
+// the jobs that ended since the last pass, whose slots their refills take
+// in the same phase of the wave, and growth at the rate the running jobs
+// turn over at the knee, PaceKnee per job life.
+//
+// It binds only where a job starts for at least as long as it runs
+// (slotsPerRunning ≥ 2). There the limit is several slots a running job,
+// most of them starting, and a raise launched in one pass or two is a
+// cohort: its containers come up within a start's spread and run together,
+// not spread over the start as the slots' count assumes. Short jobs behind
+// long starts ran as waves several times the knee: the provider overloaded,
+// every call slowed, the jobs lived longer and the wave grew (lane 116 of
+// family seed 20261201: a raise of 91 → 165 slots toward a knee of about
+// 20 running jobs, 83 launched in one pass; 82 ran at once, the queue
+// reached 60 on a provider of 12; the lane's blocked share was 0.305, and
+// 0.18 paced).
+// Launched at the knee's turnover they come up as a stream. Where jobs run
+// longer than they start, a cohort's jobs are never more than the slots
+// the limit sized for them, and the pace would only slow a refill.
+func (s State) pace(cfg Config, in Input) int {
+	r := s.slotsPerRunning(cfg, in.Now)
+	if r < 2 || s.PaceKnee <= 0 || len(s.Recent) < 2 {
+		return 0
+	}
+	dt := in.Now.Sub(s.Recent[len(s.Recent)-2].At).Seconds()
+	if dt <= 0 {
+		return 0
+	}
+	life := s.AvgRunning / s.AvgEnd
+	return max(0, in.Ended) + int(math.Ceil(s.PaceKnee*dt/max(life, dt)))
 }
 
 // yieldCount is how many starting tasks a reading over the target stops

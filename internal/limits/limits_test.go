@@ -530,6 +530,105 @@ func TestARefillRestoresALoweringOfTheFailuresFirstMinute(t *testing.T) {
 	}
 }
 
+// The window ends where the gateway's error rate first showed the
+// failure, not at the hold: the breaker may open passes later, and the
+// limit the provider took is the one before the failure (lane 181 of
+// family seed 1: 1,043 then; the refill was 908, and the limit never came
+// back). The pass that first read the failure began with a limit set on
+// the failing provider's readings, and is left out (lane 33: a raise to
+// 1,175 on a queue the failing calls had emptied).
+func TestARefillEndsWhereTheErrorRateFirstShowedTheFailure(t *testing.T) {
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	m := Model{Target: 2, Min: 1, Max: 10000}
+	// failing runs the passes from..to (10 s apart) that read the provider
+	// failing: they hold, and the breaker has not opened yet.
+	failing := func(st State, from, to int) State {
+		for s := from; s <= to; s += 10 {
+			i := in(0, 100, 0, 5000)
+			i.Now, i.DepthAt, i.Failing = at(s), at(s-20), true
+			d := Next(DefaultConfig(), m, st, i)
+			if d.Action != Held {
+				t.Fatalf("a failing pass: %s (%s), want a hold", d.Action, d.Reason)
+			}
+			st = d.State
+		}
+		return st
+	}
+	st := State{Limit: 908, Recent: []Sample{
+		{At: at(-300), Limit: 1300}, // more than MaxAge before the failure showed: no part of it
+		{At: at(-150), Limit: 1012},
+		{At: at(-130), Limit: 1043},
+		{At: at(-120), Limit: 1043}, // this pass lowered to 908 on a reading near the failure
+		{At: at(-110), Limit: 908},
+	}}
+	st = failing(st, -100, -10) // the breaker opens 100 s after the error rate showed
+	if got := st.Refill(DefaultConfig(), t0, 100); got.Limit != 1043 || got.RaisedBy != 943 {
+		t.Errorf("refilled to %d (a raise of %d), want 1043 (943 over the 100 held): the limit before the failure showed", got.Limit, got.RaisedBy)
+	}
+	st = State{Limit: 1175, Recent: []Sample{
+		{At: at(-40), Limit: 872},
+		{At: at(-30), Limit: 872}, // this pass raised to 1,175 on the failing provider's empty queue
+	}}
+	if got := failing(st, -20, -10).Refill(DefaultConfig(), t0, 100); got.Limit != 872 {
+		t.Errorf("refilled to %d, want 872: the raise read from the failure is no measure of the provider", got.Limit)
+	}
+	// No pass within MaxAge before the failure showed (the passes before
+	// it came before an earlier hold): the limit held stands.
+	st = State{Limit: 1140, Recent: []Sample{{At: at(-1000), Limit: 300}}}
+	if got := failing(st, -20, -10).Refill(DefaultConfig(), t0, 100); got.Limit != 1140 {
+		t.Errorf("refilled to %d, want the 1140 held", got.Limit)
+	}
+	// A pass that reads the provider healthy again forgets it.
+	i := in(1, 100, 0, 5000)
+	i.Now, i.DepthAt = at(0), at(-20)
+	if d := Next(DefaultConfig(), m, failing(st, -20, -10), i); d.State.BeforeFailing != 0 {
+		t.Errorf("a healthy reading kept the limit before a failure: %d", d.State.BeforeFailing)
+	}
+}
+
+// Where a job starts for longer than it runs, a raise launched at once
+// runs as a wave: the pass admits the jobs that ended and growth at the
+// knee's turnover, PaceKnee per job life. Where jobs run longer than they
+// start, and for a pinned limit, there is no pace.
+func TestAdmissionsOfShortJobsBehindLongStartsArePaced(t *testing.T) {
+	// 20 running jobs of 10 s behind 60-s starts: 7 slots a running job.
+	short := State{Limit: 165, PaceKnee: 22, AvgRunning: 20, AvgStarting: 120, AvgEnter: 2, AvgEnd: 2, AvgSince: t0.Add(-time.Hour),
+		Recent: []Sample{{At: t0.Add(-20 * time.Second)}, {At: t0.Add(-10 * time.Second)}}}
+	i := in(0.5, 20, 60, 5000)
+	i.Ended = 5
+	m := Model{Target: 2, Min: 1, Max: 10000}
+	if d := Next(DefaultConfig(), m, short, i); d.Pace != 5+22 {
+		t.Errorf("pace %d (%s), want 27: the 5 that ended and the knee's 22 per 10-s life over a 10-s pass", d.Pace, d.Reason)
+	}
+	// A 40-s life: a quarter of the knee a pass.
+	short.AvgRunning, short.AvgEnd = 80, 2
+	short.AvgStarting = 160 // 80-s starts: 3 slots a running job
+	if d := Next(DefaultConfig(), m, short, i); d.Pace != 5+6 {
+		t.Errorf("pace %d, want 11: the 5 that ended and ⌈22·10/40⌉", d.Pace)
+	}
+	long := short
+	long.AvgStarting = 60 // 30-s starts of 40-s jobs: 1.75 slots a running job
+	if d := Next(DefaultConfig(), m, long, i); d.Pace != 0 {
+		t.Errorf("pace %d, want none: jobs run longer than they start", d.Pace)
+	}
+	pinned := m
+	pinned.Pin = 300
+	if d := Next(DefaultConfig(), pinned, short, i); d.Pace != 0 {
+		t.Errorf("pace %d, want none: the operator pinned the limit", d.Pace)
+	}
+	// A raise toward the knee the operator's concurrency gives records it.
+	cold := State{Limit: 12, AvgRunning: 10, AvgStarting: 60, AvgEnter: 1, AvgEnd: 1, AvgSince: t0.Add(-time.Hour),
+		Recent: []Sample{{At: t0.Add(-30 * time.Second), Running: 10}, {At: t0.Add(-10 * time.Second), Running: 10}}}
+	r := in(0, 10, 2, 5000)
+	r.InService, r.InServiceAt = 6, r.DepthAt
+	conc := Model{Target: 2, Min: 1, Max: 10000, Conc: 12}
+	d := Next(DefaultConfig(), conc, cold, r)
+	if d.Action != Raised || d.State.PaceKnee < 19 || d.State.PaceKnee > 23 || d.Pace <= 0 || d.Pace >= d.State.Limit-12 {
+		t.Errorf("%s to %d (%s), knee %g, pace %d; want a raise toward a knee of ~20 running jobs (12 calls at a share of 0.6), admitted at its turnover, not at once",
+			d.Action, d.State.Limit, d.Reason, d.State.PaceKnee, d.Pace)
+	}
+}
+
 // Each queued call is a container blocked at the gateway, so the target
 // is at most MaxBlocked of the running jobs: a target of 7 on a provider
 // that runs 20 jobs would have them wait a third of their time. The old

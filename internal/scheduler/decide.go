@@ -213,6 +213,9 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 		if mp.Breaker.Allow >= 0 {
 			f = min(f, mp.Breaker.Allow)
 		}
+		if mp.Limit.Pace > 0 {
+			f = min(f, mp.Limit.Pace)
+		}
 		if !models[i].Config.Enabled {
 			f = 0
 		}
@@ -314,6 +317,8 @@ func why(mp *ModelPlan, enabled bool, free int) string {
 		cause = fmt.Sprintf("limit %d reached", limit)
 	case held+mp.Admitted >= mp.Capacity:
 		cause = fmt.Sprintf("global cap leaves %d slots", mp.Capacity)
+	case mp.Limit.Pace > 0 && mp.Admitted >= mp.Limit.Pace:
+		cause = fmt.Sprintf("paced: %d launches this pass, the knee's turnover", mp.Limit.Pace)
 	case mp.Admitted >= mp.Free && mp.Free < free:
 		cause = fmt.Sprintf("launch budget leaves %d launches this pass", mp.Free)
 	default:

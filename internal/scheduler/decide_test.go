@@ -360,3 +360,26 @@ func TestANewModelStartsAtItsConfiguredConcurrency(t *testing.T) {
 		})
 	}
 }
+
+// The limits' pace bounds a pass's admissions where jobs start for longer
+// than they run (limits.Decision.Pace): a limit of 165 slots with 80 held
+// leaves 85, but the jobs of one pass would run together, so the pass
+// admits the knee's turnover, and the pass log says why the rest wait.
+func TestAdmissionsFollowTheLimitsPace(t *testing.T) {
+	m := newModel("a", 165).running(20).starting(60).obj()
+	m.Config.TargetDepth = 2
+	m.State.Limit.PaceKnee = 22
+	// 10-s jobs behind 60-s starts, averaged over an hour.
+	m.State.Limit.AvgRunning, m.State.Limit.AvgStarting, m.State.Limit.AvgEnter, m.State.Limit.AvgEnd = 20, 120, 2, 2
+	m.State.Limit.AvgSince = now.Add(-time.Hour)
+	m.State.Limit.Recent = []limits.Sample{{At: now.Add(-10 * time.Second), Running: 20, Limit: 165}}
+	queues := []Queue{queue("a", "lab", "p", "b", 1, 5000)}
+	plan := Decide(DefaultConfig(), Snapshot{Models: []Model{m}, Queues: queues}, map[string]Depth{"a": {Value: 1, At: now.Add(-20 * time.Second)}}, now)
+	mp := plan.Models[0]
+	if mp.Limit.Pace != 22 || mp.Admitted != 22 || mp.State.Limit.Limit != 165 {
+		t.Fatalf("pace %d, admitted %d, limit %d (%s); want 22 admitted under a limit of 165 that held", mp.Limit.Pace, mp.Admitted, mp.State.Limit.Limit, mp.Limit.Reason)
+	}
+	if !strings.Contains(mp.Why, "4978 wait: paced: 22 launches this pass") {
+		t.Errorf("why %q, want the pace named", mp.Why)
+	}
+}
