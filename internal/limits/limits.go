@@ -259,19 +259,19 @@ func (s State) Refill(cfg Config, now time.Time, load int) State {
 		// provider's: it is no measure of the provider.
 		s.Limit = s.BeforeFailing
 	} else if n > 0 {
-		s.Limit = max(s.Limit, highestBefore(cfg, s.Recent, s.Recent[n-1].At.Add(time.Nanosecond)))
+		s.Limit = max(s.Limit, highestWithin(cfg, s.Recent, s.Recent[n-1].At))
 	}
 	s.RaisedAt, s.RaisedBy = now, max(1, s.Limit-load)
 	s.FilledAt, s.SettledAt, s.PeakSince = time.Time{}, time.Time{}, 0
 	return s
 }
 
-// highestBefore is the highest limit a pass of recent began with within
-// MaxAge before end (end excluded), 0 for none.
-func highestBefore(cfg Config, recent []Sample, end time.Time) int {
+// highestWithin is the highest limit a pass of recent began with within
+// MaxAge up to end, 0 for none.
+func highestWithin(cfg Config, recent []Sample, end time.Time) int {
 	highest := 0
 	for _, r := range recent {
-		if r.At.Before(end) && !r.At.Before(end.Add(-cfg.MaxAge)) {
+		if !r.At.After(end) && !r.At.Before(end.Add(-cfg.MaxAge)) {
 			highest = max(highest, r.Limit)
 		}
 	}
@@ -394,7 +394,7 @@ func step(cfg Config, m Model, st State, in Input) Decision {
 	case next.BeforeFailing == 0:
 		// The first pass to read the failure: the limits before it are
 		// the provider's, and a breaker that opens later refills to them.
-		next.BeforeFailing = cmp.Or(highestBefore(cfg, st.Recent, in.Now), cur)
+		next.BeforeFailing = cmp.Or(highestWithin(cfg, st.Recent, in.Now), cur)
 	}
 	hold := func(format string, a ...any) Decision {
 		return Decision{State: next, Action: Held, Reason: "hold: " + fmt.Sprintf(format, a...)}
@@ -591,15 +591,13 @@ func step(cfg Config, m Model, st State, in Input) Decision {
 		oneRaise := false
 		k := knee(cfg, kst, in, m.Target, measured)
 		if k > 0 {
-			next.PaceKnee = k
-		} else if fastTo > 0 {
-			next.PaceKnee = fastTo
-		}
-		if k > 0 {
 			// The gateway measured the knee before the depth rose: it
 			// replaces the one a past overshoot left, and is no guess, so
 			// the fast raise goes up to it, not to a share of it.
 			fastTo, oneRaise = k, configured
+		}
+		if fastTo > 0 {
+			next.PaceKnee = fastTo // the pace's knee (Decision.Pace)
 		}
 		// The jobs the datapoint's slots will run: those running then and
 		// the last raise's launches still starting then. A raise settles

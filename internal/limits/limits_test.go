@@ -528,6 +528,11 @@ func TestARefillRestoresALoweringOfTheFailuresFirstMinute(t *testing.T) {
 	if got.Limit != 21 || got.RaisedBy != 18 {
 		t.Errorf("refilled to %d (raise of %d), want 21 (a raise of 18 over the 3 held): the limit before the failure's first minute", got.Limit, got.RaisedBy)
 	}
+	// A pass exactly MaxAge before the last one is within the window.
+	st.Recent[0].At = st.Recent[2].At.Add(-DefaultConfig().MaxAge)
+	if got := st.Refill(DefaultConfig(), t0, 3); got.Limit != 30 {
+		t.Errorf("refilled to %d, want the 30 a pass began with MaxAge before the last", got.Limit)
+	}
 }
 
 // The window ends where the gateway's error rate first showed the
