@@ -129,7 +129,7 @@ func shardRunner(cfg config.Config, c clients, shard int, log *slog.Logger) (*ru
 			Rates:    launcher, // its token bucket follows the shard's share
 			// The yield step stops tasks still starting when a model's
 			// queue says it has too many jobs (a provider's drop).
-			Yield: &scheduler.Yield{InFlight: store, Stopper: &ecslauncher.Stopper{API: c.ecs, Cluster: cfg.Cluster, Reason: taskevent.YieldReason, Log: log}},
+			Yield: &scheduler.Yield{InFlight: store, Tiers: store, Stopper: &ecslauncher.Stopper{API: c.ecs, Cluster: cfg.Cluster, Reason: taskevent.YieldReason, Log: log}},
 		},
 		Lease:     func(owner string) passloop.Lease { return dynamolease.ForShard(c.ddb, tables.State, shard, owner) },
 		Clock:     clock,

@@ -62,3 +62,19 @@ func (s *Store) InFlight(ctx context.Context) ([]scheduler.InFlight, error) {
 	}
 	return out, nil
 }
+
+// JobTiers implements scheduler.JobTierReader: the tier each job's claim
+// recorded, read from the job items (BatchGetItem, 100 a call). Only the
+// yield step reads it, in the passes that stop tasks; the inflight index
+// does not project the tier, which would cost every claim an index write.
+func (s *Store) JobTiers(ctx context.Context, ids []string) (map[string]int, error) {
+	jobs, err := s.readJobs(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read job tiers: %w", err)
+	}
+	out := make(map[string]int, len(jobs))
+	for id, j := range jobs {
+		out[id] = j.Tier
+	}
+	return out, nil
+}

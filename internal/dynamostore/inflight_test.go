@@ -2,6 +2,7 @@ package dynamostore
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -54,5 +55,38 @@ func TestInFlightFollowsTheJobs(t *testing.T) {
 	f := got[jobs[0].ID]
 	if f.State != "RUNNING" || f.TaskARN == "" || !f.StartedAt.Equal(t0.Add(time.Minute)) {
 		t.Errorf("got %+v, want RUNNING with its task and start time", f)
+	}
+}
+
+// TestJobTiersReadsTheTierEachClaimRecorded: the yield step orders its
+// stops by the tier a job was admitted under, which the inflight index does
+// not carry; JobTiers reads it from the job items, and leaves out an id
+// with no item.
+func TestJobTiersReadsTheTierEachClaimRecorded(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	urgent, backfill := batch("lab", "release", "urgent", "gpt", 0, 2), batch("lab", "sweep", "backfill", "gpt", -1, 3)
+	submit(t, s, urgent)
+	submit(t, s, backfill)
+	ku := scheduler.QueueKey{Account: "lab", Project: "release", Batch: "urgent", Model: "gpt"}
+	kb := scheduler.QueueKey{Account: "lab", Project: "sweep", Batch: "backfill", Model: "gpt"}
+	jobs := commit(t, s, scheduler.Plan{At: t0, Models: []scheduler.ModelPlan{{
+		Model: "gpt", Grants: []scheduler.Grant{{Queue: ku, Tier: 0, Count: 2}, {Queue: kb, Tier: 2, Count: 3}},
+	}}})
+	if len(jobs) != 5 {
+		t.Fatalf("claimed %d, want 5", len(jobs))
+	}
+	ids := []string{"no-such-job"}
+	want := map[string]int{}
+	for _, j := range jobs {
+		ids = append(ids, j.ID)
+		want[j.ID] = map[string]int{"urgent": 0, "backfill": 2}[j.Batch]
+	}
+	got, err := s.JobTiers(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("got tiers %v, want %v (the grants' tiers, none for the unknown id)", got, want)
 	}
 }

@@ -154,7 +154,7 @@ func Run(ctx context.Context, opt Options) error {
 	// client's StopTask, over HTTP, to the world's endpoint.
 	stopper := &ecslauncher.Stopper{API: localECS(ecsAPI.url), Cluster: "local", Reason: taskevent.YieldReason, Log: log}
 	sched := &scheduler.Scheduler{Store: store, Depths: world, Launcher: world, Clock: runner.RealClock{}, Config: sc, Log: log,
-		Yield: &scheduler.Yield{InFlight: store, Stopper: stopper}}
+		Yield: &scheduler.Yield{InFlight: store, Tiers: store, Stopper: stopper}}
 	run := &runner.Runner{
 		Scheduler: sched,
 		Lease:     func(owner string) passloop.Lease { return dynamolease.New(ddb, tables.State, owner) },

@@ -539,6 +539,20 @@ func (s *Store) inFlight(owns func(model string) bool) []scheduler.InFlight {
 	return out
 }
 
+// JobTiers implements scheduler.JobTierReader: the tier each job was
+// claimed under.
+func (s *Store) JobTiers(_ context.Context, ids []string) (map[string]int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(ids))
+	for _, id := range ids {
+		if j, ok := s.jobs[id]; ok {
+			out[id] = j.Tier
+		}
+	}
+	return out, nil
+}
+
 // Shard is the store as one scheduler shard sees it (scheduler.ShardOf):
 // Snapshot and InFlight see only the models it owns; every other method is
 // the store's own, unscoped — Submit, Commit, the task events and Cancel

@@ -22,8 +22,10 @@
 //	launch    Launcher.Launch: one task per claimed job
 //	record    Store.RecordLaunches: launched, back to waiting, or failed
 //	yield     Yield: stop starting tasks of a model whose queue says it has
-//	          too many jobs (limits.Decision.Yield; YieldPick chooses them);
-//	          each job waits again once ECS reports its task stopped
+//	          too many jobs (limits.Decision.Yield; YieldPick chooses them
+//	          in the tiers' weights, JobTierReader reading the starting
+//	          jobs' tiers); each job waits again once ECS reports its task
+//	          stopped
 //	report    the Report returned to the caller, logged as one line
 //
 // # Shards

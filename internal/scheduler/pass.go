@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -41,10 +42,14 @@ type Scheduler struct {
 }
 
 // Yield is where the yield step lists the jobs holding a slot (the
-// store) and what stops their tasks (ECS).
+// store), reads the tiers they were admitted under (the store), and what
+// stops their tasks (ECS).
 type Yield struct {
 	InFlight InFlightLister
 	Stopper  TaskStopper
+	// Tiers orders the yield by priority, in the tiers' weights
+	// (YieldPick). nil: every job counts as one tier.
+	Tiers JobTierReader
 }
 
 // LoadStore keeps what each shard reported of its last pass.
@@ -186,7 +191,16 @@ func (s *Scheduler) yield(ctx context.Context, plan Plan, rep *Report) {
 		s.log().Warn("yield: list jobs in flight; no task stopped", "err", err)
 		return
 	}
-	jobs := YieldPick(inflight, want)
+	var tiers map[string]int
+	if s.Yield.Tiers != nil {
+		if tiers, err = s.Yield.Tiers.JobTiers(ctx, yieldCandidates(inflight, want)); err != nil {
+			// Best effort, as the stops are: without the tiers the yield
+			// still takes from the project holding the most slots.
+			s.log().Warn("yield: read the tiers of the jobs starting; yielding without them", "err", err)
+			tiers = nil
+		}
+	}
+	jobs := YieldPick(inflight, want, tiers, s.Config.TierWeight)
 	n, err := s.Yield.Stopper.Stop(ctx, jobs)
 	rep.Yielded = n
 	if err != nil {
@@ -194,27 +208,62 @@ func (s *Scheduler) yield(ctx context.Context, plan Plan, rep *Report) {
 	}
 }
 
+// yieldCandidate reports whether the yield may stop f: launched with a
+// task, not yet running, and not at the last attempt number
+// (job.MaxAttemptNumber: no attempt is left to launch it again under). A
+// claimed job without a task yet is left: its RunTask may be in flight.
+func yieldCandidate(f InFlight) bool {
+	return f.State == string(job.Launched) && f.TaskARN != "" && f.Attempt < job.MaxAttemptNumber
+}
+
+// yieldCandidates are the ids of the jobs YieldPick chooses among.
+func yieldCandidates(inflight []InFlight, want map[string]int) []string {
+	var ids []string
+	for _, f := range inflight {
+		if want[f.Model] > 0 && yieldCandidate(f) {
+			ids = append(ids, f.ID)
+		}
+	}
+	return ids
+}
+
 // YieldPick chooses the tasks to stop: of each model in want, that many of
-// its launched jobs not yet running. They come from the project holding the
-// most of the model's slots, one at a time, so a drain's trickle that
-// admitted a small batch's job (projects take turns) is not taken back
-// from it; within a project the newest claim goes first (the furthest from
-// running, so the least start thrown away). A claimed job without a task
-// yet is left (its RunTask may be in flight), and so is one at the last
-// attempt number (job.MaxAttemptNumber): no attempt is left to launch it
-// again under.
-func YieldPick(inflight []InFlight, want map[string]int) []InFlight {
+// its launched jobs not yet running (yieldCandidate), one at a time.
+//
+// Each comes from the tier whose starts are furthest above their weighted
+// share of the model's starts (tiers: the tier each job was admitted
+// under, by id, a job not in it counting as tier 0; weight:
+// Config.TierWeight, each tier's share of what the more urgent ones leave,
+// as admission splits slots), the less urgent on a tie. The jobs still
+// starting are the newest admissions, and a yield undoes them in the
+// tiers' weights: a drain neither stops an urgent batch's starts while a
+// backfill's, over its share, start on, nor makes the backfill alone give
+// every slot back (a lower tier would then run less than its weight for
+// good). Only the starting jobs' tiers are read: the running ones may be
+// thousands. Within the tier, the project holding the most of the model's
+// slots gives first, so a drain's trickle that admitted a small batch's
+// job (projects take turns) is not taken back from it; within a project
+// the newest claim goes first (the furthest from running, so the least
+// start thrown away).
+func YieldPick(inflight []InFlight, want map[string]int, tiers map[string]int, weight float64) []InFlight {
 	type project struct{ model, account, name string }
+	type group struct {
+		project
+		tier int
+	}
 	held := map[project]int{}
-	candidates := map[project][]InFlight{}
+	starting := map[modelTier]int{} // the candidates by tier
+	candidates := map[group][]InFlight{}
 	for _, f := range inflight {
 		if want[f.Model] == 0 {
 			continue
 		}
 		p := project{f.Model, f.Account, f.Project}
 		held[p]++
-		if f.State == string(job.Launched) && f.TaskARN != "" && f.Attempt < job.MaxAttemptNumber {
-			candidates[p] = append(candidates[p], f)
+		if yieldCandidate(f) {
+			g := group{p, tiers[f.ID]}
+			candidates[g] = append(candidates[g], f)
+			starting[modelTier{f.Model, g.tier}]++
 		}
 	}
 	for _, fs := range candidates {
@@ -223,28 +272,73 @@ func YieldPick(inflight []InFlight, want map[string]int) []InFlight {
 			return cmp.Or(a.ClaimedAt.Compare(b.ClaimedAt), cmp.Compare(b.ID, a.ID))
 		})
 	}
-	projects := slices.SortedFunc(maps.Keys(candidates), func(a, b project) int {
-		return cmp.Or(cmp.Compare(a.model, b.model), cmp.Compare(a.account, b.account), cmp.Compare(a.name, b.name))
+	groups := slices.SortedFunc(maps.Keys(candidates), func(a, b group) int {
+		return cmp.Or(cmp.Compare(a.model, b.model), cmp.Compare(a.account, b.account), cmp.Compare(a.name, b.name), cmp.Compare(a.tier, b.tier))
 	})
 	var out []InFlight
 	for _, model := range slices.Sorted(maps.Keys(want)) {
 		for range want[model] {
+			over := overShare(starting, model, weight)
+			// before reports whether g gives before b.
+			before := func(g, b group) bool {
+				if d := over[g.tier] - over[b.tier]; math.Abs(d) > 1e-9 {
+					return d > 0
+				}
+				if g.tier != b.tier {
+					return g.tier > b.tier
+				}
+				return held[g.project] > held[b.project]
+			}
 			best := -1
-			for i, p := range projects {
-				if p.model == model && len(candidates[p]) > 0 && (best < 0 || held[p] > held[projects[best]]) {
+			for i, g := range groups {
+				if g.model == model && len(candidates[g]) > 0 && (best < 0 || before(g, groups[best])) {
 					best = i
 				}
 			}
 			if best < 0 {
 				break
 			}
-			p := projects[best]
-			fs := candidates[p]
+			g := groups[best]
+			fs := candidates[g]
 			out = append(out, fs[len(fs)-1])
-			candidates[p], held[p] = fs[:len(fs)-1], held[p]-1
+			candidates[g], held[g.project] = fs[:len(fs)-1], held[g.project]-1
+			starting[modelTier{model, g.tier}]--
 		}
 	}
 	return out
+}
+
+// modelTier names one tier of one model's slots.
+type modelTier struct {
+	model string
+	tier  int
+}
+
+// overShare is, for each tier of model in held (jobs by model and tier),
+// the jobs it holds beyond its weighted share of the model's: the most
+// urgent tier holding any is due weight of them, each next one weight of
+// what the ones before leave, the least urgent the rest.
+func overShare(held map[modelTier]int, model string, weight float64) map[int]float64 {
+	var present []int
+	total := 0
+	for k, n := range held {
+		if k.model == model && n > 0 {
+			present = append(present, k.tier)
+			total += n
+		}
+	}
+	slices.Sort(present)
+	over := make(map[int]float64, len(present))
+	left := float64(total)
+	for i, t := range present {
+		due := left
+		if i < len(present)-1 {
+			due = weight * left
+		}
+		left -= due
+		over[t] = float64(held[modelTier{model, t}]) - due
+	}
+	return over
 }
 
 // share returns the configuration of this pass: Config, or for a shard

@@ -52,6 +52,13 @@ type InFlightLister interface {
 	InFlight(ctx context.Context) ([]InFlight, error)
 }
 
+// JobTierReader reads the tier each job was admitted under (the tier its
+// claim recorded), by id, for the yield step's order; ids it does not
+// find are left out.
+type JobTierReader interface {
+	JobTiers(ctx context.Context, ids []string) (map[string]int, error)
+}
+
 // TaskStopper stops the tasks of jobs still starting, for the yield step:
 // the scheduler Lambda's calls ECS StopTask with taskevent.YieldReason, and
 // each job goes back to waiting, its attempt not spent, once its STOPPED

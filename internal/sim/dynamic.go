@@ -152,7 +152,7 @@ func (d *dynamicPolicy) newHandle(inv *invocation) *handle {
 	h := &handle{d: d, inv: inv, crash: -1}
 	h.sched = &scheduler.Scheduler{
 		Store: h, Depths: d, Launcher: h, Clock: d, Config: d.cfg, Log: discardLog,
-		Yield: &scheduler.Yield{InFlight: d.store, Stopper: d},
+		Yield: &scheduler.Yield{InFlight: d.store, Tiers: d.store, Stopper: d},
 	}
 	return h
 }
