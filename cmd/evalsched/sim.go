@@ -28,7 +28,7 @@ var simCommand = command{
 }
 
 const simUsage = `usage: evalsched sim --scenario FILE [flags]
-       evalsched sim --family N --seed S [--lane K] [--family-out DIR] [--json]
+       evalsched sim --family N --seed S [--lane K] [--family-out DIR] [--oracle-cache DIR] [--json]
        evalsched sim --family N --seed S --twin [--lane K] [--json]
 
 Runs the real scheduler pass against a simulated gateway, providers and
@@ -47,7 +47,11 @@ finds its oracle, the best fixed cap in hindsight, by sweeping policy
 static's caps; it prints a line per lane and the summary against the
 targets, and exits 1 when the family misses one. --lane K runs lane K only
 (the same lane whatever N); --family-out DIR writes each lane's scenario
-file there (lane-K.json), to replay with --scenario.
+file there (lane-K.json), to replay with --scenario. --oracle-cache DIR
+keeps each lane's oracle in DIR and reads it back on the next run, which
+then runs only policy dynamic (a few times faster): for iterating on the
+controller. A lane's file is keyed by its scenario; a change to the
+simulator's engine or to policy static is not seen: empty DIR after one.
 
 --twin, with --family, measures instead each lane's twin bound
 (scenarios/README.md, "The twin bound"): for a lane whose provider's
@@ -83,6 +87,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	lane := fs.Int("lane", -1, "with --family: run lane `K` only")
 	familyOut := fs.String("family-out", "", "with --family: write each lane's scenario file to `DIR`")
 	workers := fs.Int("workers", 2, "with --family: lanes run at once (`N`, 1 or 2)")
+	oracleCache := fs.String("oracle-cache", "", "with --family: keep each lane's oracle in `DIR` and reuse it (only policy dynamic runs again)")
 	twin := fs.Bool("twin", false, "with --family: measure each lane's twin bound (the best a policy that cannot foresee a capacity drop can do) instead of dynamic")
 	configured := fs.Bool("configured-concurrency", false, "with --family: the operator gives each model its provider's concurrency at the start (the model item's provider_concurrency)")
 	if err := fs.Parse(args); err != nil {
@@ -96,14 +101,16 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitUsage
 	}
-	if *family != 0 || *lane >= 0 || *familyOut != "" || *configured || *twin {
+	if *family != 0 || *lane >= 0 || *familyOut != "" || *oracleCache != "" || *configured || *twin {
 		switch {
 		case fs.NArg() > 0:
 			return usageErr("unexpected argument %q", fs.Arg(0))
 		case *twin && *family <= 0:
 			return usageErr("--twin needs --family")
 		case *family <= 0:
-			return usageErr("--family must be at least 1 (--lane, --family-out, --configured-concurrency and --twin need it)")
+			return usageErr("--family must be at least 1 (--lane, --family-out, --oracle-cache, --configured-concurrency and --twin need it)")
+		case *twin && *oracleCache != "":
+			return usageErr("--oracle-cache and --twin exclude each other (the twin bound sweeps twins of the lanes)")
 		case *scenarioFile != "":
 			return usageErr("--family and --scenario exclude each other")
 		case *seed < 0:
@@ -113,7 +120,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		case *workers < 1 || *workers > 2:
 			return usageErr("--workers must be 1 or 2")
 		}
-		return runFamily(familyRun{seed: *seed, n: *family, lane: *lane, outDir: *familyOut, workers: *workers, configured: *configured, twin: *twin}, *asJSON, *quiet, stdout, stderr)
+		return runFamily(familyRun{seed: *seed, n: *family, lane: *lane, outDir: *familyOut, oracleCache: *oracleCache, workers: *workers, configured: *configured, twin: *twin}, *asJSON, *quiet, stdout, stderr)
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -219,8 +226,9 @@ type familyRun struct {
 	seed             int64
 	n, lane, workers int
 	outDir           string
-	configured       bool // the operator configured each provider's concurrency
-	twin             bool // the lanes' twin bounds instead of dynamic against the oracle
+	oracleCache      string // keeps the lanes' oracles (sim.OracleCache); "": none
+	configured       bool   // the operator configured each provider's concurrency
+	twin             bool   // the lanes' twin bounds instead of dynamic against the oracle
 }
 
 // runFamily draws the lanes, writes their files when asked, runs them and
@@ -274,7 +282,13 @@ func runFamily(f familyRun, asJSON, quiet bool, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "family seed %d: %d/%d lanes done, %s (lane %d %s)\n", f.seed, done, len(lanes), human(time.Since(start).Seconds()), lr.Lane, verdict)
 	}
-	results, err := sim.RunFamily(lanes, ks, f.workers, progress)
+	if f.oracleCache != "" {
+		if err := os.MkdirAll(f.oracleCache, 0o755); err != nil {
+			fmt.Fprintf(stderr, "evalsched sim: --oracle-cache: %v\n", err)
+			return exitFailed
+		}
+	}
+	results, err := sim.RunFamily(lanes, ks, f.workers, sim.OracleCache(f.oracleCache), progress)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitFailed

@@ -1,7 +1,12 @@
 package sim
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/evalsched/evalsched/internal/sim/scenario"
@@ -51,11 +56,11 @@ func TestFamilyOracle(t *testing.T) {
 	if o.AnyCap.Succeeded < best.Succeeded {
 		t.Errorf("the most jobs of any cap, %d, is below the oracle's %d", o.AnyCap.Succeeded, best.Succeeded)
 	}
-	a, err := runLane(sc, 7)
+	a, err := runLane(sc, 7, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := runLane(sc, 7)
+	b, err := runLane(sc, 7, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,6 +68,7 @@ func TestFamilyOracle(t *testing.T) {
 	if !reflect.DeepEqual(a, b) {
 		t.Fatalf("a lane run twice differs:\n%+v\n%+v", a, b)
 	}
+	testOracleCache(t, sc, a)
 	if a.OracleJobs != best.Succeeded {
 		t.Errorf("lane's oracle finished %d, the sweep's best %d", a.OracleJobs, best.Succeeded)
 	}
@@ -192,5 +198,57 @@ func TestConfiguredConcurrencyStopsTheFirstOvershoot(t *testing.T) {
 	}
 	if float64(c.Totals.Succeeded) < 0.9*float64(p.Totals.Succeeded) {
 		t.Errorf("configured lane finished %d jobs, the plain one %d: want at least 90 %%", c.Totals.Succeeded, p.Totals.Succeeded)
+	}
+}
+
+// testOracleCache: a lane whose oracle a cache kept gives the result it
+// gives swept (want), reading the kept file, not sweeping again; the same
+// lane configured is another file; a corrupt file fails the lane, named.
+func testOracleCache(t *testing.T, sc *scenario.Scenario, want LaneResult) {
+	t.Helper()
+	dir := t.TempDir()
+	cache := OracleCache(dir)
+	for run := range 2 {
+		got, err := runLane(sc, 7, cache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.WallS = 0
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("run %d with the cache:\n%+v\nwant, as swept:\n%+v", run, got, want)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	if len(files) != 1 {
+		t.Fatalf("the cache holds %v, want the lane's one file", files)
+	}
+	// The kept file is read, not swept again: change it and the lane's
+	// oracle follows.
+	var kept laneOracle
+	b, _ := os.ReadFile(files[0])
+	if err := json.Unmarshal(b, &kept); err != nil {
+		t.Fatal(err)
+	}
+	kept.Succeeded *= 2
+	b, _ = json.Marshal(kept)
+	os.WriteFile(files[0], b, 0o644)
+	if got, err := runLane(sc, 7, cache); err != nil || got.OracleJobs != 2*want.OracleJobs {
+		t.Fatalf("oracle jobs %d (err %v) after the kept file doubled them: want %d, read from the file", got.OracleJobs, err, 2*want.OracleJobs)
+	}
+
+	configured := *sc
+	configured.Models = slices.Clone(sc.Models)
+	scenario.ConfigureConcurrency(&configured)
+	if _, err := cache.oracle(&configured); err != nil {
+		t.Fatal(err)
+	}
+	if files, _ = filepath.Glob(filepath.Join(dir, "*.json")); len(files) != 2 {
+		t.Fatalf("the cache holds %v, want a second file for the lane configured", files)
+	}
+
+	os.WriteFile(files[0], []byte("{"), 0o644)
+	os.WriteFile(files[1], []byte("{"), 0o644)
+	if _, err := runLane(sc, 7, cache); err == nil || !strings.Contains(err.Error(), filepath.Base(files[0])) && !strings.Contains(err.Error(), filepath.Base(files[1])) || !strings.Contains(err.Error(), "delete it") {
+		t.Fatalf("a corrupt kept file: err %v, want one naming the file and what to do", err)
 	}
 }

@@ -84,12 +84,12 @@ type FamilySummary struct {
 }
 
 // judgeLane measures dynamic's run of a lane against the oracle's.
-func judgeLane(sc *scenario.Scenario, dyn *Result, o *oracleFit) LaneResult {
+func judgeLane(sc *scenario.Scenario, dyn *Result, o laneOracle) LaneResult {
 	lr := LaneResult{
 		Scenario: sc.Name, Models: len(sc.Models), DurationS: sc.DurationS,
-		Succeeded: dyn.Totals.Succeeded, OracleJobs: o.Best.Totals.Succeeded,
-		Blocked: round(laneBlocked(dyn), 4), OracleBlock: round(laneBlocked(o.Best), 4),
-		OracleCaps: o.Caps, Runs: 1 + len(o.Points),
+		Succeeded: dyn.Totals.Succeeded, OracleJobs: o.Succeeded,
+		Blocked: round(laneBlocked(dyn), 4), OracleBlock: round(o.Blocked, 4),
+		OracleCaps: o.Caps, Runs: 1 + o.Points,
 		AnyCapJobs: o.AnyCap.Succeeded, AnyCapBlock: o.AnyCap.BlockedShare,
 	}
 	lr.Throughput = ratio(lr.Succeeded, lr.OracleJobs)
@@ -186,14 +186,15 @@ func recovery(s *Series, b scenario.ErrorBurst) (float64, bool) {
 	return 0, false
 }
 
-// runLane runs one lane: dynamic, then the oracle's sweep.
-func runLane(sc *scenario.Scenario, k int) (LaneResult, error) {
+// runLane runs one lane: dynamic, then the oracle's sweep (or its cached
+// result).
+func runLane(sc *scenario.Scenario, k int, cache OracleCache) (LaneResult, error) {
 	start := time.Now()
 	dyn, err := runPolicy(sc, Dynamic, Options{})
 	if err != nil {
 		return LaneResult{}, fmt.Errorf("lane %d: %w", k, err)
 	}
-	o, err := findOracle(sc, false)
+	o, err := cache.oracle(sc)
 	if err != nil {
 		return LaneResult{}, fmt.Errorf("lane %d: %w", k, err)
 	}
@@ -204,10 +205,11 @@ func runLane(sc *scenario.Scenario, k int) (LaneResult, error) {
 }
 
 // RunFamily runs the lanes (lane numbers ks, scenarios lanes) on at most
-// workers goroutines; progress, when set, is called after each lane with
-// the lanes done. Results come in lane order whatever the workers did.
-func RunFamily(lanes []*scenario.Scenario, ks []int, workers int, progress func(done int, lr LaneResult)) ([]LaneResult, error) {
-	return eachLane(lanes, ks, workers, runLane, progress)
+// workers goroutines, their oracles kept in cache (OracleCache; "": none);
+// progress, when set, is called after each lane with the lanes done.
+// Results come in lane order whatever the workers did.
+func RunFamily(lanes []*scenario.Scenario, ks []int, workers int, cache OracleCache, progress func(done int, lr LaneResult)) ([]LaneResult, error) {
+	return eachLane(lanes, ks, workers, func(sc *scenario.Scenario, k int) (LaneResult, error) { return runLane(sc, k, cache) }, progress)
 }
 
 // eachLane runs measure on every lane on at most workers goroutines (a

@@ -1,0 +1,102 @@
+package sim
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/evalsched/evalsched/internal/sim/scenario"
+)
+
+// laneOracle is what the family's judge reads of a lane's oracle: its
+// jobs, blocked share and caps, the most jobs of any cap, and how many
+// caps the sweep ran. It is what OracleCache keeps.
+type laneOracle struct {
+	Succeeded int     `json:"succeeded"`
+	Blocked   float64 `json:"blocked_share"`
+	Caps      []int   `json:"caps"`
+	AnyCap    sweep   `json:"any_cap"`
+	Points    int     `json:"points"`
+}
+
+// lane is the oracle as the judge reads it.
+func (o *oracleFit) lane() laneOracle {
+	return laneOracle{Succeeded: o.Best.Totals.Succeeded, Blocked: laneBlocked(o.Best), Caps: o.Caps, AnyCap: o.AnyCap, Points: len(o.Points)}
+}
+
+// OracleCache is a directory keeping each family lane's oracle, so a
+// developer changing the controller reruns only policy dynamic: the
+// static sweep, most of a lane's runs, depends on the lane and the
+// simulator, never on the dynamic policy. A file is named by the lane and
+// a hash of its scenario, so a changed generator or flag
+// (--configured-concurrency) misses; a change to the simulator's engine or
+// to policy static is not seen, and the directory must be emptied then.
+// "" keeps nothing: every lane sweeps.
+type OracleCache string
+
+// oracleCacheVersion is in every key: bump it when laneOracle changes.
+const oracleCacheVersion = "evalsched oracle cache v1, fine grid"
+
+// oracle returns sc's oracle: from the cache, else swept (and kept).
+func (c OracleCache) oracle(sc *scenario.Scenario) (laneOracle, error) {
+	if c == "" {
+		o, err := findOracle(sc, false)
+		if err != nil {
+			return laneOracle{}, err
+		}
+		return o.lane(), nil
+	}
+	spec, err := json.Marshal(sc)
+	if err != nil {
+		return laneOracle{}, fmt.Errorf("oracle cache: %w", err)
+	}
+	sum := sha256.Sum256(append([]byte(oracleCacheVersion+"\n"), spec...))
+	path := filepath.Join(string(c), fmt.Sprintf("%s-%x.json", sc.Name, sum[:8]))
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		var lo laneOracle
+		if err := json.Unmarshal(b, &lo); err != nil || lo.Points == 0 {
+			return laneOracle{}, fmt.Errorf("oracle cache: %s is not a kept oracle (%v); delete it to sweep the lane again", path, cmpErr(err, "no points"))
+		}
+		return lo, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return laneOracle{}, fmt.Errorf("oracle cache: %w", err)
+	}
+	o, err := findOracle(sc, false)
+	if err != nil {
+		return laneOracle{}, err
+	}
+	lo := o.lane()
+	if b, err = json.Marshal(lo); err != nil {
+		return laneOracle{}, fmt.Errorf("oracle cache: %w", err)
+	}
+	// Written whole, then renamed: a run stopped mid-write, or a second
+	// run sharing the directory, never reads half a file.
+	tmp, err := os.CreateTemp(string(c), ".oracle-*")
+	if err != nil {
+		return laneOracle{}, fmt.Errorf("oracle cache: %w", err)
+	}
+	_, werr := tmp.Write(b)
+	if err := errors.Join(werr, tmp.Close()); err != nil {
+		os.Remove(tmp.Name())
+		return laneOracle{}, fmt.Errorf("oracle cache: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return laneOracle{}, fmt.Errorf("oracle cache: %w", err)
+	}
+	return lo, nil
+}
+
+// cmpErr is err, or an error of text when err is nil.
+func cmpErr(err error, text string) error {
+	if err != nil {
+		return err
+	}
+	return errors.New(text)
+}
