@@ -125,7 +125,9 @@
 // tell, and a lowering then read the queue of a failing provider; the
 // breaker may open passes after the error rate showed; and the pass just
 // before the first failing reading may have raised on a queue the failing
-// calls had emptied.
+// calls had emptied. A datapoint measured at or before the last pass that
+// held (State.HeldAt) steers nothing, a lowering no more than a raise: it
+// is the failing provider's queue, or its probes'.
 //
 // Otherwise it holds. The result is clamped to [min, max]. Every decision carries
 // a reason an operator can read in the pass log.

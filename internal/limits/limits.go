@@ -182,6 +182,10 @@ type State struct {
 	// (Input.Failing), while the passes since still read it; 0 = none
 	// does. The breaker's refill goes back to it (Refill).
 	BeforeFailing int
+	// HeldAt is the last pass at which the breaker held the limit
+	// (Refill); zero = never. A datapoint measured at or before it is the
+	// failing provider's queue, or its probes': no measure of the limit.
+	HeldAt time.Time
 	// PaceKnee is the knee, in running jobs, of the last raise that knew
 	// one (the gateway's, the operator's concurrency, or FastUpTo of a
 	// lowering's): what the pace lets the jobs grow to within a job's
@@ -263,6 +267,7 @@ func (s State) Refill(cfg Config, now time.Time, load int) State {
 	}
 	s.RaisedAt, s.RaisedBy = now, max(1, s.Limit-load)
 	s.FilledAt, s.SettledAt, s.PeakSince = time.Time{}, time.Time{}, 0
+	s.HeldAt = now
 	return s
 }
 
@@ -434,6 +439,16 @@ func step(cfg Config, m Model, st State, in Input) Decision {
 	}
 	if age := in.Now.Sub(in.DepthAt); age > cfg.MaxAge {
 		return hold("depth datapoint %s old > %s", age.Round(time.Second), cfg.MaxAge)
+	}
+	if !in.DepthAt.After(st.HeldAt) {
+		// The refill is a raise in dead time, so no raise reads this
+		// datapoint; nor may a lowering. Paired with the jobs a pass saw
+		// running before the hold (passes that hold keep no sample), a
+		// failing provider's queue lowered a refill of 347 to 10 the pass
+		// the breaker closed (lane 145 of family seed 1, in a build whose
+		// pace changed the breaker's timing), and the limit never came
+		// back within the run.
+		return hold("depth datapoint measured while the breaker held the limit")
 	}
 	fresh := in.DepthAt.After(st.SeenAt)
 	if fresh {

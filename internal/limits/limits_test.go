@@ -591,6 +591,37 @@ func TestARefillEndsWhereTheErrorRateFirstShowedTheFailure(t *testing.T) {
 	}
 }
 
+// The pass the breaker closes, the newest datapoint may have been measured
+// while it held the limit: a failing provider's queue, paired with the jobs
+// running before the hold. It steers nothing; the first one measured after
+// the hold does.
+func TestADatapointMeasuredWhileTheBreakerHeldIsNotRead(t *testing.T) {
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	m := Model{Target: 2, Min: 1, Max: 10000}
+	st := State{Limit: 347, Recent: []Sample{{At: at(-120), Running: 11, Limit: 347}}}
+	for s := -60; s <= -10; s += 10 {
+		st = st.Refill(DefaultConfig(), at(s), 0) // the breaker holds
+	}
+	// The breaker closes; the jobs that ran into the failure have ended.
+	// A queue of 8 on a target of 2, measured 20 s ago, in the hold: read,
+	// it paired with the 11 jobs of the last sample before the hold and
+	// lowered the refill to 10.
+	i := in(8, 0, 0, 5000)
+	i.Now, i.DepthAt = t0, at(-20)
+	d := Next(DefaultConfig(), m, st, i)
+	if d.Action != Held || d.State.Limit != 347 || !strings.Contains(d.Reason, "while the breaker held") {
+		t.Fatalf("%s to %d (%s): want the refill of 347 held, the datapoint measured in the hold", d.Action, d.State.Limit, d.Reason)
+	}
+	// The refill's jobs run; a queue measured after the hold is acted on:
+	// a drain (the limit is the load), stopping starting tasks.
+	i.Now, i.Running, i.Starting = at(10), 300, 47
+	d = Next(DefaultConfig(), m, d.State, i)
+	i.Now, i.DepthAt = at(30), at(10)
+	if d = Next(DefaultConfig(), m, d.State, i); d.Yield == 0 || !strings.Contains(d.Reason, "draining") {
+		t.Fatalf("%s, yield %d (%s): want the queue measured after the hold read, a drain stopping starts", d.Action, d.Yield, d.Reason)
+	}
+}
+
 // Where a job starts for longer than it runs, a raise launched at once
 // runs as a wave: the pass admits the jobs that ended and growth at the
 // knee's turnover, PaceKnee per job life. Where jobs run longer than they
