@@ -56,7 +56,7 @@ type LaneResult struct {
 	RecoveryS *float64 `json:"recovery_s"`
 	Meets     bool     `json:"meets"`
 	Missed    string   `json:"missed,omitempty"` // which rules it broke
-	Runs      int      `json:"runs"`             // simulations: dynamic and the oracle's sweep
+	Runs      int      `json:"runs"`             // simulations: dynamic and the oracle's sweep (run, or kept by an OracleCache)
 	WallS     float64  `json:"wall_s"`
 }
 
