@@ -60,10 +60,13 @@ func (c OracleCache) oracle(sc *scenario.Scenario) (laneOracle, error) {
 	switch {
 	case err == nil:
 		var lo laneOracle
-		if err := json.Unmarshal(b, &lo); err != nil || lo.Points == 0 {
-			return laneOracle{}, fmt.Errorf("oracle cache: %s is not a kept oracle (%v); delete it to sweep the lane again", path, cmpErr(err, "no points"))
+		why := "no points"
+		if err := json.Unmarshal(b, &lo); err != nil {
+			why = err.Error()
+		} else if lo.Points > 0 {
+			return lo, nil
 		}
-		return lo, nil
+		return laneOracle{}, fmt.Errorf("oracle cache: %s is not a kept oracle (%s); delete it to sweep the lane again", path, why)
 	case !errors.Is(err, fs.ErrNotExist):
 		return laneOracle{}, fmt.Errorf("oracle cache: %w", err)
 	}
@@ -81,22 +84,13 @@ func (c OracleCache) oracle(sc *scenario.Scenario) (laneOracle, error) {
 	if err != nil {
 		return laneOracle{}, fmt.Errorf("oracle cache: %w", err)
 	}
-	_, werr := tmp.Write(b)
-	if err := errors.Join(werr, tmp.Close()); err != nil {
-		os.Remove(tmp.Name())
-		return laneOracle{}, fmt.Errorf("oracle cache: %w", err)
+	_, err = tmp.Write(b)
+	if err = errors.Join(err, tmp.Close()); err == nil {
+		err = os.Rename(tmp.Name(), path)
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err != nil {
 		os.Remove(tmp.Name())
 		return laneOracle{}, fmt.Errorf("oracle cache: %w", err)
 	}
 	return lo, nil
-}
-
-// cmpErr is err, or an error of text when err is nil.
-func cmpErr(err error, text string) error {
-	if err != nil {
-		return err
-	}
-	return errors.New(text)
 }
