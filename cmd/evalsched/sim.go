@@ -28,7 +28,7 @@ var simCommand = command{
 }
 
 const simUsage = `usage: evalsched sim --scenario FILE [flags]
-       evalsched sim --family N --seed S [--lane K] [--family-out DIR] [--oracle-cache DIR] [--json]
+       evalsched sim --family N --seed S [--lane K] [--family-out DIR] [--oracle-cache DIR] [--oracle-start] [--json]
        evalsched sim --family N --seed S --twin [--lane K] [--json]
 
 Runs the real scheduler pass against a simulated gateway, providers and
@@ -52,6 +52,10 @@ keeps each lane's oracle in DIR and reads it back on the next run, which
 then runs only policy dynamic (a few times faster): for iterating on the
 controller. A lane's file is keyed by its scenario; a change to the
 simulator's engine or to policy static is not seen: empty DIR after one.
+--oracle-start starts policy dynamic at each model's oracle cap (its
+initial limit), which no controller knows in advance: judged as usual, the
+family then bounds what a perfect ramp is worth (scenarios/README.md, "The
+ramp bound").
 
 --twin, with --family, measures instead each lane's twin bound
 (scenarios/README.md, "The twin bound"): for a lane whose provider's
@@ -88,6 +92,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	familyOut := fs.String("family-out", "", "with --family: write each lane's scenario file to `DIR`")
 	workers := fs.Int("workers", 2, "with --family: lanes run at once (`N`, 1 or 2)")
 	oracleCache := fs.String("oracle-cache", "", "with --family: keep each lane's oracle in `DIR` and reuse it (only policy dynamic runs again)")
+	oracleStart := fs.Bool("oracle-start", false, "with --family: start policy dynamic at each model's oracle cap (the ramp bound: what a perfect ramp is worth)")
 	twin := fs.Bool("twin", false, "with --family: measure each lane's twin bound (the best a policy that cannot foresee a capacity drop can do) instead of dynamic")
 	configured := fs.Bool("configured-concurrency", false, "with --family: the operator gives each model its provider's concurrency at the start (the model item's provider_concurrency)")
 	if err := fs.Parse(args); err != nil {
@@ -101,16 +106,18 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitUsage
 	}
-	if *family != 0 || *lane >= 0 || *familyOut != "" || *oracleCache != "" || *configured || *twin {
+	if *family != 0 || *lane >= 0 || *familyOut != "" || *oracleCache != "" || *configured || *twin || *oracleStart {
 		switch {
 		case fs.NArg() > 0:
 			return usageErr("unexpected argument %q", fs.Arg(0))
 		case *twin && *family <= 0:
 			return usageErr("--twin needs --family")
 		case *family <= 0:
-			return usageErr("--family must be at least 1 (--lane, --family-out, --oracle-cache, --configured-concurrency and --twin need it)")
+			return usageErr("--family must be at least 1 (--lane, --family-out, --oracle-cache, --oracle-start, --configured-concurrency and --twin need it)")
 		case *twin && *oracleCache != "":
 			return usageErr("--oracle-cache and --twin exclude each other (the twin bound sweeps twins of the lanes)")
+		case *twin && *oracleStart:
+			return usageErr("--oracle-start and --twin exclude each other (the twin bound runs no dynamic lane)")
 		case *scenarioFile != "":
 			return usageErr("--family and --scenario exclude each other")
 		case *seed < 0:
@@ -120,7 +127,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		case *workers < 1 || *workers > 2:
 			return usageErr("--workers must be 1 or 2")
 		}
-		return runFamily(familyRun{seed: *seed, n: *family, lane: *lane, outDir: *familyOut, oracleCache: *oracleCache, workers: *workers, configured: *configured, twin: *twin}, *asJSON, *quiet, stdout, stderr)
+		return runFamily(familyRun{seed: *seed, n: *family, lane: *lane, outDir: *familyOut, oracleCache: *oracleCache, workers: *workers, configured: *configured, twin: *twin, oracleStart: *oracleStart}, *asJSON, *quiet, stdout, stderr)
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -229,6 +236,7 @@ type familyRun struct {
 	oracleCache      string // keeps the lanes' oracles (sim.OracleCache); "": none
 	configured       bool   // the operator configured each provider's concurrency
 	twin             bool   // the lanes' twin bounds instead of dynamic against the oracle
+	oracleStart      bool   // dynamic starts at the oracle's caps (sim.RunFamily)
 }
 
 // runFamily draws the lanes, writes their files when asked, runs them and
@@ -288,7 +296,7 @@ func runFamily(f familyRun, asJSON, quiet bool, stdout, stderr io.Writer) int {
 			return exitFailed
 		}
 	}
-	results, err := sim.RunFamily(lanes, ks, f.workers, sim.OracleCache(f.oracleCache), progress)
+	results, err := sim.RunFamily(lanes, ks, f.workers, sim.OracleCache(f.oracleCache), f.oracleStart, progress)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitFailed

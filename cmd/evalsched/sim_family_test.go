@@ -73,6 +73,8 @@ func TestSimFamilyUsage(t *testing.T) {
 		{[]string{"--configured-concurrency", "--seed", "1"}, "--family must be at least 1"},
 		{[]string{"--twin", "--seed", "1"}, "--twin needs --family"},
 		{[]string{"--twin", "--scenario", scenarioFile}, "--twin needs --family"},
+		{[]string{"--oracle-start", "--seed", "1"}, "--family must be at least 1"},
+		{[]string{"--family", "4", "--seed", "1", "--twin", "--oracle-start"}, "--oracle-start and --twin exclude each other"},
 	} {
 		code, _, errs := runCLI(append([]string{"sim"}, c.args...)...)
 		if code != exitUsage || !strings.Contains(errs, c.want) {

@@ -56,11 +56,11 @@ func TestFamilyOracle(t *testing.T) {
 	if o.AnyCap.Succeeded < best.Succeeded {
 		t.Errorf("the most jobs of any cap, %d, is below the oracle's %d", o.AnyCap.Succeeded, best.Succeeded)
 	}
-	a, err := runLane(sc, 7, "")
+	a, err := runLane(sc, 7, "", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := runLane(sc, 7, "")
+	b, err := runLane(sc, 7, "", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,6 +69,7 @@ func TestFamilyOracle(t *testing.T) {
 		t.Fatalf("a lane run twice differs:\n%+v\n%+v", a, b)
 	}
 	testOracleCache(t, sc, a)
+	testOracleStart(t, sc, a)
 	if a.OracleJobs != best.Succeeded {
 		t.Errorf("lane's oracle finished %d, the sweep's best %d", a.OracleJobs, best.Succeeded)
 	}
@@ -201,6 +202,43 @@ func TestConfiguredConcurrencyStopsTheFirstOvershoot(t *testing.T) {
 	}
 }
 
+// testOracleStart: with oracleStart the lane's dynamic run begins at the
+// oracle's caps (and finishes what that run finishes, not the plain one's
+// jobs), judged against the same oracle; the lane's scenario is left as it
+// was.
+func testOracleStart(t *testing.T, sc *scenario.Scenario, plain LaneResult) {
+	t.Helper()
+	initial := make([]int, len(sc.Models))
+	for i, m := range sc.Models {
+		initial[i] = m.InitialLimit
+	}
+	got, err := runLane(sc, 7, "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range sc.Models {
+		if m.InitialLimit != initial[i] {
+			t.Fatalf("model %d's initial limit %d after the run, was %d: the lane's scenario changed", i, m.InitialLimit, initial[i])
+		}
+	}
+	if got.OracleJobs != plain.OracleJobs || !reflect.DeepEqual(got.OracleCaps, plain.OracleCaps) {
+		t.Fatalf("oracle %d jobs at %v, want the plain lane's %d at %v", got.OracleJobs, got.OracleCaps, plain.OracleJobs, plain.OracleCaps)
+	}
+	started := startAt(sc, plain.OracleCaps)
+	for i, m := range started.Models {
+		if m.InitialLimit != plain.OracleCaps[i] || m.InitialLimit == initial[i] {
+			t.Fatalf("model %d starts at %d, want the oracle's cap %d (the lane's own: %d)", i, m.InitialLimit, plain.OracleCaps[i], initial[i])
+		}
+	}
+	want, err := runPolicy(started, Dynamic, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Succeeded != want.Totals.Succeeded || got.Succeeded == plain.Succeeded {
+		t.Errorf("started at the oracle's caps: %d jobs, want %d (dynamic from those caps), not the plain start's %d", got.Succeeded, want.Totals.Succeeded, plain.Succeeded)
+	}
+}
+
 // testOracleCache: a lane whose oracle a cache kept gives the result it
 // gives swept (want), reading the kept file, not sweeping again; the same
 // lane configured is another file; a corrupt file fails the lane, named.
@@ -209,7 +247,7 @@ func testOracleCache(t *testing.T, sc *scenario.Scenario, want LaneResult) {
 	dir := t.TempDir()
 	cache := OracleCache(dir)
 	for run := range 2 {
-		got, err := runLane(sc, 7, cache)
+		got, err := runLane(sc, 7, cache, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -232,7 +270,7 @@ func testOracleCache(t *testing.T, sc *scenario.Scenario, want LaneResult) {
 	kept.Succeeded *= 2
 	b, _ = json.Marshal(kept)
 	os.WriteFile(files[0], b, 0o644)
-	if got, err := runLane(sc, 7, cache); err != nil || got.OracleJobs != 2*want.OracleJobs {
+	if got, err := runLane(sc, 7, cache, false); err != nil || got.OracleJobs != 2*want.OracleJobs {
 		t.Fatalf("oracle jobs %d (err %v) after the kept file doubled them: want %d, read from the file", got.OracleJobs, err, 2*want.OracleJobs)
 	}
 
@@ -248,7 +286,7 @@ func testOracleCache(t *testing.T, sc *scenario.Scenario, want LaneResult) {
 
 	os.WriteFile(files[0], []byte("{"), 0o644)
 	os.WriteFile(files[1], []byte("{"), 0o644)
-	if _, err := runLane(sc, 7, cache); err == nil || !strings.Contains(err.Error(), filepath.Base(files[0])) && !strings.Contains(err.Error(), filepath.Base(files[1])) || !strings.Contains(err.Error(), "delete it") {
+	if _, err := runLane(sc, 7, cache, false); err == nil || !strings.Contains(err.Error(), filepath.Base(files[0])) && !strings.Contains(err.Error(), filepath.Base(files[1])) || !strings.Contains(err.Error(), "delete it") {
 		t.Fatalf("a corrupt kept file: err %v, want one naming the file and what to do", err)
 	}
 }

@@ -186,15 +186,20 @@ func recovery(s *Series, b scenario.ErrorBurst) (float64, bool) {
 	return 0, false
 }
 
-// runLane runs one lane: dynamic, then the oracle's sweep (or its cached
-// result).
-func runLane(sc *scenario.Scenario, k int, cache OracleCache) (LaneResult, error) {
+// runLane runs one lane: the oracle's sweep (or its cached result), then
+// dynamic; with oracleStart, dynamic starts each model at the oracle's cap
+// (startAt).
+func runLane(sc *scenario.Scenario, k int, cache OracleCache, oracleStart bool) (LaneResult, error) {
 	start := time.Now()
-	dyn, err := runPolicy(sc, Dynamic, Options{})
+	o, err := cache.oracle(sc)
 	if err != nil {
 		return LaneResult{}, fmt.Errorf("lane %d: %w", k, err)
 	}
-	o, err := cache.oracle(sc)
+	run := sc
+	if oracleStart {
+		run = startAt(sc, o.Caps)
+	}
+	dyn, err := runPolicy(run, Dynamic, Options{})
 	if err != nil {
 		return LaneResult{}, fmt.Errorf("lane %d: %w", k, err)
 	}
@@ -204,12 +209,30 @@ func runLane(sc *scenario.Scenario, k int, cache OracleCache) (LaneResult, error
 	return lr, nil
 }
 
+// startAt is sc with each model's initial limit at caps (one a model): a
+// run of policy dynamic that begins where the oracle's fixed caps are,
+// which no controller knows in advance. Judged against the oracle, it
+// bounds what a perfect ramp is worth: the lane's steady state and its
+// changes are left to the controller (scenarios/README.md, "The ramp
+// bound"). sc is not changed.
+func startAt(sc *scenario.Scenario, caps []int) *scenario.Scenario {
+	c := *sc
+	c.Models = slices.Clone(sc.Models)
+	for i := range c.Models {
+		if i < len(caps) {
+			c.Models[i].InitialLimit = caps[i]
+		}
+	}
+	return &c
+}
+
 // RunFamily runs the lanes (lane numbers ks, scenarios lanes) on at most
 // workers goroutines, their oracles kept in cache (OracleCache; "": none);
-// progress, when set, is called after each lane with the lanes done.
-// Results come in lane order whatever the workers did.
-func RunFamily(lanes []*scenario.Scenario, ks []int, workers int, cache OracleCache, progress func(done int, lr LaneResult)) ([]LaneResult, error) {
-	return eachLane(lanes, ks, workers, func(sc *scenario.Scenario, k int) (LaneResult, error) { return runLane(sc, k, cache) }, progress)
+// with oracleStart, dynamic starts each model at its oracle's cap (the
+// ramp bound, startAt). progress, when set, is called after each lane with
+// the lanes done. Results come in lane order whatever the workers did.
+func RunFamily(lanes []*scenario.Scenario, ks []int, workers int, cache OracleCache, oracleStart bool, progress func(done int, lr LaneResult)) ([]LaneResult, error) {
+	return eachLane(lanes, ks, workers, func(sc *scenario.Scenario, k int) (LaneResult, error) { return runLane(sc, k, cache, oracleStart) }, progress)
 }
 
 // eachLane runs measure on every lane on at most workers goroutines (a
