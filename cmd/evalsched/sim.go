@@ -307,15 +307,21 @@ func runFamily(f familyRun, asJSON, quiet bool, stdout, stderr io.Writer) int {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(struct {
-			Summary sim.FamilySummary `json:"summary"`
-			Lanes   []sim.LaneResult  `json:"lanes"`
-		}{sum, results}); err != nil {
+			// OracleStart: dynamic started at the oracle's caps, so
+			// the verdict is the ramp bound's, not the controller's.
+			OracleStart bool              `json:"oracle_start,omitempty"`
+			Summary     sim.FamilySummary `json:"summary"`
+			Lanes       []sim.LaneResult  `json:"lanes"`
+		}{f.oracleStart, sum, results}); err != nil {
 			fmt.Fprintf(stderr, "evalsched sim: %v\n", err)
 			return exitFailed
 		}
 	} else {
 		report.WriteFamily(stdout, results, sum)
 		fmt.Fprintf(stdout, "family seed %d: wall %s on %d worker(s)\n", f.seed, human(sum.WallS), f.workers)
+		if f.oracleStart {
+			fmt.Fprintf(stdout, "family seed %d: dynamic started at each model's oracle cap (--oracle-start): the ramp bound, not the controller's verdict\n", f.seed)
+		}
 	}
 	if f.lane < 0 && !sum.Pass {
 		return exitFailed

@@ -99,3 +99,24 @@ func TestSimFamilyTwin(t *testing.T) {
 		t.Errorf("exit %d, output:\n%s%s", code, out, errs)
 	}
 }
+
+// TestSimFamilyOracleStart: --oracle-start says, in the text and in the
+// JSON, that the verdict is the ramp bound's.
+func TestSimFamilyOracleStart(t *testing.T) {
+	code, out, errs := runCLI("sim", "--family", "200", "--seed", "1", "--lane", "173", "--configured-concurrency", "--oracle-start", "--quiet")
+	if code != exitOK || !strings.Contains(out, "family seed 1: dynamic started at each model's oracle cap (--oracle-start)") {
+		t.Errorf("exit %d, output:\n%s%s", code, out, errs)
+	}
+	code, out, errs = runCLI("sim", "--family", "200", "--seed", "1", "--lane", "173", "--configured-concurrency", "--oracle-start", "--json", "--quiet")
+	var got struct {
+		OracleStart bool             `json:"oracle_start"`
+		Lanes       []sim.LaneResult `json:"lanes"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); code != exitOK || err != nil || !got.OracleStart || len(got.Lanes) != 1 || got.Lanes[0].Lane != 173 {
+		t.Errorf("exit %d, %v: want oracle_start and lane 173: %.300s%s", code, err, out, errs)
+	}
+	_, out, _ = runCLI("sim", "--family", "200", "--seed", "1", "--lane", "173", "--configured-concurrency", "--json", "--quiet")
+	if strings.Contains(out, "oracle_start") {
+		t.Errorf("a plain family run says oracle_start: %.300s", out)
+	}
+}
