@@ -211,10 +211,10 @@ func runLane(sc *scenario.Scenario, k int, cache OracleCache, oracleStart bool) 
 
 // startAt is sc with each model's initial limit at caps (one a model): a
 // run of policy dynamic that begins where the oracle's fixed caps are,
-// which no controller knows in advance. Judged against the oracle, it
-// bounds what a perfect ramp is worth: the lane's steady state and its
-// changes are left to the controller (scenarios/README.md, "The ramp
-// bound"). sc is not changed.
+// which no controller knows in advance. Judged against the oracle, the
+// family's count measures what a perfect ramp is worth: the lane's steady
+// state and its changes are left to the controller (scenarios/README.md,
+// "The ramp bound"). sc is not changed.
 func startAt(sc *scenario.Scenario, caps []int) *scenario.Scenario {
 	c := *sc
 	c.Models = slices.Clone(sc.Models)
