@@ -108,6 +108,12 @@
 //     period that queued already had the provider full: its knee is the
 //     jobs running then plus the calls short of the target.
 //     A raise toward a knee, too, goes to the slots its running jobs need.
+//     No raise reads a period that began with none of the model's jobs
+//     running (the lane's first cohort, or the breaker's refill after
+//     every job of a burst ended): its calls were the first calls of jobs
+//     that came up within it, and the Maximum over them is no running
+//     job's share (cohortOnly); the next period is read instead, and no
+//     call share is recorded from it.
 //
 // Where a job starts for longer than it runs (slotsPerRunning ≥ 2), the
 // pass admits at most the jobs that ended since the last pass plus the

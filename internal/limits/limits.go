@@ -310,6 +310,25 @@ func (s State) sampleAt(t time.Time, fallback Sample) Sample {
 	return fallback
 }
 
+// cohortOnly reports whether the period of a datapoint paired with the
+// pass sample then began with none of the model's jobs running: the pass
+// before then saw none. Every call the period served was then a call of a
+// job that came up within it, and the jobs it is paired with held calls
+// for part of it only: the Maximum in service over them says nothing of a
+// running job's share (lane 162 of family seed 1: 32 jobs that began
+// within the period, 20 calls at most and 2.8 on average, a knee of 90 on
+// a provider that serves ~60; the lane queued 20–30 calls for six
+// minutes). Where some jobs ran through the period, arrivals and endings
+// within it roughly cancel and the pairing stands.
+func (s State) cohortOnly(then Sample) bool {
+	for i := len(s.Recent) - 1; i >= 0; i-- {
+		if s.Recent[i].At.Before(then.At) {
+			return s.Recent[i].Running == 0
+		}
+	}
+	return false
+}
+
 // Input is what the pass observed of the model.
 type Input struct {
 	Now      time.Time
@@ -470,6 +489,7 @@ func step(cfg Config, m Model, st State, in Input) Decision {
 	// The datapoint measured the jobs running then, not the load now.
 	then := st.sampleAt(in.DepthAt, Sample{Running: in.Running, Pending: in.PendingRaise})
 	measured := then.Running
+	cohort := measured > 0 && st.cohortOnly(then)
 	// The running jobs the target is bounded by: averaged over Turnover,
 	// or the datapoint's own while no average is known.
 	running := max(1, cmp.Or(next.AvgRunning, float64(measured)))
@@ -484,7 +504,7 @@ func step(cfg Config, m Model, st State, in Input) Decision {
 	next.KneeSeen = next.KneeSeen || next.Ceiling > 0 || next.Conc > 0 || m.Conc > 0
 	if inService && fresh {
 		next.Conc, next.ConcAt = concurrency(next, in)
-		if in.Depth == 0 && measured > 0 && in.InService > 0 {
+		if in.Depth == 0 && measured > 0 && in.InService > 0 && !cohort {
 			next.CallShare, next.ShareConc = in.InService/float64(measured), cmp.Or(next.Conc, m.Conc)
 		}
 	}
@@ -591,6 +611,10 @@ func step(cfg Config, m Model, st State, in Input) Decision {
 			return hold("%d of the last raise's %d launches still starting", in.PendingRaise, st.RaisedBy)
 		case in.DepthAt.Before(next.SettledAt):
 			return hold("no datapoint yet since the last raise's launches ran")
+		case cohort && inService:
+			// The lane's first cohort, or the breaker's refill after
+			// every job of a burst ended: the next period reads them.
+			return hold("the datapoint's period began with none of its %d jobs running: it measured their first calls only", measured)
 		}
 		gap := 1.0
 		if target > 0 {

@@ -783,3 +783,39 @@ func TestADropTheGatewayMeasuresLowersToItsKneeAtOnce(t *testing.T) {
 		t.Errorf("yield %d (%s) with the provider unchanged, want 2: ceil(0.5 × 2.2)", d.Yield, d.Reason)
 	}
 }
+
+// A period that began with none of the model's jobs running served only
+// the first calls of jobs that came up within it: its Maximum in service
+// over them is no running job's share. Lane 162 of family seed 1 read 20
+// calls of 32 such jobs, raised to a knee of 90 on a provider of 55 whose
+// jobs hold a call most of their life, and queued 20–30 calls for six
+// minutes. The raise waits for the next period; a period some jobs ran
+// through is read as before.
+func TestAPeriodTheJobsCameUpInGivesNoKnee(t *testing.T) {
+	m := Model{Target: 2, Min: 1, Max: 10000, Conc: 55}
+	measuredAt := t0.Add(-20 * time.Second) // in()'s DepthAt
+	first := State{Limit: 55, Recent: []Sample{
+		{At: measuredAt.Add(-10 * time.Second), Running: 0},
+		{At: measuredAt, Running: 32, Pending: 23},
+	}}
+	dec := Next(DefaultConfig(), m, first, withInService(in(0, 55, 0, 900), 20))
+	if dec.Action != Held || !strings.Contains(dec.Reason, "began with none") {
+		t.Errorf("got %s to %d (%s), want a hold: the period began with no job running", dec.Action, dec.State.Limit, dec.Reason)
+	}
+	if dec.State.CallShare != 0 {
+		t.Errorf("got a call share of %g from the cohort's first calls, want none recorded", dec.State.CallShare)
+	}
+	// The same reading of a period 30 jobs ran through: the knee is read,
+	// 32 × 55/20 + 2 = 90 running jobs, and the limit goes there.
+	through := first
+	// The 23 jobs still starting then grow with the 32 (a slot a job
+	// until the turnover is known), so the limit is the knee's 90 too.
+	through.Recent = []Sample{{At: measuredAt.Add(-10 * time.Second), Running: 30}, {At: measuredAt, Running: 32, Pending: 23}}
+	dec = Next(DefaultConfig(), m, through, withInService(in(0, 55, 0, 900), 20))
+	if dec.Action != Raised || dec.State.Limit != 90 {
+		t.Errorf("got %s to %d (%s), want a raise to the knee's 90", dec.Action, dec.State.Limit, dec.Reason)
+	}
+	if dec.State.CallShare != 20.0/32 {
+		t.Errorf("got a call share of %g, want 20/32 from a period jobs ran through", dec.State.CallShare)
+	}
+}
