@@ -109,8 +109,8 @@
 //     jobs running then plus the calls short of the target.
 //     A raise toward a knee, too, goes to the slots its running jobs need.
 //     No raise reads a period that began with none of the model's jobs
-//     running (the lane's first cohort, or the breaker's refill after
-//     every job of a burst ended): its calls were the first calls of jobs
+//     running (a model's first jobs, or the first after it had none
+//     running): its calls were the first calls of jobs
 //     that came up within it, and the Maximum over them is no running
 //     job's share (cohortOnly); the next period is read instead, and no
 //     call share is recorded from it.

@@ -612,8 +612,8 @@ func step(cfg Config, m Model, st State, in Input) Decision {
 		case in.DepthAt.Before(next.SettledAt):
 			return hold("no datapoint yet since the last raise's launches ran")
 		case cohort && inService:
-			// The lane's first cohort, or the breaker's refill after
-			// every job of a burst ended: the next period reads them.
+			// A model's first jobs, or the first after it had none
+			// running: the next period reads them.
 			return hold("the datapoint's period began with none of its %d jobs running: it measured their first calls only", measured)
 		}
 		gap := 1.0
