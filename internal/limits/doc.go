@@ -110,10 +110,10 @@
 //     A raise toward a knee, too, goes to the slots its running jobs need.
 //     No raise reads a period that began with none of the model's jobs
 //     running (a model's first jobs, or the first after it had none
-//     running): its calls were the first calls of jobs
-//     that came up within it, and the Maximum over them is no running
-//     job's share (cohortOnly); the next period is read instead, and no
-//     call share is recorded from it.
+//     running): its calls were the first calls of jobs that came up within
+//     it, and the Maximum over them is no running job's share
+//     (cohortOnly); the next period is read instead, and no call share is
+//     recorded from it.
 //
 // Where a job starts for longer than it runs (slotsPerRunning ≥ 2), the
 // pass admits at most the jobs that ended since the last pass plus the

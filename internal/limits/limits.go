@@ -318,8 +318,10 @@ func (s State) sampleAt(t time.Time, fallback Sample) Sample {
 // running job's share (lane 162 of family seed 1: 32 jobs that began
 // within the period, 20 calls at most and 2.8 on average, a knee of 90 on
 // a provider that serves ~60; the lane queued 20–30 calls for six
-// minutes). Where some jobs ran through the period, arrivals and endings
-// within it roughly cancel and the pairing stands.
+// minutes). Where some jobs ran through the period the end's count stands:
+// pairing the calls with the fewer of the start's and end's counts lowered
+// the steady knee by the jobs that ended within the period, and cost ten
+// lanes a family seed on throughput (BENCHMARKS.md, session o).
 func (s State) cohortOnly(then Sample) bool {
 	for i := len(s.Recent) - 1; i >= 0; i-- {
 		if s.Recent[i].At.Before(then.At) {
