@@ -100,7 +100,10 @@
 //     setting) stands in for it, unless the gateway serves more; its knee
 //     is reached in one raise, however far (FastFactor bounds a step
 //     toward a knee nobody knows; a learned C may be old or from a corrupt
-//     period, so its knee keeps the bound). Near the target (some reading
+//     period, so its knee keeps the bound), in the slots its jobs need; once
+//     those are known from the turnover averages, which are young, the
+//     step is at most ×FastFactor: short jobs behind long starts make it a
+//     cohort several times the knee. Near the target (some reading
 //     since the raise settled was not far below) with that knee known, a
 //     raise steps to the slots the knee needs, at most ×FastFactor, instead
 //     of ×(1 + StepGain·gap): with waves a crest's reading keeps the fast

@@ -684,6 +684,17 @@ func step(cfg Config, m Model, st State, in Input) Decision {
 				// not six. A concurrency learned from a queue may be old
 				// or from a corrupt period: its knee keeps the bound.
 				f = max(1, slotsFor(fastTo)/float64(cur))
+				if r > 0 {
+					// The knee's jobs are the gateway's; the slots each
+					// needs are the turnover averages', young after one
+					// Turnover. Where a job starts for many times its
+					// life they make the step a multiple of the limit,
+					// launched as one cohort the provider meets at once
+					// (lane 116 of family seed 20261201: ×6.4 to 199
+					// slots, 66–79 jobs running on a provider of 12,
+					// blocked 0.329). FastFactor bounds that step.
+					f = min(f, cfg.FastFactor)
+				}
 			case fastTo > 0 && base > 0:
 				f = max(1, min(f, slotsFor(fastTo)/float64(cur)))
 			}

@@ -819,3 +819,29 @@ func TestAPeriodTheJobsCameUpInGivesNoKnee(t *testing.T) {
 		t.Errorf("got a call share of %g, want 20/32 from a period jobs ran through", dec.State.CallShare)
 	}
 }
+
+// The configured knee is reached in one raise, however far; but where the
+// slots a running job needs are known, the step's size is theirs too, and
+// short jobs behind long starts make it a multiple of the limit, one
+// cohort the provider meets at once (lane 116 of family seed 20261201:
+// ×6.4 to 199 slots on a provider of 12). FastFactor bounds it then.
+func TestAStepToTheKneesSlotsIsBoundedByFastFactor(t *testing.T) {
+	m := Model{Target: 2, Min: 1, Max: 10000, Conc: 12}
+	// 5 running jobs holding 3 calls: a knee of 5 × 12/3 = 20 jobs and a
+	// target of 0.05 × 20 = 1 more; each needs about 11 slots (starts of
+	// 60 s, lives of 6 s), so the knee's slots are ~230, ×7 the limit of
+	// 31.
+	st := State{Limit: 31, AvgRunning: 5, AvgStarting: 50, AvgEnter: 5.0 / 6, AvgEnd: 5.0 / 6, AvgSince: t0.Add(-time.Hour),
+		Recent: []Sample{{At: t0.Add(-10 * time.Second), Running: 5}}}
+	dec := Next(DefaultConfig(), m, st, withInService(in(0, 5, 26, 9000), 3))
+	if dec.Action != Raised || dec.State.Limit != 124 {
+		t.Errorf("got %s to %d (%s), want ×4 to 124, not the knee's ~230 slots at once", dec.Action, dec.State.Limit, dec.Reason)
+	}
+	// Until the slots a running job needs are known the knee's jobs are
+	// the step's end, as before (the datapoint's slots grow with its
+	// jobs: 31 × 21/5 = 131 here, past ×4).
+	st.AvgSince = t0.Add(-time.Minute)
+	if dec = Next(DefaultConfig(), m, st, withInService(in(0, 5, 26, 9000), 3)); dec.State.Limit != 131 {
+		t.Errorf("got %s to %d (%s), want the knee's step without the slots' bound", dec.Action, dec.State.Limit, dec.Reason)
+	}
+}
