@@ -677,24 +677,21 @@ func step(cfg Config, m Model, st State, in Input) Decision {
 				// limit is the operator's small initial limit: ×4
 				// reaches a large provider in a few cycles.
 				f = cfg.ProbeFactor
-			case oneRaise && base > 0:
+			case oneRaise && base > 0 && r == 0:
 				// FastFactor bounds a step toward a knee nobody knows;
 				// one from the gateway's own setting is the step's end,
 				// however far: a large provider's ramp takes one cycle,
 				// not six. A concurrency learned from a queue may be old
 				// or from a corrupt period: its knee keeps the bound.
+				// Once the slots a running job needs are known (r > 0)
+				// the step is theirs too, and they come from turnover
+				// averages young after one Turnover: where a job starts
+				// for many times its life they make the step a multiple
+				// of the limit, launched as one cohort the provider
+				// meets at once (lane 116 of family seed 20261201: ×6.4
+				// to 199 slots, 66–79 jobs running on a provider of 12,
+				// blocked 0.329). That step takes the bound below.
 				f = max(1, slotsFor(fastTo)/float64(cur))
-				if r > 0 {
-					// The knee's jobs are the gateway's; the slots each
-					// needs are the turnover averages', young after one
-					// Turnover. Where a job starts for many times its
-					// life they make the step a multiple of the limit,
-					// launched as one cohort the provider meets at once
-					// (lane 116 of family seed 20261201: ×6.4 to 199
-					// slots, 66–79 jobs running on a provider of 12,
-					// blocked 0.329). FastFactor bounds that step.
-					f = min(f, cfg.FastFactor)
-				}
 			case fastTo > 0 && base > 0:
 				f = max(1, min(f, slotsFor(fastTo)/float64(cur)))
 			}
