@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -104,6 +105,33 @@ func TestFamilyPick(t *testing.T) {
 	all := func(sweep) bool { return true }
 	if got := mostJobs([]sweep{p(980, 0), p(1000, 0.5)}, all); got != 1 {
 		t.Errorf("mostJobs = %d, want 1 (1,000 jobs blocked 0.5 beat 980 blocked 0 beyond the tie)", got)
+	}
+}
+
+// TestOracleLowersToTheBar: where the grid's lowest caps block beyond the
+// bar, the sweep goes on lowering, and the oracle is caps within it, not
+// the most jobs of caps that idle their containers at the gateway. Seed
+// 1's lane 150: a provider of 19 that drops to 5 for most of the run.
+func TestOracleLowersToTheBar(t *testing.T) {
+	sc := scenario.FamilyLane(1, 150)
+	lowest := 0
+	for _, c := range scenario.BusyCaps(sc) {
+		lowest += max(1, int(math.Round(float64(c)*oracleGrid[0])))
+	}
+	o, err := findOracle(sc, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(o.Points, func(p sweep) bool { return sum(p.Caps) == lowest })
+	if i < 0 || withinBar(o.Points[i]) {
+		t.Fatalf("the lane's lowest grid caps (%d jobs) are not beyond the bar: the test needs a lane whose grid starts too high (points %+v)", lowest, o.Points)
+	}
+	blocked := laneBlocked(o.Best)
+	if blocked > laneMaxBlocked || sum(o.Caps) >= lowest {
+		t.Errorf("oracle caps %v block %.3f: want caps below the grid's lowest (%d) within the bar %.2f", o.Caps, blocked, lowest, laneMaxBlocked)
+	}
+	if o.AnyCap.BlockedShare <= laneMaxBlocked {
+		t.Errorf("the most jobs of any cap, %v, block %.3f: the lane no longer shows caps beyond the bar", o.AnyCap.Caps, o.AnyCap.BlockedShare)
 	}
 }
 

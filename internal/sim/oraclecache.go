@@ -39,7 +39,7 @@ func (o *oracleFit) lane() laneOracle {
 type OracleCache string
 
 // oracleCacheVersion is in every key: bump it when laneOracle changes.
-const oracleCacheVersion = "evalsched oracle cache v1, fine grid"
+const oracleCacheVersion = "evalsched oracle cache v2, fine grid, lowered to the bar"
 
 // oracle returns sc's oracle: from the cache, else swept (and kept).
 func (c OracleCache) oracle(sc *scenario.Scenario) (laneOracle, error) {
