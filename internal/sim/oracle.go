@@ -194,9 +194,8 @@ func findOracle(sc *scenario.Scenario, coarse bool) (*oracleFit, error) {
 	// 150 (a provider of 19 dropping to 5 for 70 % of the run): 0.25 ×
 	// its busy caps, 33 jobs, blocked 0.116, and the oracle was the most
 	// jobs of any cap, 1,897 at 0.76 blocked, while 27 jobs keep 0.047
-	// (849 jobs). The grid's ratio on down,
-	// until a point is within the bar or every cap is 1 (a provider that
-	// fails under every cap).
+	// (849 jobs). The grid's ratio on down, until a point is within the
+	// bar or every cap is 1 (a provider that fails under every cap).
 	for low := scaled(start, grid[0]); !slices.ContainsFunc(o.Points, withinBar) && slices.ContainsFunc(low, func(c int) bool { return c > 1 }); {
 		low = scaled(low, 1/math.Sqrt2)
 		if err := try(low); err != nil {

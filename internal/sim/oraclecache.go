@@ -38,7 +38,8 @@ func (o *oracleFit) lane() laneOracle {
 // "" keeps nothing: every lane sweeps.
 type OracleCache string
 
-// oracleCacheVersion is in every key: bump it when laneOracle changes.
+// oracleCacheVersion is in every key: bump it when laneOracle or the
+// oracle's sweep changes.
 const oracleCacheVersion = "evalsched oracle cache v2, fine grid, lowered to the bar"
 
 // oracle returns sc's oracle: from the cache, else swept (and kept).
