@@ -714,8 +714,12 @@ func step(cfg Config, m Model, st State, in Input) Decision {
 		next.Limit = want
 		next.RaisedAt, next.RaisedBy = in.Now, want-cur
 		next.FilledAt, next.SettledAt, next.PeakSince = time.Time{}, time.Time{}, 0
+		// The reason gives the step taken, want/cur: f alone misreports
+		// it where the normal step or the one slot set want (a knee's f
+		// of 1 read "raise ×1" on a raise of 930 → 970, lane 182 of
+		// family seed 1).
 		return Decision{State: next, Action: Raised, Reason: fmt.Sprintf(
-			"raise ×%.3g: depth %s < target %s, %d waiting", f, num(depth), tgt, in.Waiting)}
+			"raise ×%.3g: depth %s < target %s, %d waiting", float64(want)/float64(cur), num(depth), tgt, in.Waiting)}
 	}
 	return hold("depth %s within %s..%s of target %s", num(depth), num(low), num(high), tgt)
 }

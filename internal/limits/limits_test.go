@@ -76,7 +76,7 @@ func TestNext(t *testing.T) {
 		{"an old ceiling is forgotten: a knee was known, so it doubles", gpt, steady(100).ceiling(150), in(0, 100, 0, 900), 200, Raised, "raise ×2"},
 		{"raise stops at max", Model{Target: 40, Min: 1, Max: 1500}, steady(1000), in(0, 1000, 0, 900), 1500, Raised, "raise"},
 		{"at max holds", Model{Target: 40, Min: 1, Max: 1000}, steady(1000), in(0, 1000, 0, 900), 1000, Held, "at max 1000"},
-		{"a limit of 1 still grows", Model{Target: 5, Min: 1, Max: 100}, steady(1), in(0.02, 1, 0, 10), 2, Raised, "raise ×1.03"},
+		{"a limit of 1 still grows", Model{Target: 5, Min: 1, Max: 100}, steady(1), in(0.02, 1, 0, 10), 2, Raised, "raise ×2"}, // the step taken, 1 → 2, not f
 		{"zero limit from state is clamped to min", Model{Target: 5, Min: 3, Max: 100}, steady(0), in(5, 0, 0, 10), 3, Held, "none of its jobs ran"},
 	}
 	for _, c := range cases {
