@@ -610,7 +610,11 @@ func step(cfg Config, m Model, st State, in Input) Decision {
 		// (A raise still being launched is not binding: handled above.)
 		switch {
 		case !settled:
-			return hold("%d of the last raise's %d launches still starting", in.PendingRaise, st.RaisedBy)
+			// PendingRaise counts every job claimed until the raise
+			// filled, refills of ended jobs too, so it may exceed the
+			// raise ("196 of the last raise's 69 launches" read as a
+			// miscount, lane 182 of family seed 1).
+			return hold("%d jobs launched until the last raise filled still starting (the raise added %d)", in.PendingRaise, st.RaisedBy)
 		case in.DepthAt.Before(next.SettledAt):
 			return hold("no datapoint yet since the last raise's launches ran")
 		case cohort && inService:

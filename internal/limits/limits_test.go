@@ -65,7 +65,7 @@ func TestNext(t *testing.T) {
 		{"a limit admission filled binds though jobs ended since", gpt, steady(1000).held(1000), in(0, 780, 100, 500), 4000, Raised, "raise ×4"},
 		{"a limit admission did not fill does not bind", gpt, steady(1000).held(500), in(0, 480, 10, 500), 1000, Held, "500 held after the last admission"},
 		{"a raise still being launched does not bind", gpt, steady(400).raised(200, nil, nil), in(0, 300, 50, 900), 400, Held, "not binding"},
-		{"a raise still starting holds", gpt, steady(400).raised(200, d(-30), nil), Input{Now: t0, DepthAt: t0.Add(-20 * time.Second), Running: 250, Starting: 150, Waiting: 900, PendingRaise: 150}, 400, Held, "150 of the last raise's 200 launches still starting"},
+		{"a raise still starting holds", gpt, steady(400).raised(200, d(-30), nil), Input{Now: t0, DepthAt: t0.Add(-20 * time.Second), Running: 250, Starting: 150, Waiting: 900, PendingRaise: 150}, 400, Held, "150 jobs launched until the last raise filled still starting (the raise added 200)"},
 		{"a settled raise waits for a datapoint after it", gpt, steady(400).raised(200, d(-60), d(-10)), in(0, 390, 10, 900), 400, Held, "no datapoint yet"},
 		{"a settled, measured raise raises again", gpt, steady(400).raised(200, d(-60), d(-30)), in(0, 390, 10, 900), 1600, Raised, "raise ×4"},
 		{"overshoot lowers to the load, keeping no slot when nothing ended", gpt, steady(2000), in(440, 1800, 0, 900), 1800, Lowered, "lower to 1800: depth 440 > target 40, 1800 running+starting"},
