@@ -2,7 +2,6 @@ package sim
 
 import (
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -114,10 +113,7 @@ func TestFamilyPick(t *testing.T) {
 // 1's lane 150: a provider of 19 that drops to 5 for most of the run.
 func TestOracleLowersToTheBar(t *testing.T) {
 	sc := scenario.FamilyLane(1, 150)
-	lowest := 0
-	for _, c := range scenario.BusyCaps(sc) {
-		lowest += max(1, int(math.Round(float64(c)*oracleGrid[0])))
-	}
+	lowest := sum(scaled(scenario.BusyCaps(sc), oracleGrid[0]))
 	o, err := findOracle(sc, false)
 	if err != nil {
 		t.Fatal(err)

@@ -105,6 +105,16 @@ func mostJobs(points []sweep, ok func(sweep) bool) int {
 	return best
 }
 
+// scaled is every cap of base × f, rounded, at least 1: a point of the
+// sweep's grid.
+func scaled(base []int, f float64) []int {
+	out := slices.Clone(base)
+	for i := range out {
+		out[i] = max(1, int(math.Round(float64(base[i])*f)))
+	}
+	return out
+}
+
 func sum(xs []int) int {
 	n := 0
 	for _, x := range xs {
@@ -170,13 +180,6 @@ func findOracle(sc *scenario.Scenario, coarse bool) (*oracleFit, error) {
 			caps[i] = own[pick(own)].Caps[0]
 		}
 		return caps
-	}
-	scaled := func(base []int, f float64) []int {
-		out := slices.Clone(base)
-		for i := range out {
-			out[i] = max(1, int(math.Round(float64(base[i])*f)))
-		}
-		return out
 	}
 	grid := oracleGrid
 	if coarse {
