@@ -88,7 +88,11 @@
 //     last raise's launches still starting then (Sample.Pending): a raise
 //     settles once RaiseSettled of its launches run, and the rest will run
 //     too, so counting only the running ones would grow the limit by them
-//     twice.
+//     twice. That count is one slot a job, and short jobs behind long
+//     starts need several: until the averages span Turnover the knee's
+//     jobs get at least the slots the model's first minutes show
+//     (State.slotsAtLeast: the first jobs' start over the life of the
+//     jobs ended, each measured low), at most ×FastFactor a step.
 //     The limit binds when the slots held after the last pass's admissions
 //     (State.Held) or the load now reach BindingShare of it.
 //     When the gateway publishes its calls in service (Input.InService), a

@@ -191,6 +191,74 @@ type State struct {
 	// lowering's): what the pace lets the jobs grow to within a job's
 	// life (Decision.Pace). 0 = none known yet.
 	PaceKnee float64
+	// The stretch since the model last held no slots, read by
+	// slotsAtLeast while the averages are younger than Turnover: the
+	// first pass of it that saw a job starting (none running), the first
+	// after that saw one running, and since then the running
+	// job-seconds and the jobs that ended. Zero until seen; reset by a
+	// pass that sees none of the model's jobs starting or running.
+	StretchStartAt time.Time
+	StretchRunAt   time.Time
+	StretchRanSec  float64
+	StretchEnded   int
+}
+
+// slotsAtLeast is a low estimate of the slots a running job needs, 1 +
+// start/life, from the stretch's first minutes, for the raises before the
+// turnover averages span Turnover (0: not known; slotsPerRunning replaces
+// it then).
+//
+// Until then a raise counted a slot a job: the limit grew by the share
+// the datapoint's jobs (running, and the raise's still starting) may grow.
+// Where jobs run for a few seconds behind starts of a minute that is one
+// running job for every four to nine slots it needs, and the limit met
+// its knee a dead time a step later than it could: with the launch
+// budget's 200 a pass, lane 184 of family seed 20261209 (2-call jobs of
+// ~5 s behind 32–52-s starts) ran 114 → 327 → 453 → 501 → 1,129 slots
+// over 330 s, launching half the budget, and finished 0.942 × the oracle's
+// jobs.
+//
+// Each part errs low. The start is the span from the first pass that saw
+// a job starting to the first that saw one running: the first jobs were
+// launched the pass before the first and came up after the pass before
+// the second, so their fastest start was longer. The life is the running
+// job-seconds over the jobs ended, which counts the jobs still running
+// too; where lives are heavy-tailed the short ones end first and it may
+// err high there, which the bound on a step (FastFactor) covers. Long
+// jobs end late: until they do the estimate is near 1 and says nothing
+// the slots' count did not.
+func (s State) slotsAtLeast() float64 {
+	if s.StretchStartAt.IsZero() || s.StretchRunAt.IsZero() || s.StretchEnded < 1 || s.StretchRanSec <= 0 {
+		return 0
+	}
+	start := s.StretchRunAt.Sub(s.StretchStartAt).Seconds()
+	life := s.StretchRanSec / float64(s.StretchEnded)
+	return 1 + start/life
+}
+
+// stretch folds this pass into the stretch's measure (slotsAtLeast).
+func (s State) stretch(in Input) State {
+	switch {
+	case in.Running == 0 && in.Starting == 0:
+		s.StretchStartAt, s.StretchRunAt, s.StretchRanSec, s.StretchEnded = time.Time{}, time.Time{}, 0, 0
+	case s.StretchStartAt.IsZero():
+		// A stretch is measured from its first launches only: one
+		// first seen with jobs running began before this state did.
+		if in.Running == 0 {
+			s.StretchStartAt = in.Now
+		}
+	case s.StretchRunAt.IsZero():
+		if in.Running > 0 {
+			s.StretchRunAt = in.Now
+		}
+	case len(s.Recent) > 0:
+		prev := s.Recent[len(s.Recent)-1]
+		if dt := in.Now.Sub(prev.At).Seconds(); dt > 0 {
+			s.StretchRanSec += float64(prev.Running) * dt
+			s.StretchEnded += max(0, in.Ended)
+		}
+	}
+	return s
 }
 
 // slotsPerRunning is the slots a running job needs, 1 + start/life from
@@ -413,6 +481,7 @@ func step(cfg Config, m Model, st State, in Input) Decision {
 	next.Limit = cur
 	next.DrainCarry = 0 // kept only while a drain's trickle binds
 	next = next.turnover(cfg, in)
+	next = next.stretch(in)
 	next.Recent = append(slices.Clone(st.Recent[max(0, len(st.Recent)-recentKeep+1):]), Sample{At: in.Now, Running: in.Running, Pending: in.PendingRaise, Limit: cur, Failing: in.Failing})
 	switch {
 	case !in.Failing:
@@ -657,11 +726,15 @@ func step(cfg Config, m Model, st State, in Input) Decision {
 		// those averages are known, the limit grows by the share the
 		// datapoint's jobs may grow: its starting slots grow with them.
 		r := next.slotsPerRunning(cfg, in.Now)
+		least := 0.0 // while the averages are young (slotsAtLeast)
+		if r == 0 {
+			least = next.slotsAtLeast()
+		}
 		slotsFor := func(n float64) float64 {
 			if r > 0 {
 				return n * r
 			}
-			return float64(cur) * n / float64(base)
+			return max(float64(cur)*n/float64(base), n*least)
 		}
 		if next.PeakSince <= cfg.FarBelow*target && (fastTo == 0 || float64(base) < fastTo) {
 			// Every reading since the last raise settled was far below:
@@ -694,8 +767,10 @@ func step(cfg Config, m Model, st State, in Input) Decision {
 				// of the limit, launched as one cohort the provider
 				// meets at once (lane 116 of family seed 20261201: ×6.4
 				// to 199 slots, 66–79 jobs running on a provider of 12,
-				// blocked 0.329). That step takes the bound below.
-				f = max(1, slotsFor(fastTo)/float64(cur))
+				// blocked 0.329). That step takes the bound below,
+				// and so does the step the stretch's low estimate of
+				// those slots adds (slotsAtLeast): they are as young.
+				f = max(1, fastTo/float64(base), min(cfg.FastFactor, fastTo*least/float64(cur)))
 			case fastTo > 0 && base > 0:
 				f = max(1, min(f, slotsFor(fastTo)/float64(cur)))
 			}

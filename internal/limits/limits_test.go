@@ -845,3 +845,103 @@ func TestAStepToTheKneesSlotsIsBoundedByFastFactor(t *testing.T) {
 		t.Errorf("got %s to %d (%s), want the knee's step without the slots' bound", dec.Action, dec.State.Limit, dec.Reason)
 	}
 }
+
+// The stretch's first minutes measure the slots a running job needs
+// before the averages span Turnover: jobs launched together, up 40 s
+// later, a few seconds each.
+func TestSlotsAtLeastFromTheStretchsFirstMinutes(t *testing.T) {
+	cfg := DefaultConfig()
+	m := Model{Target: 3, Min: 1, Max: 10000, Pin: 200} // pinned: only the bookkeeping runs
+	var st State
+	pass := func(k, running, starting, ended int) {
+		st = Next(cfg, m, st, Input{Now: t0.Add(time.Duration(k) * 10 * time.Second), Running: running, Starting: starting, Ended: ended}).State
+	}
+	pass(0, 0, 0, 0) // nothing held yet
+	pass(1, 0, 200, 0)
+	pass(2, 0, 200, 0)
+	pass(3, 0, 200, 0)
+	if got := st.slotsAtLeast(); got != 0 {
+		t.Fatalf("slots at least %g before any job ran, want none", got)
+	}
+	pass(5, 20, 180, 0) // a pass skipped: the first running jobs at 40 s
+	pass(6, 30, 150, 20)
+	pass(7, 25, 125, 30)
+	// 20 × 10 s + 30 × 10 s of running over 50 ended: lives of 10 s
+	// behind starts of at least 40 s.
+	if got := st.slotsAtLeast(); got != 5 {
+		t.Errorf("slots at least %g, want 1 + 40/10 = 5", got)
+	}
+	if r := st.slotsPerRunning(cfg.withDefaults(), t0.Add(70*time.Second)); r != 0 {
+		t.Errorf("the averages give %g a minute in, want none: slotsAtLeast stands in", r)
+	}
+	// The model held nothing at one pass: its next stretch starts over.
+	pass(8, 0, 0, 25)
+	if st.slotsAtLeast() != 0 || !st.StretchStartAt.IsZero() {
+		t.Errorf("got %g from a stretch that ended (%+v)", st.slotsAtLeast(), st)
+	}
+	// A stretch first seen with jobs running began before it was
+	// watched: no start to measure.
+	pass(9, 10, 5, 0)
+	pass(10, 10, 5, 3)
+	if !st.StretchStartAt.IsZero() || st.slotsAtLeast() != 0 {
+		t.Errorf("got a start from a stretch first seen running (%+v)", st)
+	}
+}
+
+// Before the averages span Turnover, a raise toward a knee counted one slot
+// a job, and short jobs behind long starts need many: the stretch's low
+// estimate of them steps further, at most ×FastFactor.
+func TestAYoungRaiseCountsTheSlotsShortJobsNeed(t *testing.T) {
+	m := Model{Target: 2, Min: 1, Max: 10000, Conc: 12}
+	// 10 running jobs holding 5 calls: a knee of 10 × 12/5 = 24 jobs and
+	// 0.05 × 24 = 1.2 more. The datapoint's slots run the 10 and 5 of the
+	// raise's launches still starting; the other 105 slots are refills
+	// still starting.
+	young := func(start time.Duration, ranSec float64, ended int) State {
+		return State{Limit: 120, StretchStartAt: t0.Add(-3 * time.Minute), StretchRunAt: t0.Add(-3*time.Minute + start),
+			StretchRanSec: ranSec, StretchEnded: ended, Recent: []Sample{
+				{At: t0.Add(-30 * time.Second), Running: 8},
+				{At: t0.Add(-20 * time.Second), Running: 10, Pending: 5}}}
+	}
+	i := withInService(in(0, 10, 110, 9000), 5)
+	cases := []struct {
+		name  string
+		st    State
+		want  int
+		trail string
+	}{
+		// No job ended yet: the knee's jobs in the datapoint's slots,
+		// 120 × 25.2/15.
+		{"no estimate", State{Limit: 120, Recent: young(0, 0, 0).Recent}, 202, "one slot a job"},
+		// 60-s starts, 5-s lives (50 s of running before this pass, 200
+		// in it, over 50 ended): 13 slots a job, 25.2 × 13 = 328.
+		{"short jobs", young(time.Minute, 50, 50), 328, "13 slots a job"},
+		// 2-min starts, 2.5-s lives ((50 + 200) s over 100 ended): 49
+		// slots a job, ×10 the limit: ×FastFactor.
+		{"bounded", young(2*time.Minute, 50, 100), 480, "×4"},
+	}
+	for _, c := range cases {
+		dec := Next(DefaultConfig(), m, c.st, i)
+		if dec.Action != Raised || dec.State.Limit != c.want {
+			t.Errorf("%s: got %s to %d (%s), want %d (%s)", c.name, dec.Action, dec.State.Limit, dec.Reason, c.want, c.trail)
+		}
+	}
+
+	// Toward a lowering's knee, without the gateway's metric: 0.8 × 100
+	// running jobs, the datapoint's slots running 10 and starting 60 of
+	// the raise's launches. One slot a job: 120 × 80/70 = 138. Starts of
+	// 60 s and lives of 15 s ((550 + 200) s over 50 ended) need 1 + 60/15
+	// = 5 slots a job: 80 × 5 = 400.
+	lowered := func(st State) State {
+		st.Ceiling, st.CeilingAt, st.Recent[1].Pending = 100, t0.Add(-time.Minute), 60
+		return st
+	}
+	i = in(0, 10, 110, 9000)
+	m.Conc = 0
+	if dec := Next(DefaultConfig(), m, lowered(State{Limit: 120, Recent: young(0, 0, 0).Recent}), i); dec.State.Limit != 138 {
+		t.Errorf("no estimate, a lowering's knee: got %s to %d (%s), want 138", dec.Action, dec.State.Limit, dec.Reason)
+	}
+	if dec := Next(DefaultConfig(), m, lowered(young(time.Minute, 550, 50)), i); dec.State.Limit != 400 {
+		t.Errorf("15-s lives behind 60-s starts, a lowering's knee: got %s to %d (%s), want 400", dec.Action, dec.State.Limit, dec.Reason)
+	}
+}
