@@ -218,15 +218,16 @@ type State struct {
 // over 330 s, launching half the budget, and finished 0.942 × the oracle's
 // jobs.
 //
-// Each part errs low. The start is the span from the first pass that saw
-// a job starting to the first that saw one running: the first jobs were
-// launched the pass before the first and came up after the pass before
-// the second, so their fastest start was longer. The life is the running
-// job-seconds over the jobs ended, which counts the jobs still running
-// too; where lives are heavy-tailed the short ones end first and it may
-// err high there, which the bound on a step (FastFactor) covers. Long
-// jobs end late: until they do the estimate is near 1 and says nothing
-// the slots' count did not.
+// Each part errs toward fewer slots. The start is the span from the
+// first pass that saw a job starting to the first that saw one running:
+// the first jobs were launched the pass before the first and came up
+// after the pass before the second, so their fastest start was longer.
+// The life is the running job-seconds over the jobs ended, which counts
+// the jobs still running too. Where lives are heavy-tailed the short ones
+// end first, and the life may come out short and the slots many; the
+// bound on a step (FastFactor) covers that. Long jobs end late: until
+// they do the estimate is near 1 and says nothing the slots' count did
+// not.
 func (s State) slotsAtLeast() float64 {
 	if s.StretchStartAt.IsZero() || s.StretchRunAt.IsZero() || s.StretchEnded < 1 || s.StretchRanSec <= 0 {
 		return 0
