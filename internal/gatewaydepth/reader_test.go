@@ -17,10 +17,14 @@ import (
 
 var now = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
-func client(url string) *cloudwatch.Client {
+// client makes one attempt a call, so a test counts the fake's calls
+// exactly.
+func client(url string) *cloudwatch.Client { return clientWithAttempts(url, 1) }
+
+func clientWithAttempts(url string, attempts int) *cloudwatch.Client {
 	return cloudwatch.New(cloudwatch.Options{
 		Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
-		BaseEndpoint: aws.String(url), RetryMaxAttempts: 1,
+		BaseEndpoint: aws.String(url), RetryMaxAttempts: attempts,
 	})
 }
 
@@ -32,12 +36,7 @@ func client(url string) *cloudwatch.Client {
 // reset and retries it (aws-sdk-go-v2 issue 2737), as the scheduler's
 // client does in production. A retry repeats a request: count
 // distinctCalls.
-func retryingClient(url string) *cloudwatch.Client {
-	return cloudwatch.New(cloudwatch.Options{
-		Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
-		BaseEndpoint: aws.String(url),
-	})
-}
+func retryingClient(url string) *cloudwatch.Client { return clientWithAttempts(url, 0) } // 0: the SDK's default
 
 // distinctCalls counts the distinct GetMetricData requests the fake
 // received, and their queries.

@@ -771,7 +771,7 @@ func step(cfg Config, m Model, st State, in Input) Decision {
 				// blocked 0.329). That step takes the bound below,
 				// and so does the step the stretch's low estimate of
 				// those slots adds (slotsAtLeast): they are as young.
-				f = max(1, fastTo/float64(base), min(cfg.FastFactor, fastTo*least/float64(cur)))
+				f = max(1, fastTo/float64(base), min(cfg.FastFactor, slotsFor(fastTo)/float64(cur)))
 			case fastTo > 0 && base > 0:
 				f = max(1, min(f, slotsFor(fastTo)/float64(cur)))
 			}
