@@ -50,6 +50,17 @@
 // waits of one call share a 2-minute budget. Time is an input (Clock), so the
 // tests advance a fake clock and never sleep.
 //
+// # Latency
+//
+// The client times each answer on its Clock. TTFT is request sent → first
+// token of any kind, a reasoning model's reasoning included; TimeToAnswer is
+// request sent → first answer token; TPOT is the measured span (first token
+// → last token) over the tokens inside it, less one: all completion tokens
+// when the reasoning streams (delta.reasoning_content or delta.reasoning),
+// the answer's alone when the provider hides its reasoning and only counts
+// it (usage.completion_tokens_details.reasoning_tokens). Response documents
+// each field; the log line carries the three histograms.
+//
 // # Memory
 //
 // Answers are charged to an optional Watermark until Response.Release: above

@@ -77,7 +77,7 @@ func Finish(ctx context.Context, r Result, reporters ...Reporter) (int, error) {
 //
 //	{"evalsched_result":1,"job_id":"…","attempt":1,"batch":"acme/search/b1","model":"gpt-5.5",
 //	 "outcome":"pass","score":0.83,"exit_code":0,"error":"",
-//	 "latency":{"ttft":{"count":40,"p50_ms":…,"p90_ms":…,"p99_ms":…,"max_ms":…,"mean_ms":…},"tpot":{…}},
+//	 "latency":{"ttft":{"count":40,"p50_ms":…,"p90_ms":…,"p99_ms":…,"max_ms":…,"mean_ms":…},"time_to_answer":{…},"tpot":{…}},
 //	 "calls":{"calls":40,"succeeded":40,"requests":43,"overloaded":3,"breaker_refusals":0},
 //	 "report_errors":["send result: …"]}
 //

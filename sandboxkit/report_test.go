@@ -19,7 +19,7 @@ var testJob = Job{ID: "0123456789abcdef0123456789abcdef", Account: "acme", Proje
 func TestLogLineReporter(t *testing.T) {
 	score := 0.75
 	l := NewLatency()
-	l.Record(120_000_000, 15_000_000) // 120 ms, 15 ms
+	l.Record(120_000_000, 120_000_000, 15_000_000) // 120 ms, 120 ms, 15 ms
 	r := Result{Job: testJob, Outcome: Pass, Score: &score, Latency: l.Summary(), Stats: Stats{Calls: 1, Succeeded: 1, Requests: 2, Overloaded: 1}}
 	var out bytes.Buffer
 	out.WriteString("earlier output\n")
