@@ -224,9 +224,10 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest) (*Response, error) {
 	}
 	for attempt := 1; ; {
 		// 1. The breaker: an open one makes the call wait, not fail, while the budget lasts.
-		if ok, d := c.breaker.Allow(c.clock.Now()); !ok {
+		permit, ok, hold := c.breaker.Allow(c.clock.Now())
+		if !ok {
 			c.count(func(s *Stats) { s.BreakerRefusals++ })
-			if err := wait(d, ErrBreakerOpen, attempt-1, 0); err != nil {
+			if err := wait(hold, ErrBreakerOpen, attempt-1, 0); err != nil {
 				return nil, err
 			}
 			continue
@@ -234,7 +235,7 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest) (*Response, error) {
 		// 2. The limiter.
 		if c.limiter != nil {
 			if err := c.limiter.Wait(ctx); err != nil {
-				c.breaker.Record(c.clock.Now(), Abandoned)
+				c.breaker.Record(c.clock.Now(), permit, Abandoned)
 				return nil, err
 			}
 		}
@@ -244,21 +245,23 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest) (*Response, error) {
 		verdict := Answered
 		switch {
 		case err == nil:
-			c.breaker.Record(c.clock.Now(), Answered)
+			c.breaker.Record(c.clock.Now(), permit, Answered)
 			resp.Attempts = attempt
 			c.latency.Record(resp.TTFT, resp.TimeToAnswer, resp.TPOT)
 			c.count(func(s *Stats) { s.Succeeded++ })
 			return resp, nil
 		case ctx.Err() != nil:
-			c.breaker.Record(c.clock.Now(), Abandoned)
+			c.breaker.Record(c.clock.Now(), permit, Abandoned)
 			return nil, ctx.Err()
 		case status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable:
 			verdict = Overloaded
 			c.count(func(s *Stats) { s.Overloaded++ })
+		case status >= 500:
+			verdict = Failed
 		case status == 0:
 			verdict = Abandoned // the gateway did not answer: no word on its load
 		}
-		c.breaker.Record(c.clock.Now(), verdict)
+		c.breaker.Record(c.clock.Now(), permit, verdict)
 		var reqErr *RequestError
 		if errors.As(err, &reqErr) {
 			return nil, err

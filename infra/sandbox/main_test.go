@@ -99,7 +99,7 @@ func TestSandbox(t *testing.T) {
 	}{
 		{name: "every answer right", wantCode: 0, wantOutcome: sandboxkit.Pass},
 		{name: "every answer wrong: judged, so exit 0", wrong: true, wantCode: 0, wantOutcome: sandboxkit.Fail},
-		{name: "the provider fails", status: 503, wantCode: 75, wantError: "HTTP 503"},
+		{name: "the provider fails", status: 503, wantCode: 75, wantError: "breaker open"}, // five 503s in a row trip it
 		{name: "the gateway rejects the request", status: 400, wantCode: 1, wantError: "HTTP 400"},
 		{name: "a bad setting", env: []string{"EVAL_CONCURRENCY", "many"}, wantCode: 1, wantError: `EVAL_CONCURRENCY: "many"`},
 		{name: "no job", env: []string{"EVALSCHED_JOB_ID", ""}, wantCode: 1, wantError: "EVALSCHED_JOB_ID: required"},
