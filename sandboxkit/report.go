@@ -39,11 +39,12 @@ type Result struct {
 }
 
 // NewResult is the result of a job that ended with err (nil: it judged the
-// answers and outcome is its verdict).
+// answers and outcome is its verdict). A job that ended with an error has no
+// verdict and no score: a score of 0 would read as a judged failure.
 func NewResult(job Job, outcome Outcome, score *float64, err error, c *Client) Result {
 	r := Result{Job: job, Outcome: outcome, Score: score, ExitCode: ExitCode(err), Err: err}
-	if err != nil {
-		r.Outcome = NoVerdict
+	if err != nil || outcome == NoVerdict {
+		r.Outcome, r.Score = NoVerdict, nil
 	}
 	if c != nil {
 		r.Latency, r.Stats = c.Latency(), c.Stats()
