@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 
 	"github.com/evalsched/evalsched/internal/bill"
@@ -52,6 +53,7 @@ func runCost(args []string, stdout, stderr io.Writer) int {
 	errorRate := fs.Bool("error-rate", true, "the pass reads the gateway's error and calls counts (the README's recommendation)")
 	bridge := fs.Bool("bridge", true, "count the gateway depth bridge's PutMetricData and metrics")
 	template := fs.String("template", "", "the SAM template (default: template.yaml at the repository's root)")
+	doc := fs.String("doc", "", "also write the bill into `FILE` between its markers (make cost-doc: docs/cost.md)")
 	asJSON := fs.Bool("json", false, `print {"total_usd_month", "items": [{"service", "what", "per_month_usd", "arithmetic"}]}`)
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		return exitOK
@@ -70,10 +72,23 @@ func runCost(args []string, stdout, stderr io.Writer) int {
 		}
 		*template = filepath.Join(root, "template.yaml")
 	}
-	b, _, err := costOf(l, *template, *inService, *errorRate, *bridge)
+	b, err := costOf(l, *template, bill.Options{InService: *inService, ErrorRate: *errorRate, Bridge: *bridge})
 	if err != nil {
 		fmt.Fprintf(stderr, "evalsched cost: %v\n", err)
 		return exitFailed
+	}
+	if *doc != "" {
+		old, err := os.ReadFile(*doc)
+		if err == nil {
+			var text string
+			if text, err = bill.SpliceDoc(string(old), b, l); err == nil {
+				err = os.WriteFile(*doc, []byte(text), 0o644)
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "evalsched cost: --doc: %v\n", err)
+			return exitFailed
+		}
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -88,32 +103,17 @@ func runCost(args []string, stdout, stderr io.Writer) int {
 }
 
 // costOf measures the code at load l under the template's deployment and
-// returns the bill and the measurement.
-func costOf(l bill.Load, template string, inService, errorRate, bridge bool) (bill.Bill, bill.Measured, error) {
+// returns the bill.
+func costOf(l bill.Load, template string, o bill.Options) (bill.Bill, error) {
 	dep, err := bill.ReadTemplate(template)
 	if err != nil {
-		return bill.Bill{}, bill.Measured{}, err
+		return bill.Bill{}, err
 	}
 	srv, err := localaws.StartDynamoDB()
 	if err != nil {
-		return bill.Bill{}, bill.Measured{}, err
+		return bill.Bill{}, err
 	}
 	defer srv.Stop()
-	ms, err := bill.Measure(context.Background(), srv.Endpoint, l, bill.Setup{
-		ModelMetrics: dep.ModelMetrics, InService: inService, ErrorRate: errorRate, TaskStatuses: dep.TaskStatuses,
-	})
-	if err != nil {
-		return bill.Bill{}, ms, err
-	}
-	var br bill.Bridge
-	if bridge {
-		br.Metrics = 1
-		if inService {
-			br.Metrics++
-		}
-		if errorRate {
-			br.Metrics += 2
-		}
-	}
-	return bill.Compute(l, ms, dep, br), ms, nil
+	b, _, err := bill.Run(context.Background(), srv.Endpoint, l, dep, o)
+	return b, err
 }

@@ -1,6 +1,7 @@
 package bill
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -13,6 +14,9 @@ type Item struct {
 	What       string  `json:"what"`
 	USD        float64 `json:"per_month_usd"`
 	Arithmetic string  `json:"arithmetic"`
+	// timed: the line depends on measured time (Lambda durations, the
+	// bytes of logged durations) and varies from run to run.
+	timed bool
 }
 
 // Bill is a month's bill for a load.
@@ -46,8 +50,9 @@ func Compute(load Load, ms Measured, dep Deployment, br Bridge) Bill {
 	messages := math.Ceil(jobs / float64(load.JobsPerMessage))
 	k := float64(ms.Claimed)
 	add := func(service, what string, usd float64, format string, args ...any) {
-		b.Items = append(b.Items, Item{service, what, math.Round(usd*100) / 100, fmt.Sprintf(format, args...)})
+		b.Items = append(b.Items, Item{Service: service, What: what, USD: math.Round(usd*100) / 100, Arithmetic: fmt.Sprintf(format, args...)})
 	}
+	timed := func() { b.Items[len(b.Items)-1].timed = true }
 	rru, wru := DynamoRead.USD/1e6, DynamoWrite.USD/1e6
 
 	// DynamoDB.
@@ -88,11 +93,14 @@ func Compute(load Load, ms Measured, dep Deployment, br Bridge) Bill {
 	evMs := math.Ceil(ms.EventMillis)
 	add("Lambda", "task events", evInv*(gbs(dep.TaskEventsMB, evMs/1000)*LambdaGBs.USD+LambdaRequests.USD/1e6),
 		"%d events a job × %s jobs = %s invocations × (%d MB × %.0f ms measured + $%.2f/M requests)", ms.EventInvocations, num(jobs), num(evInv), dep.TaskEventsMB, evMs, LambdaRequests.USD)
+	timed()
 	resInv := jobs / 10
 	add("Lambda", "results", resInv*(gbs(dep.ResultsMB, 10*ms.ResultMillis/1000)*LambdaGBs.USD+LambdaRequests.USD/1e6),
 		"%s jobs in invocations of 10 × (%d MB × 10 × %.1f ms measured + requests)", num(jobs), dep.ResultsMB, ms.ResultMillis)
+	timed()
 	add("Lambda", "intake", messages*(gbs(dep.IntakeMB, ms.SubmitMillis/1000)*LambdaGBs.USD+LambdaRequests.USD/1e6),
 		"%s messages of %d jobs × (%d MB × %.2f s measured + requests)", num(messages), load.JobsPerMessage, dep.IntakeMB, ms.SubmitMillis/1000)
+	timed()
 
 	// SQS.
 	chunks := math.Ceil(float64(ms.MessageBytes) / 65536)
@@ -114,6 +122,7 @@ func Compute(load Load, ms Measured, dep Deployment, br Bridge) Bill {
 	add("CloudWatch", "logs ingested", logBytes/1e9*CWLogsIngest.USD,
 		"(%s B a pass × %s passes + %d B a job [events %d, result %d] × %s jobs + %d B a message + %d B a Lambda invocation) = %.1f GB × $%.2f",
 		num(float64(ms.PassLogBytes)), num(passes), ms.EventLogBytes+ms.ResultLogBytes, ms.EventLogBytes, ms.ResultLogBytes, num(jobs), ms.SubmitLogBytes, platformLogBytes, logBytes/1e9, CWLogsIngest.USD)
+	timed()
 	add("CloudWatch", "alarms and dashboard", float64(dep.Alarms)*CWAlarm.USD+float64(dep.Dashboards)*CWDashboard.USD,
 		"%d alarms × $%.2f + %d dashboard × $%.2f", dep.Alarms, CWAlarm.USD, dep.Dashboards, CWDashboard.USD)
 	if br.Metrics > 0 {
@@ -163,4 +172,36 @@ func (b Bill) WriteMarkdown(w io.Writer, load Load) {
 	for _, p := range Prices() {
 		fmt.Fprintf(w, "| %s | $%g per %s | %s | %s |\n", p.Name, p.USD, p.Per, p.Source, p.Date)
 	}
+}
+
+// Options are the configuration choices a bill is for.
+type Options struct {
+	InService, ErrorRate bool // the gateway metrics the pass reads besides the depth
+	Bridge               bool // count the gateway depth bridge's publishing
+}
+
+// Recommended is the configuration the operator guide recommends: the
+// in-service and error-rate metrics read, published by the bridge.
+var Recommended = Options{InService: true, ErrorRate: true, Bridge: true}
+
+// Run measures the code at load under the deployment against the DynamoDB
+// at endpoint and returns the month's bill.
+func Run(ctx context.Context, endpoint string, load Load, dep Deployment, o Options) (Bill, Measured, error) {
+	ms, err := Measure(ctx, endpoint, load, Setup{
+		ModelMetrics: dep.ModelMetrics, InService: o.InService, ErrorRate: o.ErrorRate, TaskStatuses: dep.TaskStatuses,
+	})
+	if err != nil {
+		return Bill{}, ms, err
+	}
+	var br Bridge
+	if o.Bridge {
+		br.Metrics = 1
+		if o.InService {
+			br.Metrics++
+		}
+		if o.ErrorRate {
+			br.Metrics += 2
+		}
+	}
+	return Compute(load, ms, dep, br), ms, nil
 }

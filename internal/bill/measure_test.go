@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -61,7 +62,7 @@ func TestRequestsOfAPassAndAJob(t *testing.T) {
 		"job: result":                          ms.Result.Per(n),
 	}
 	want := map[string]string{
-		"pass (snapshot, model states, other)": "{Requests:29 ByOp:map[BatchGetItem:1 Query:25 Scan:2 TransactWriteItems(model states):1] RRU:16 WRU:24}",
+		"pass (snapshot, model states, other)": "{Requests:29 ByOp:map[BatchGetItem:1 Query:25 Scan:2 TransactWriteItems(model states):1] RRU:16 WRU:12}",
 		"job: submit (a 1-job message)":        "{Requests:6 ByOp:map[BatchGetItem:1 BatchWriteItem:1 Query:1 TransactWriteItems:1 UpdateItem:2] RRU:0 WRU:15}",
 		"job: claim":                           "{Requests:0.5 ByOp:map[BatchGetItem:0.333 TransactWriteItems:0.167] RRU:1.167 WRU:8}",
 		"job: launch record":                   "{Requests:0.167 ByOp:map[TransactWriteItems:0.167] RRU:0 WRU:3}",
@@ -75,5 +76,29 @@ func TestRequestsOfAPassAndAJob(t *testing.T) {
 	}
 	if ms.MetricQueries != 4*small.ActiveModels || ms.MetricCalls != 1 {
 		t.Errorf("GetMetricData: got %d queries in %d calls, want %d in 1", ms.MetricQueries, ms.MetricCalls, 4*small.ActiveModels)
+	}
+}
+
+// TestCostDocMatchesTheCode: docs/cost.md shows the bill the code gives at
+// the seed's load (make cost-doc writes it): a change that moves a request
+// or a unit moves a line there too.
+func TestCostDocMatchesTheCode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures the seed's load (~1 min)")
+	}
+	root, err := localaws.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "cost.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := Run(context.Background(), endpoint(t), SeedLoad(), deployment(t), Recommended)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range CheckDoc(string(doc), b) {
+		t.Errorf("docs/cost.md: %s (make cost-doc)", d)
 	}
 }
