@@ -64,7 +64,7 @@ func Compute(load Load, ms Measured, dep Deployment, br Bridge) Bill {
 		"%.0f WRU a pass (%d transactions; item %d B) × %s passes × $%.3f/M", states, ms.PassFixed.ByOp[OpModelStates], ms.ModelStateItemBytes, num(passes), DynamoWrite.USD)
 	otherR := ms.PassFixed.RRU - ms.SnapshotAt[1].Use.RRU
 	if otherR > 0.01 {
-		add("DynamoDB", "pass: other reads", otherR*passes*rru, "%.1f RRU a pass × %s passes × $%.3f/M", otherR, num(passes), DynamoRead.USD)
+		add("DynamoDB", "pass: reads beyond the fitted Snapshot (the states written since)", otherR*passes*rru, "%.1f RRU a pass × %s passes × $%.3f/M", otherR, num(passes), DynamoRead.USD)
 	}
 	perJob := func(u Usage, n float64) (float64, float64) { return u.WRU / n, u.RRU / n }
 	sw, sr := perJob(ms.Submit, float64(load.JobsPerMessage))
