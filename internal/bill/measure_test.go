@@ -90,7 +90,7 @@ func TestCostDocMatchesTheCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := os.ReadFile(filepath.Join(root, "docs", "cost.md"))
+	doc, err := os.ReadFile(filepath.Join(root, filepath.FromSlash("docs/cost.md")))
 	if err != nil {
 		t.Fatal(err)
 	}
