@@ -311,12 +311,12 @@ type countersItem struct {
 
 // stateItem is a model's scheduler state: pk "MODELS", sk the model name.
 type stateItem struct {
-	Model   string               `dynamodbav:"model"`
-	State   scheduler.ModelState `dynamodbav:"state"`
-	Ver     int64                `dynamodbav:"ver"`
-	PlanAt  string               `dynamodbav:"plan_at,omitempty"`
-	OKAcked int64                `dynamodbav:"ok_acked"`
-	PFAcked int64                `dynamodbav:"pf_acked"`
+	Model   string      `dynamodbav:"model"`
+	State   packedState `dynamodbav:"state"`
+	Ver     int64       `dynamodbav:"ver"`
+	PlanAt  string      `dynamodbav:"plan_at,omitempty"`
+	OKAcked int64       `dynamodbav:"ok_acked"`
+	PFAcked int64       `dynamodbav:"pf_acked"`
 }
 
 // stamp formats a time for items and pending keys: UTC, RFC 3339 with
