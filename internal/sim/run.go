@@ -91,7 +91,7 @@ func runPolicy(sc *scenario.Scenario, p Policy, opt Options) (*Result, error) {
 // oracle, with its caps and the wall time of the whole sweep.
 func runOracle(sc *scenario.Scenario, opt Options) (*Result, error) {
 	wall := time.Now()
-	o, err := findOracle(sc, opt.OracleCoarse)
+	o, err := findOracle(sc, opt.OracleCoarse, runRule)
 	if err != nil {
 		return nil, err
 	}
