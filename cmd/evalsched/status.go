@@ -71,13 +71,13 @@ type modelView struct {
 	SeenConc      float64 `json:"seen_concurrency"`
 	SeenConcAgeS  float64 `json:"seen_concurrency_age_s"`
 	SeenConcFresh bool    `json:"seen_concurrency_fresh"`
-	Running      int     `json:"running"`
-	Starting     int     `json:"starting"`
-	Waiting      int     `json:"waiting"`
-	Breaker      string  `json:"breaker"`
-	NextAdmit    int     `json:"next_pass_admits"`
-	Why          string  `json:"why_waiting,omitempty"`
-	Paused       int     `json:"paused"`
+	Running       int     `json:"running"`
+	Starting      int     `json:"starting"`
+	Waiting       int     `json:"waiting"`
+	Breaker       string  `json:"breaker"`
+	NextAdmit     int     `json:"next_pass_admits"`
+	Why           string  `json:"why_waiting,omitempty"`
+	Paused        int     `json:"paused"`
 	// EndedPerMin is the rate jobs end, smoothed over ~30 minutes
 	// (forecast.EndRate); DrainS the time the waiting jobs take at that rate (-1:
 	// unknown).
