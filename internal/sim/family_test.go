@@ -59,11 +59,11 @@ func TestFamilyOracle(t *testing.T) {
 	if o.AnyCap.Work < best.Work {
 		t.Errorf("the most work of any cap, %.1f, is below the oracle's %.1f", o.AnyCap.Work, best.Work)
 	}
-	a, err := runLane(sc, 7, "", false)
+	a, err := runLane(sc, 7, "", LaneMode{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := runLane(sc, 7, "", false)
+	b, err := runLane(sc, 7, "", LaneMode{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func testOracleStart(t *testing.T, sc *scenario.Scenario, plain LaneResult) {
 	for i, m := range sc.Models {
 		initial[i] = m.InitialLimit
 	}
-	got, err := runLane(sc, 7, "", true)
+	got, err := runLane(sc, 7, "", LaneMode{OracleStart: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ func testOracleCache(t *testing.T, sc *scenario.Scenario, want LaneResult) {
 	dir := t.TempDir()
 	cache := OracleCache(dir)
 	for run := range 2 {
-		got, err := runLane(sc, 7, cache, false)
+		got, err := runLane(sc, 7, cache, LaneMode{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -301,7 +301,7 @@ func testOracleCache(t *testing.T, sc *scenario.Scenario, want LaneResult) {
 	}
 	b, _ = json.Marshal(kept)
 	os.WriteFile(files[0], b, 0o644)
-	if got, err := runLane(sc, 7, cache, false); err != nil || got.OracleWork != 2*want.OracleWork {
+	if got, err := runLane(sc, 7, cache, LaneMode{}); err != nil || got.OracleWork != 2*want.OracleWork {
 		t.Fatalf("oracle work %.1f (err %v) after the kept file doubled it: want %.1f, read from the file", got.OracleWork, err, 2*want.OracleWork)
 	}
 
@@ -317,7 +317,7 @@ func testOracleCache(t *testing.T, sc *scenario.Scenario, want LaneResult) {
 
 	os.WriteFile(files[0], []byte("{"), 0o644)
 	os.WriteFile(files[1], []byte("{"), 0o644)
-	if _, err := runLane(sc, 7, cache, false); err == nil || !strings.Contains(err.Error(), filepath.Base(files[0])) && !strings.Contains(err.Error(), filepath.Base(files[1])) || !strings.Contains(err.Error(), "delete it") {
+	if _, err := runLane(sc, 7, cache, LaneMode{}); err == nil || !strings.Contains(err.Error(), filepath.Base(files[0])) && !strings.Contains(err.Error(), filepath.Base(files[1])) || !strings.Contains(err.Error(), "delete it") {
 		t.Fatalf("a corrupt kept file: err %v, want one naming the file and what to do", err)
 	}
 }

@@ -315,25 +315,43 @@ func recovery(s *Series, b scenario.ErrorBurst) (float64, bool) {
 	return 0, false
 }
 
+// LaneMode is how a lane's dynamic run starts: OracleStart at each
+// model's oracle cap (startAt, the ramp bound); Warm with what a first
+// run of the lane learned (the learned concurrency, Result.Learned), as a
+// second run of the same lanes that keeps the model state would.
+type LaneMode struct {
+	OracleStart bool
+	Warm        bool
+}
+
 // runLane runs one lane: the oracle's sweep (or its cached result), then
-// dynamic; with oracleStart, dynamic starts each model at the oracle's cap
-// (startAt).
-func runLane(sc *scenario.Scenario, k int, cache OracleCache, oracleStart bool) (LaneResult, error) {
+// dynamic as mode says.
+func runLane(sc *scenario.Scenario, k int, cache OracleCache, mode LaneMode) (LaneResult, error) {
 	start := time.Now()
 	o, err := cache.oracle(sc)
 	if err != nil {
 		return LaneResult{}, fmt.Errorf("lane %d: %w", k, err)
 	}
 	run := sc
-	if oracleStart {
+	if mode.OracleStart {
 		run = startAt(sc, o.Points[pickAt(o.Points, laneMaxBlocked, workOf)].Caps)
 	}
-	dyn, err := runPolicy(run, Dynamic, Options{})
+	var opt Options
+	runs := 1
+	if mode.Warm {
+		first, err := runPolicy(run, Dynamic, Options{})
+		if err != nil {
+			return LaneResult{}, fmt.Errorf("lane %d: %w", k, err)
+		}
+		opt.Learned, runs = first.Learned, 2
+	}
+	dyn, err := runPolicy(run, Dynamic, opt)
 	if err != nil {
 		return LaneResult{}, fmt.Errorf("lane %d: %w", k, err)
 	}
 	lr := judgeLane(sc, dyn, o)
 	lr.Lane = k
+	lr.Runs += runs - 1
 	lr.WallS = round(time.Since(start).Seconds(), 2)
 	return lr, nil
 }
@@ -356,12 +374,12 @@ func startAt(sc *scenario.Scenario, caps []int) *scenario.Scenario {
 }
 
 // RunFamily runs the lanes (lane numbers ks, scenarios lanes) on at most
-// workers goroutines, their oracles kept in cache (OracleCache; "": none);
-// with oracleStart, dynamic starts each model at its oracle's cap (the
-// ramp bound, startAt). progress, when set, is called after each lane with
-// the lanes done. Results come in lane order whatever the workers did.
-func RunFamily(lanes []*scenario.Scenario, ks []int, workers int, cache OracleCache, oracleStart bool, progress func(done int, lr LaneResult)) ([]LaneResult, error) {
-	return eachLane(lanes, ks, workers, func(sc *scenario.Scenario, k int) (LaneResult, error) { return runLane(sc, k, cache, oracleStart) }, progress)
+// workers goroutines, their oracles kept in cache (OracleCache; "": none),
+// dynamic started as mode says (LaneMode). progress, when set, is called
+// after each lane with the lanes done. Results come in lane order whatever
+// the workers did.
+func RunFamily(lanes []*scenario.Scenario, ks []int, workers int, cache OracleCache, mode LaneMode, progress func(done int, lr LaneResult)) ([]LaneResult, error) {
+	return eachLane(lanes, ks, workers, func(sc *scenario.Scenario, k int) (LaneResult, error) { return runLane(sc, k, cache, mode) }, progress)
 }
 
 // eachLane runs measure on every lane on at most workers goroutines (a

@@ -159,3 +159,26 @@ func TestWorkCountsRunningJobsShare(t *testing.T) {
 		t.Errorf("work %.2f: want more than the %v succeeded jobs and less than those plus every one of the %d jobs still holding a slot", r.Work, succ, running)
 	}
 }
+
+// TestAWarmLaneStartsWithWhatTheFirstRunLearned: a lane's dynamic run
+// reports the concurrency it learned, and a run started with it keeps it
+// from the first pass (the model state kept from one run to the next):
+// its first raise goes to the knee, where the cold run ramps ×4 a step.
+func TestAWarmLaneStartsWithWhatTheFirstRunLearned(t *testing.T) {
+	sc := scenario.FamilyLane(1, 3)
+	cold, err := runPolicy(sc, Dynamic, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := sc.Models[0].Name
+	if cold.Learned[name] <= 0 {
+		t.Fatalf("the cold run learned %v, want the provider's concurrency of %s", cold.Learned, name)
+	}
+	warm, err := runPolicy(sc, Dynamic, Options{Learned: cold.Learned})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if laneBlocked(warm) >= laneBlocked(cold) {
+		t.Errorf("warm blocked %.3f, cold %.3f: want the learned knee to spare the first overshoot", laneBlocked(warm), laneBlocked(cold))
+	}
+}

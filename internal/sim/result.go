@@ -51,11 +51,15 @@ type Result struct {
 	// Work is the jobs' work done by the end (the family's throughput):
 	// the jobs that succeeded, plus, for each job still running, the share
 	// of its calls made. Failed jobs count for none.
-	Work   float64       `json:"-"`
-	Events int64         `json:"-"`
-	Passes int           `json:"-"`
-	Calls  int64         `json:"-"`
-	Wall   time.Duration `json:"-"`
+	Work float64 `json:"-"`
+	// Learned is each model's learned provider concurrency at the end
+	// (policy dynamic; nil when none learned one): what a warm run starts
+	// from (Options.Learned).
+	Learned map[string]float64 `json:"-"`
+	Events  int64              `json:"-"`
+	Passes  int                `json:"-"`
+	Calls   int64              `json:"-"`
+	Wall    time.Duration      `json:"-"`
 }
 
 // Totals counts jobs at the end of the run. Running counts jobs holding a
