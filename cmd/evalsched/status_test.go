@@ -100,7 +100,7 @@ func TestPinStatusWhy(t *testing.T) {
 		Models  []modelView `json:"models"`
 		Batches []batchView `json:"batches"`
 	}
-	if code != exitOK || json.Unmarshal([]byte(out), &v) != nil || len(v.Models) != 1 || v.Models[0].Waiting != 6 || v.Models[0].Limit != 4 || v.Models[0].NextAdmit != 4 || v.Models[0].ProviderConc != 3 || v.Models[0].SeenConc != 0 {
+	if code != exitOK || json.Unmarshal([]byte(out), &v) != nil || len(v.Models) != 1 || v.Models[0].Waiting != 6 || v.Models[0].Limit != 4 || v.Models[0].NextAdmit != 4 || v.Models[0].ProviderConc != 3 || v.Models[0].SeenConc != 0 || v.Models[0].SeenConcAgeS != -1 || v.Models[0].SteerTarget != 0.05 {
 		t.Fatalf("status --json: got %d %+v from %s", code, v, out)
 	}
 	for _, b := range v.Batches {
@@ -112,9 +112,18 @@ func TestPinStatusWhy(t *testing.T) {
 		set  int
 		seen float64
 		want string
-	}{{0, 0, "-"}, {250, 0, "250 set"}, {0, 240, "240 seen"}, {250, 240.4, "250 set, 240 seen"}} {
-		if got := concText(c.set, c.seen); got != c.want {
-			t.Errorf("concText(%d, %g) = %q, want %q", c.set, c.seen, got, c.want)
+		age  float64
+	}{{0, 0, "-", -1}, {250, 0, "250 set", -1}, {0, 240, "240 learned 3m ago", 180}, {250, 240.4, "250 set, 240 learned 3m ago", 180}, {0, 12, "12 learned at no time given", -1}} {
+		if got := concText(c.set, c.seen, c.age); got != c.want {
+			t.Errorf("concText(%d, %g, %g) = %q, want %q", c.set, c.seen, c.age, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		steer, operator float64
+		want            string
+	}{{10, 10, "10"}, {2, 40, "2 of 40"}, {0.25, 10, "0.25 of 10"}} {
+		if got := targetText(c.steer, c.operator); got != c.want {
+			t.Errorf("targetText(%g, %g) = %q, want %q", c.steer, c.operator, got, c.want)
 		}
 	}
 	if got := admittedOf(412, 1000); got != "412/1000 (41%)" {
@@ -122,7 +131,8 @@ func TestPinStatusWhy(t *testing.T) {
 	}
 
 	out, _, code = cli(t, "why", "acme/search/b17")
-	if code != exitOK || !strings.Contains(out, "tier 0 (account pin)") || !strings.Contains(out, "limit 4") {
+	if code != exitOK || !strings.Contains(out, "tier 0 (account pin)") || !strings.Contains(out, "limit 4") ||
+		!strings.Contains(out, "provider concurrency: 3 set; target depth steered to 0.05 of 10") {
 		t.Errorf("why: got %d\n%s", code, out)
 	}
 	jobID := scheduler.JobID("acme", "search", "b17", "a")

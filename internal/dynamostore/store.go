@@ -68,6 +68,7 @@ type seenModel struct {
 	ver              int64
 	okAcked, pfAcked int64
 	state            types.AttributeValue
+	learned          learned // as read (none for a malformed edit): Commit writes it only when the pass changed it
 }
 
 // New returns a store on the given tables. Models with waiting jobs but no

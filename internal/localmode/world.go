@@ -102,12 +102,16 @@ func (w *world) sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// Depths implements scheduler.DepthReader: the gateway's queue now.
+// Depths implements scheduler.DepthReader: the gateway's queue now, and
+// its calls in service, as a gateway that publishes the in-service metric
+// does: the controller learns each model's provider concurrency from a
+// queue standing with the provider full (limits.State.Conc), and status
+// shows it, so a fresh model needs no provider_concurrency in its item.
 func (w *world) Depths(_ context.Context, models []string, now time.Time) (map[string]scheduler.Depth, error) {
 	out := map[string]scheduler.Depth{}
 	for _, name := range models {
 		_, g := w.model(name)
-		out[name] = scheduler.Depth{Value: float64(g.waiting.Load()), At: now}
+		out[name] = scheduler.Depth{Value: float64(g.waiting.Load()), At: now, InService: float64(len(g.slots)), InServiceAt: now}
 	}
 	return out, nil
 }

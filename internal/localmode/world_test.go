@@ -121,3 +121,25 @@ func stoppableWorld(t *testing.T, ctx context.Context, start time.Duration, rec 
 	t.Cleanup(api.Close)
 	return w, &ecslauncher.Stopper{API: localECS(api.url), Cluster: "local", Reason: reason, Log: slog.New(slog.DiscardHandler)}
 }
+
+// TestTheWorldPublishesItsCallsInService: the world's gateway serves the
+// depth and the calls in service of the same instant, so the limit
+// controller learns a model's provider concurrency from a standing queue
+// (make local's models have no provider_concurrency).
+func TestTheWorldPublishesItsCallsInService(t *testing.T) {
+	w := newWorld(context.Background(), 1, []Model{{Name: "m", Concurrency: 3}}, nil)
+	_, g := w.model("m")
+	for range 3 {
+		g.slots <- struct{}{}
+	}
+	g.waiting.Store(2)
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	d, err := w.Depths(context.Background(), []string{"m"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d["m"]; got.Value != 2 || got.InService != 3 || !got.InServiceAt.Equal(got.At) || !got.At.Equal(now) {
+		t.Errorf("got %+v, want depth 2 with 3 calls in service, both at %v", got, now)
+	}
+	var _ scheduler.DepthReader = w
+}

@@ -121,6 +121,16 @@ func (s *Store) PutModel(_ context.Context, cfg scheduler.ModelConfig) error {
 	return nil
 }
 
+// SetLearned sets a model's learned provider concurrency and when it was
+// learned (limits.State.Conc; 0 forgets it), as an operator's edit of the
+// model's state item does; the rest of its state stays.
+func (s *Store) SetLearned(name string, conc float64, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.model(name)
+	m.state.Limit.Conc, m.state.Limit.ConcAt = conc, at
+}
+
 // PutPin writes a pin item, replacing the one of the same scope.
 func (s *Store) PutPin(_ context.Context, p priority.Pin) error {
 	s.mu.Lock()
