@@ -30,7 +30,7 @@ type endpoint struct {
 	status int
 }
 
-func serve(t *testing.T, body string) *endpoint {
+func serve(t testing.TB, body string) *endpoint {
 	t.Helper()
 	e := &endpoint{body: body, ctype: "text/plain; version=0.0.4; charset=utf-8", status: http.StatusOK}
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
