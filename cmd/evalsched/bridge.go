@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -45,7 +46,8 @@ func runBridge(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if *check {
-		fmt.Fprintf(stdout, "%+v\n", cfg)
+		out, _ := json.MarshalIndent(cfg, "", "  ")
+		fmt.Fprintf(stdout, "%s\n", out)
 		return exitOK
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

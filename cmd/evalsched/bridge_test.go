@@ -23,7 +23,7 @@ func TestBridgeCheck(t *testing.T) {
 	if code := run([]string{"bridge", "--config", good, "--check"}, &out, &errb); code != exitOK {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	for _, want := range []string{"Namespace:LLMGateway", "Depth:Waiting", "InService:InService", "Preset:vllm"} {
+	for _, want := range []string{`"namespace": "LLMGateway"`, `"depth": "Waiting"`, `"in_service": "InService"`, `"preset": "vllm"`, `"interval": "1s"`} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--check printed %s; want %q in it", out.String(), want)
 		}

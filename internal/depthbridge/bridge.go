@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -44,6 +45,7 @@ type Bridge struct {
 	http    *http.Client
 	cfg     Config
 	targets []target
+	tokens  []string // each target's bearer token, "" for none
 	names   [nRoles]string
 	log     *slog.Logger
 
@@ -55,14 +57,22 @@ type Bridge struct {
 	lastFlush time.Time
 }
 
-// New returns a bridge for a configuration from Load (or one with the
-// defaults applied); a nil client gets one with the configuration's
-// timeout.
+// New returns a bridge for a configuration (its defaults applied, then
+// validated); a nil client gets one with the configuration's timeout. The
+// targets' bearer tokens are read from the environment now.
 func New(api API, client *http.Client, cfg Config, log *slog.Logger) (*Bridge, error) {
 	cfg = cfg.WithDefaults()
 	ts, err := cfg.compile()
 	if err != nil {
 		return nil, err
+	}
+	tokens := make([]string, len(ts))
+	for i, t := range ts {
+		if t.BearerTokenEnv != "" {
+			if tokens[i] = os.Getenv(t.BearerTokenEnv); tokens[i] == "" {
+				return nil, fmt.Errorf("bridge config: targets[%d].bearer_token_env: $%s is empty or unset", i, t.BearerTokenEnv)
+			}
+		}
 	}
 	if client == nil {
 		client = &http.Client{Timeout: time.Duration(cfg.Timeout)}
@@ -70,7 +80,7 @@ func New(api API, client *http.Client, cfg Config, log *slog.Logger) (*Bridge, e
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	b := &Bridge{api: api, http: client, cfg: cfg, targets: ts, names: cfg.metricNames(), log: log,
+	b := &Bridge{api: api, http: client, cfg: cfg, targets: ts, tokens: tokens, names: cfg.metricNames(), log: log,
 		up: make([]bool, len(ts)), prev: make([]map[string]float64, len(ts)), served: map[string]map[int]bool{}}
 	for i := range ts {
 		b.up[i] = true // the first failure is logged
@@ -123,7 +133,7 @@ func (b *Bridge) Step(ctx context.Context, now time.Time) error {
 		wg.Go(func() {
 			sctx, cancel := context.WithTimeout(ctx, time.Duration(b.cfg.Timeout))
 			defer cancel()
-			fams, err := Scrape(sctx, b.http, b.targets[i].URL)
+			fams, err := Scrape(sctx, b.http, b.targets[i].URL, b.tokens[i])
 			if err != nil {
 				errs[i] = err
 				return

@@ -65,6 +65,10 @@ type Target struct {
 	// OnlyMapped drops every name that no Models table maps (an Envoy's
 	// clusters that are not models: xDS, admin, ...).
 	OnlyMapped bool `json:"only_mapped"`
+	// BearerTokenEnv names an environment variable holding a token sent as
+	// "Authorization: Bearer <token>" (LiteLLM's /metrics may require its
+	// key); the token stays out of the configuration.
+	BearerTokenEnv string `json:"bearer_token_env,omitempty"`
 }
 
 // Duration is a time.Duration written as "1s", "500ms" in JSON.
@@ -83,6 +87,9 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	*d = Duration(v)
 	return nil
 }
+
+// MarshalJSON writes the duration as UnmarshalJSON reads it.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
 
 // D is the duration as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }

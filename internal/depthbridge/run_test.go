@@ -3,7 +3,9 @@ package depthbridge
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +108,30 @@ func TestFailedPublishIsRetried(t *testing.T) {
 	got := published(fake, "QueueDepth", "m")
 	if v, ok := got[t0.Add(30*time.Second)]; !ok || v != 0 || len(got) != 21 {
 		t.Errorf("published %v; want 0..19 s and 30 s (0), not 20 s (older than 3 minutes at the retry)", got)
+	}
+}
+
+// TestBearerToken: a target's bearer_token_env is read at New and sent with
+// every scrape (LiteLLM's /metrics may require its key); an unset variable
+// is an error naming the field.
+func TestBearerToken(t *testing.T) {
+	fake := awsfake.NewCloudWatch()
+	defer fake.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer sk-1234" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		fmt.Fprint(w, fixture(t, "litellm.txt"))
+	}))
+	defer srv.Close()
+	cfg := Config{CloudWatch: allNames, Targets: []Target{{URL: srv.URL + "/metrics", Preset: "litellm", BearerTokenEnv: "TEST_LITELLM_KEY"}}}
+	if _, err := New(cwClient(fake.URL()), nil, cfg, nil); err == nil || !strings.Contains(err.Error(), "targets[0].bearer_token_env") {
+		t.Errorf("unset token: %v; want an error naming targets[0].bearer_token_env", err)
+	}
+	t.Setenv("TEST_LITELLM_KEY", "sk-1234")
+	steps(t, newBridge(t, fake, cfg), t0, 1, nil)
+	if got := published(fake, "GatewayCalls", "gpt-4o"); len(got) != 1 {
+		t.Errorf("published %v; want the scrape with the token to count", got)
 	}
 }

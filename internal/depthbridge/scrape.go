@@ -27,12 +27,16 @@ const accept = `text/plain;version=0.0.4;q=1,*/*;q=0.1`
 // when it names none expfmt knows). Any failure to connect, a status other
 // than 200, or a body that does not parse is an error: the caller then
 // publishes nothing for the target's models.
-func Scrape(ctx context.Context, client *http.Client, url string) (map[string]*dto.MetricFamily, error) {
+// A non-empty token goes as a bearer token.
+func Scrape(ctx context.Context, client *http.Client, url, token string) (map[string]*dto.MetricFamily, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, fmt.Errorf("scrape %s: %w", url, err)
 	}
 	req.Header.Set("Accept", accept)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("scrape %s: %w", url, err)
