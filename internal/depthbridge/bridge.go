@@ -88,7 +88,12 @@ func New(api API, client *http.Client, cfg Config, log *slog.Logger) (*Bridge, e
 	return b, nil
 }
 
-// Run scrapes every Interval, on the Interval's boundaries, until ctx ends.
+// finalFlush bounds the last send when Run stops (ECS gives a stopping
+// task 30 s).
+const finalFlush = 5 * time.Second
+
+// Run scrapes every Interval, on the Interval's boundaries, until ctx
+// ends; then it sends what it gathered since the last send.
 func (b *Bridge) Run(ctx context.Context, clock Clock) error {
 	iv := time.Duration(b.cfg.Interval)
 	for {
@@ -97,8 +102,13 @@ func (b *Bridge) Run(ctx context.Context, clock Clock) error {
 			b.log.Warn("bridge: publish", "err", err)
 		}
 		next := now.Truncate(iv).Add(iv)
-		if err := clock.Sleep(ctx, next.Sub(clock.Now())); err != nil {
-			return nil //nolint:nilerr // ctx ended: a clean stop
+		if clock.Sleep(ctx, next.Sub(clock.Now())) != nil {
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalFlush)
+			defer cancel()
+			if err := b.Flush(fctx, clock.Now()); err != nil {
+				b.log.Warn("bridge: last publish", "err", err)
+			}
+			return nil // ctx ended: a clean stop
 		}
 	}
 }

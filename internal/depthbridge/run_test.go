@@ -37,7 +37,8 @@ func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
 
 // TestRunStepsOnTheIntervalsBoundaries: Run scrapes at its start, then on
 // each interval's boundary (the first sleep makes up the part second), and
-// stops without error when its context ends; its clock is the one given.
+// when its context ends sends what is left and stops without error; its
+// clock is the one given.
 func TestRunStepsOnTheIntervalsBoundaries(t *testing.T) {
 	fake := awsfake.NewCloudWatch()
 	defer fake.Close()
@@ -51,10 +52,11 @@ func TestRunStepsOnTheIntervalsBoundaries(t *testing.T) {
 	if want := []time.Duration{600 * time.Millisecond, time.Second, time.Second, time.Second, time.Second}; len(clock.slept) != len(want) || clock.slept[0] != want[0] || clock.slept[4] != want[4] {
 		t.Errorf("slept %v; want %v", clock.slept, want)
 	}
-	// Steps at 0.4 s, 1, 2, 3, 4 s: sends at 2 s (0.4 and 1 s) and 4 s (2, 3 s).
+	// Steps at 0.4 s, 1, 2, 3, 4 s: sends at 2 s (0.4 and 1 s), 4 s (2, 3 s)
+	// and, as it stops, 4 s's.
 	got := published(fake, "QueueDepth", "meta-llama/Llama-3.1-8B-Instruct")
-	if len(got) != 4 || got[t0] != 7 || got[t0.Add(3*time.Second)] != 7 {
-		t.Errorf("published %v; want 7 at 0, 1, 2 and 3 s", got)
+	if len(got) != 5 || got[t0] != 7 || got[t0.Add(4*time.Second)] != 7 || len(fake.Puts()) != 3 {
+		t.Errorf("published %v in %d calls; want 7 at 0, 1, 2, 3 and 4 s in 3", got, len(fake.Puts()))
 	}
 }
 
