@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -135,5 +136,28 @@ func TestBearerToken(t *testing.T) {
 	steps(t, newBridge(t, fake, cfg), t0, 1, nil)
 	if got := published(fake, "GatewayCalls", "gpt-4o"); len(got) != 1 {
 		t.Errorf("published %v; want the scrape with the token to count", got)
+	}
+}
+
+// TestSlowTargetCountsAsGone: a target that does not answer within the
+// timeout is gone for that second, as a refused one is.
+func TestSlowTargetCountsAsGone(t *testing.T) {
+	fake := awsfake.NewCloudWatch()
+	defer fake.Close()
+	var hang atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hang.Load() {
+			<-r.Context().Done() // answers after the bridge gave up
+			return
+		}
+		fmt.Fprint(w, "# TYPE q gauge\nq{model=\"m\"} 1\n")
+	}))
+	defer srv.Close()
+	br := newBridge(t, fake, Config{Interval: Duration(time.Second), Timeout: Duration(50 * time.Millisecond),
+		Targets: []Target{{URL: srv.URL, Depth: []string{"q{model}"}}}})
+	steps(t, br, t0, 3, func(i int) { hang.Store(i == 1) })
+	got := published(fake, "QueueDepth", "m")
+	if _, ok := got[t0.Add(time.Second)]; ok || len(got) != 2 {
+		t.Errorf("published %v; want 0 and 2 s, nothing at 1 s (the scrape timed out)", got)
 	}
 }
