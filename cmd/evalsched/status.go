@@ -474,7 +474,7 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 		case m.Malformed != "":
 			fmt.Fprintf(stdout, "  model %s: its model item is malformed, so its jobs wait: %s\n", m.Model, m.Malformed)
 		case m.NoItem:
-			fmt.Fprintf(stdout, "  model %s: no model item, so its jobs wait: add one (see the README's console items)\n", m.Model)
+			fmt.Fprintf(stdout, "  model %s: no model item, so its jobs wait: add one (see docs/operator.md, Models: limits and targets)\n", m.Model)
 		default:
 			fmt.Fprintf(stdout, "  model %s: limit %d (%s)\n", m.Model, m.Limit, m.LimitReason)
 			fmt.Fprintf(stdout, "  %d running, %d starting, %d waiting across its batches; breaker %s\n", m.Running, m.Starting, m.Waiting, m.Breaker)

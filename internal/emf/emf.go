@@ -32,7 +32,7 @@ type meta struct {
 
 // Detail is how many metrics a model gets: each metric a model publishes is
 // a CloudWatch custom metric ($0.30 a month), 14 a model at Full — two
-// thirds of what 241 busy models cost to run (README, "Cost").
+// thirds of what 241 busy models cost to run (docs/cost.md).
 type Detail string
 
 // The details.
