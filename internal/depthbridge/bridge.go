@@ -53,6 +53,7 @@ type Bridge struct {
 	up        []bool                  // the target's previous scrape succeeded
 	prev      []map[string]float64    // each target's counters at its previous scrape, by series
 	served    map[string]map[int]bool // the targets each model was seen on, by model
+	roles     map[string]*[nRoles]bool // the roles a series reported for each model
 	pending   []types.MetricDatum     // gathered, not yet sent
 	lastFlush time.Time
 }
@@ -81,7 +82,8 @@ func New(api API, client *http.Client, cfg Config, log *slog.Logger) (*Bridge, e
 		log = slog.New(slog.DiscardHandler)
 	}
 	b := &Bridge{api: api, http: client, cfg: cfg, targets: ts, tokens: tokens, names: cfg.metricNames(), log: log,
-		up: make([]bool, len(ts)), prev: make([]map[string]float64, len(ts)), served: map[string]map[int]bool{}}
+		up: make([]bool, len(ts)), prev: make([]map[string]float64, len(ts)), served: map[string]map[int]bool{},
+		roles: map[string]*[nRoles]bool{}}
 	for i := range ts {
 		b.up[i] = true // the first failure is logged
 	}
@@ -114,8 +116,12 @@ func (b *Bridge) Run(ctx context.Context, clock Clock) error {
 }
 
 // sample is what one target reported for one model in one scrape: its
-// gauges' values and its counters' increases, by role.
-type sample [nRoles]float64
+// gauges' values and its counters' increases, by role, and which roles had
+// a series.
+type sample struct {
+	v   [nRoles]float64
+	has [nRoles]bool
+}
 
 // Step scrapes every target once at now and gathers one datapoint per
 // model and published role, timestamped at now's second; when now starts a
@@ -173,7 +179,7 @@ func (b *Bridge) Step(ctx context.Context, now time.Time) error {
 		b.up[i] = true
 		for model, s := range res {
 			if b.served[model] == nil {
-				b.served[model] = map[int]bool{}
+				b.served[model], b.roles[model] = map[int]bool{}, &[nRoles]bool{}
 				b.log.Info("bridge: new model", "model", model, "target", b.targets[i].URL)
 			}
 			b.served[model][i] = true
@@ -183,7 +189,8 @@ func (b *Bridge) Step(ctx context.Context, now time.Time) error {
 				totals[model] = t
 			}
 			for r := range nRoles {
-				t[r] += s[r]
+				t.v[r] += s.v[r]
+				b.roles[model][r] = b.roles[model][r] || s.has[r]
 			}
 		}
 	}
@@ -198,26 +205,22 @@ func (b *Bridge) Step(ctx context.Context, now time.Time) error {
 		if s == nil {
 			s = &sample{}
 		}
+		has := *b.roles[model]
+		// Errors and calls are a pair: calls without an error series had
+		// no errors (LiteLLM and Envoy create the series at the first).
+		has[roleErrors] = has[roleErrors] || has[roleCalls]
+		has[roleCalls] = has[roleErrors]
 		for r := range nRoles {
-			if b.names[r] == "" || !b.roleServed(r, model) {
+			// Only the roles a series ever reported for the model: a model
+			// known only from LiteLLM's counters gets no depth (zeros would
+			// say its queue is empty).
+			if b.names[r] == "" || !has[r] {
 				continue
 			}
-			b.pending = append(b.pending, b.datum(r, model, s[r], at))
+			b.pending = append(b.pending, b.datum(r, model, s.v[r], at))
 		}
 	}
 	return err
-}
-
-// roleServed reports whether a target that maps role r has seen the model:
-// a model known only from LiteLLM's counters gets no depth (zeros would
-// say its queue is empty).
-func (b *Bridge) roleServed(r role, model string) bool {
-	for i := range b.served[model] {
-		if len(b.targets[i].sel[r]) > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 func anyDown(targets map[int]bool, down map[int]bool) bool {
@@ -270,7 +273,8 @@ func (b *Bridge) extract(i int, fams map[string]*dto.MetricFamily) map[string]sa
 					}
 				}
 				s := out[model]
-				s[r] += v
+				s.v[r] += v
+				s.has[r] = true
 				out[model] = s
 			}
 		}

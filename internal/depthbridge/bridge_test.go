@@ -163,6 +163,16 @@ func TestPresetsReadEachGatewaysExposition(t *testing.T) {
 				"claude-sonnet-4": {"GatewayErrors": 0, "GatewayCalls": 0},
 			},
 		},
+		{
+			// A LiteLLM serving one model: its pod-wide in-flight gauge is
+			// that model's calls in service.
+			name: "litellm in flight", file: "litellm.txt", lowercase: true,
+			target: Target{Preset: "litellm", InService: []string{"litellm_in_flight_requests"}, Model: "gpt-4o"},
+			want: want{
+				"gpt-4o":          {"InService": 3, "GatewayErrors": 0, "GatewayCalls": 0},
+				"claude-sonnet-4": {"GatewayErrors": 0, "GatewayCalls": 0},
+			},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fake := awsfake.NewCloudWatch()
