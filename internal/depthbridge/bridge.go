@@ -50,11 +50,11 @@ type Bridge struct {
 	log     *slog.Logger
 
 	// state, carried from step to step (Step is not reentrant).
-	up        []bool                  // the target's previous scrape succeeded
-	prev      []map[string]float64    // each target's counters at its previous scrape, by series
-	served    map[string]map[int]bool // the targets each model was seen on, by model
+	up        []bool                   // the target's previous scrape succeeded
+	prev      []map[string]float64     // each target's counters at its previous scrape, by series
+	served    map[string]map[int]bool  // the targets each model was seen on, by model
 	roles     map[string]*[nRoles]bool // the roles a series reported for each model
-	pending   []types.MetricDatum     // gathered, not yet sent
+	pending   []types.MetricDatum      // gathered, not yet sent
 	lastFlush time.Time
 }
 
