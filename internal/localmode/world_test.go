@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -122,10 +124,10 @@ func stoppableWorld(t *testing.T, ctx context.Context, start time.Duration, rec 
 	return w, &ecslauncher.Stopper{API: localECS(api.url), Cluster: "local", Reason: reason, Log: slog.New(slog.DiscardHandler)}
 }
 
-// TestTheWorldPublishesItsCallsInService: the world's gateway serves the
-// depth and the calls in service of the same instant, so the limit
-// controller learns a model's provider concurrency from a standing queue
-// (make local's models have no provider_concurrency).
+// TestTheWorldPublishesItsCallsInService: the world's gateway serves, in
+// vLLM's exposition, the depth and the calls in service of the same
+// instant, so the limit controller learns a model's provider concurrency
+// from a standing queue (make local's models have no provider_concurrency).
 func TestTheWorldPublishesItsCallsInService(t *testing.T) {
 	w := newWorld(context.Background(), 1, []Model{{Name: "m", Concurrency: 3}}, nil)
 	_, g := w.model("m")
@@ -133,13 +135,12 @@ func TestTheWorldPublishesItsCallsInService(t *testing.T) {
 		g.slots <- struct{}{}
 	}
 	g.waiting.Store(2)
-	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
-	d, err := w.Depths(context.Background(), []string{"m"}, now)
-	if err != nil {
-		t.Fatal(err)
+	rec := httptest.NewRecorder()
+	w.serveMetrics(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{`vllm:num_requests_running{engine="0",model_name="m"} 3.0`, `vllm:num_requests_waiting{engine="0",model_name="m"} 2.0`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics serves\n%s\nwant the line %s", body, want)
+		}
 	}
-	if got := d["m"]; got.Value != 2 || got.InService != 3 || !got.InServiceAt.Equal(got.At) || !got.At.Equal(now) {
-		t.Errorf("got %+v, want depth 2 with 3 calls in service, both at %v", got, now)
-	}
-	var _ scheduler.DepthReader = w
 }
