@@ -175,6 +175,9 @@ func (s *Sequence) Add(h int, pass bool) {
 // the results added so far.
 func (s *Sequence) Bounds() (float64, float64) { return s.lo, s.hi }
 
+// Counted is the number of results added for stratum h.
+func (s *Sequence) Counted(h int) int { return s.seen[h] }
+
 // Results is the number of results added.
 func (s *Sequence) Results() int {
 	n := 0
