@@ -77,10 +77,10 @@ type Estimate struct {
 	// Lower and Upper are the interval when it is not Mean ± HalfWidth
 	// (the asymptotic Rule leaves them 0): a Sequence's, which may sit
 	// off-centre near 0 and 1 — there Mean is its midpoint.
-	Lower float64 `json:"lower,omitempty"`
-	Upper float64 `json:"upper,omitempty"`
-	Results   int     `json:"results"`
-	Jobs      int     `json:"jobs"`
+	Lower   float64 `json:"lower,omitempty"`
+	Upper   float64 `json:"upper,omitempty"`
+	Results int     `json:"results"`
+	Jobs    int     `json:"jobs"`
 	// Stop: every stratum has min(min_per_stratum, N_h) results and the
 	// half-width is ≤ moe.
 	Stop bool `json:"stop"`
