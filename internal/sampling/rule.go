@@ -4,8 +4,11 @@ import (
 	"math"
 )
 
-// Rule is a batch's stop rule: its Params and the mixture parameter ρ²
-// of its confidence sequence (see the package doc).
+// Rule is the asymptotic stop rule the DynamoDB store still reads from
+// its per-stratum counters (package doc, "The asymptotic rule"): its
+// Params and the mixture parameter ρ² of Robbins' normal-mixture boundary
+// in information time 1/s². It undercovers near 0 and 1; Sequence is the
+// rule that holds in finite samples.
 type Rule struct {
 	p     Params
 	alpha float64

@@ -60,7 +60,9 @@ func (s Stratum) spread() float64 {
 	return math.Sqrt(p * (1 - p))
 }
 
-// Allocate returns how many of k new claims go to each stratum (same
+// Allocate is the DynamoDB store's allocation from counts (the in-memory
+// store claims by Sequence.Next). It returns how many of k new claims go
+// to each stratum (same
 // order as strata; callers sort strata by name so ties break the same way
 // everywhere). Claims go one at a time:
 //
