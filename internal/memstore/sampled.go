@@ -32,8 +32,7 @@ type sampledBatch struct {
 	stopped bool
 	reason  string
 
-	log     []*Job // first claims, in order
-	logged  map[*Job]bool
+	log     []*Job             // first claims, in order
 	prefix  int                // log[:prefix] is counted (or passed over)
 	seq     *sampling.Sequence // over log[:prefix]; nil: to rebuild
 	seqJobs int                // the batch's size seq was built for
@@ -74,7 +73,7 @@ func (s *Store) sampledFor(b job.BatchSpec) (*sampledBatch, error) {
 	if err := b.Sampling.Validate(); err != nil {
 		return nil, fmt.Errorf("batch %s: %w", id, err)
 	}
-	sb = &sampledBatch{id: id, params: *b.Sampling, strata: map[string]*stratum{}, logged: map[*Job]bool{}}
+	sb = &sampledBatch{id: id, params: *b.Sampling, strata: map[string]*stratum{}}
 	if s.sampled == nil {
 		s.sampled = map[string]*sampledBatch{}
 	}
@@ -143,7 +142,6 @@ func (sb *sampledBatch) take(res func(*Job) (Result, bool)) *Job {
 	j := st.jobs[st.next].job
 	st.next++
 	st.counts.Released++
-	sb.logged[j] = true
 	sb.log = append(sb.log, j)
 	sb.claimed[h]++
 	return j
