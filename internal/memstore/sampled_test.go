@@ -301,3 +301,30 @@ func TestSampledCountsResultsInReleaseOrder(t *testing.T) {
 		t.Errorf("Mean %v, want the interval's midpoint %v", sb.Estimate.Mean, m)
 	}
 }
+
+// TestSampledRetryKeepsItsPlace: a claimed job whose task is lost goes
+// back to waiting and is the next one claimed; until it reports, the
+// results claimed after it do not count.
+func TestSampledRetryKeepsItsPlace(t *testing.T) {
+	ctx := context.Background()
+	s := New(scheduler.ModelConfig{})
+	s.Submit(ctx, sampledSpec("b", 100, 1), t0)
+	jobs := claim(t, s, "gpt", "b", 10)
+	if err := s.TaskStopped(ctx, jobs[0].ID, 1, job.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs[1:] {
+		finish(t, s, j, true)
+	}
+	if sb, _ := s.Sampled("lab/sweep/b"); sb.Estimate.Results != 0 {
+		t.Errorf("first claim back to waiting: %d results counted, want 0", sb.Estimate.Results)
+	}
+	again := claim(t, s, "gpt", "b", 1)
+	if len(again) != 1 || again[0].ID != jobs[0].ID {
+		t.Fatalf("claimed %v after the loss, want %s again", again, jobs[0].Key)
+	}
+	finish(t, s, again[0], false)
+	if sb, _ := s.Sampled("lab/sweep/b"); sb.Estimate.Results != 10 {
+		t.Errorf("the retried job reported: %d results counted, want 10", sb.Estimate.Results)
+	}
+}
