@@ -108,8 +108,9 @@ func (sb *sampledBatch) counts() []sampling.Stratum {
 
 // take claims the next job of a sampled batch: a job put back (a retry)
 // first, in name order, as it keeps its place in the release order and
-// holds the counted prefix until it has a result; else from the stratum
-// sampling.Sequence.Next picks, the lowest-ranked waiting job.
+// holds the counted prefix until it has a result; else, unless the
+// batch holds its Window of claims past the counted prefix, from the
+// stratum sampling.Sequence.Next picks, the lowest-ranked waiting job.
 func (sb *sampledBatch) take(res func(*Job) (Result, bool)) *Job {
 	if sb.stopped {
 		return nil
@@ -123,6 +124,9 @@ func (sb *sampledBatch) take(res func(*Job) (Result, bool)) *Job {
 		}
 	}
 	sb.advance(res)
+	if w := sb.params.Window; w > 0 && len(sb.log)-sb.prefix >= w {
+		return nil // a slow job holds the prefix: wait for it
+	}
 	pending := make([]int, len(sb.names))
 	for h := range pending {
 		pending[h] = sb.claimed[h] - sb.passed[h]

@@ -65,7 +65,9 @@ func runSampled(sc *scenario.Sampled, seed int64) SampledRun {
 	for i, j := range sampled.Jobs {
 		full.Jobs[i] = domain.JobSpec{Key: j.Key}
 	}
-	sampled.Sampling = &sc.Sampling
+	params := sc.Sampling
+	params.Window = sc.Window
+	sampled.Sampling = &params
 
 	out := SampledRun{Seed: seed, Jobs: len(draws), TruePassRate: float64(passes) / float64(len(draws))}
 	s, ran, containerS, wallS := runOnSlots(sc, sampled, draws)
