@@ -62,3 +62,27 @@ func TestSimSampledUsage(t *testing.T) {
 		t.Errorf("missing file: exit %d, want %d", code, exitFailed)
 	}
 }
+
+// TestSimSampledReplications: --replications runs the harness and prints
+// the misses at the stop and at any look with their Monte-Carlo error and
+// the fixed random sample beside the jobs run; a scenario whose
+// duration tracks its outcome parses its factor and window.
+func TestSimSampledReplications(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "rare.json")
+	os.WriteFile(f, []byte(`{"name":"rare","seed":1,"slots":20,"window":20,"fail_duration_factor":3,
+		"job_s":{"median":240,"p90":600},
+		"sampling":{"moe":0.05,"confidence":0.9,"min_per_stratum":10},
+		"strata":[{"name":"a","jobs":2000,"pass_rate":0.02},{"name":"b","jobs":500,"pass_rate":0.9}]}`), 0o600)
+	var out, errb bytes.Buffer
+	if code := run([]string{"sim-sampled", "--scenario", f, "--replications", "20"}, &out, &errb); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{"20 replications from seed 1", "failures ×3", "window 20", "at the stop 0.00% ± 0.00", "fixed random sample for ±0.05 at any rate: 245"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if code := run([]string{"sim-sampled", "--scenario", f, "--replications", "-1"}, &out, &errb); code != exitUsage {
+		t.Errorf("--replications -1: exit %d, want %d", code, exitUsage)
+	}
+}

@@ -21,15 +21,24 @@ type Result struct {
 }
 
 // sampledBatch is the sampling state of one sampled batch: its strata, each
-// with its jobs in release order and its counts.
+// with its jobs in release order and its counts, and its release log: the
+// jobs in the order they were first claimed, whose completed prefix feeds
+// the confidence sequence (sampling.Sequence).
 type sampledBatch struct {
 	id      string // account/project/batch
 	params  sampling.Params
-	rule    sampling.Rule
 	strata  map[string]*stratum
-	names   []string // the strata's names, sorted: Allocate's order
+	names   []string // the strata's names, sorted: the sequence's order
 	stopped bool
 	reason  string
+
+	log     []*Job             // first claims, in order
+	prefix  int                // log[:prefix] is counted (or passed over)
+	seq     *sampling.Sequence // over log[:prefix]; nil: to rebuild
+	seqJobs int                // the batch's size seq was built for
+	index   map[string]int     // stratum name → its place in names
+	claimed []int              // per stratum: jobs in the log
+	passed  []int              // per stratum: jobs in log[:prefix]
 }
 
 type stratum struct {
@@ -61,11 +70,10 @@ func (s *Store) sampledFor(b job.BatchSpec) (*sampledBatch, error) {
 		}
 		return sb, nil
 	}
-	rule, err := sampling.NewRule(*b.Sampling)
-	if err != nil {
+	if err := b.Sampling.Validate(); err != nil {
 		return nil, fmt.Errorf("batch %s: %w", id, err)
 	}
-	sb = &sampledBatch{id: id, params: *b.Sampling, rule: rule, strata: map[string]*stratum{}}
+	sb = &sampledBatch{id: id, params: *b.Sampling, strata: map[string]*stratum{}}
 	if s.sampled == nil {
 		s.sampled = map[string]*sampledBatch{}
 	}
@@ -86,6 +94,7 @@ func (sb *sampledBatch) add(j *Job, name string) {
 	st.counts.Jobs++
 	st.jobs = append(st.jobs, rankedJob{sampling.Rank(sb.id, j.Key), j})
 	st.dirty = true
+	sb.seq = nil // the sizes moved: the sequence is rebuilt from the log
 }
 
 // counts lists the strata's counts in name order.
@@ -97,34 +106,99 @@ func (sb *sampledBatch) counts() []sampling.Stratum {
 	return out
 }
 
-// take claims the next job of a sampled batch: from the stratum Allocate
-// picks, the lowest-ranked waiting job.
-func (sb *sampledBatch) take() *Job {
+// take claims the next job of a sampled batch: a job put back (a retry)
+// first, in name order, as it keeps its place in the release order and
+// holds the counted prefix until it has a result; else, unless the
+// batch holds its Window of claims past the counted prefix, from the
+// stratum sampling.Sequence.Next picks, the lowest-ranked waiting job.
+func (sb *sampledBatch) take(res func(*Job) (Result, bool)) *Job {
 	if sb.stopped {
 		return nil
 	}
-	alloc := sampling.Allocate(sb.params, sb.counts(), 1)
-	i := slices.Index(alloc, 1)
-	if i < 0 {
+	for _, n := range sb.names {
+		if st := sb.strata[n]; len(st.back) > 0 {
+			var r rankedJob
+			r, st.back = st.back[0], st.back[1:]
+			st.counts.Released++
+			return r.job
+		}
+	}
+	sb.advance(res)
+	if w := sb.params.Window; w > 0 && len(sb.log)-sb.prefix >= w {
+		return nil // a slow job holds the prefix: wait for it
+	}
+	pending := make([]int, len(sb.names))
+	for h := range pending {
+		pending[h] = sb.claimed[h] - sb.passed[h]
+	}
+	h := sb.seq.Next(pending)
+	if h < 0 {
 		return nil
 	}
-	st := sb.strata[sb.names[i]]
+	st := sb.strata[sb.names[h]]
 	if st.dirty {
 		slices.SortFunc(st.jobs[st.next:], compareRanked)
 		st.dirty = false
 	}
-	var r rankedJob
-	switch {
-	case len(st.back) > 0 && (st.next >= len(st.jobs) || compareRanked(st.back[0], st.jobs[st.next]) < 0):
-		r, st.back = st.back[0], st.back[1:]
-	case st.next < len(st.jobs):
-		r = st.jobs[st.next]
-		st.next++
-	default:
-		return nil // Allocate counted a job that is not waiting: cannot happen
+	if st.next >= len(st.jobs) {
+		return nil // Next counted a job that is not waiting: cannot happen
 	}
+	j := st.jobs[st.next].job
+	st.next++
 	st.counts.Released++
-	return r.job
+	sb.log = append(sb.log, j)
+	sb.claimed[h]++
+	return j
+}
+
+// advance counts the log's completed prefix into the sequence, building
+// it anew when the batch's size moved. A job that ended without a result
+// (failed after its attempts, cancelled) is passed over: nothing is
+// known of it, and the sequence keeps it among the unmeasured.
+func (sb *sampledBatch) advance(res func(*Job) (Result, bool)) {
+	total := 0
+	for _, n := range sb.names {
+		total += sb.strata[n].counts.Jobs
+	}
+	if sb.seq == nil || sb.seqJobs != total {
+		sizes := make([]int, len(sb.names))
+		sb.index = map[string]int{}
+		for h, n := range sb.names {
+			sizes[h] = sb.strata[n].counts.Jobs
+			sb.index[n] = h
+		}
+		sb.seq, sb.seqJobs, sb.prefix = sampling.NewSequence(sb.params, sizes), total, 0
+		sb.claimed, sb.passed = make([]int, len(sizes)), make([]int, len(sizes))
+		for _, j := range sb.log {
+			sb.claimed[sb.index[j.stratum]]++
+		}
+	}
+	for sb.prefix < len(sb.log) {
+		j := sb.log[sb.prefix]
+		h := sb.index[j.stratum]
+		if r, ok := res(j); ok {
+			sb.seq.Add(h, r.Pass)
+		} else if !j.State.Ended() {
+			return
+		}
+		sb.passed[h]++
+		sb.prefix++
+	}
+}
+
+// estimate is the batch's interval from the counted prefix, and whether
+// it may stop: every stratum has min(min_per_stratum, N_h) results
+// counted and the half-width is within moe.
+func (sb *sampledBatch) estimate(res func(*Job) (Result, bool)) sampling.Estimate {
+	sb.advance(res)
+	lo, hi := sb.seq.Bounds()
+	e := sampling.Estimate{Mean: (lo + hi) / 2, HalfWidth: (hi - lo) / 2, Lower: lo, Upper: hi, Results: sb.seq.Results(), Jobs: sb.seqJobs}
+	short := false
+	for h, n := range sb.names {
+		short = short || sb.seq.Counted(h) < min(sb.params.MinPerStratum, sb.strata[n].counts.Jobs)
+	}
+	e.Stop = !short && e.HalfWidth <= sb.params.MOE
+	return e
 }
 
 // putBack returns a job of the batch to waiting, in its rank's place (a
@@ -175,7 +249,7 @@ func (s *Store) RecordResult(_ context.Context, jobID string, r Result) (bool, e
 	if r.Pass {
 		st.counts.Passes++
 	}
-	if e := sb.rule.Estimate(sb.counts()); e.Stop && !sb.stopped && s.allParts(sb.id) {
+	if e := sb.estimate(s.result); e.Stop && !sb.stopped && s.allParts(sb.id) {
 		s.stop(sb, e, j.queue, r.At)
 	}
 	return true, nil
@@ -236,9 +310,19 @@ func (s *Store) Sampled(batch string) (SampledBatch, bool) {
 	if sb == nil {
 		return SampledBatch{}, false
 	}
-	out := SampledBatch{Batch: batch, Params: sb.params, Estimate: sb.rule.Estimate(sb.counts()), Stopped: sb.stopped, Reason: sb.reason}
-	for _, c := range sb.counts() {
-		out.Strata = append(out.Strata, SampledStratum{Stratum: c, Estimate: sb.rule.Estimate([]sampling.Stratum{c})})
+	out := SampledBatch{Batch: batch, Params: sb.params, Estimate: sb.estimate(s.result), Stopped: sb.stopped, Reason: sb.reason}
+	for h, c := range sb.counts() {
+		// Each stratum's own sequence over its jobs in the counted
+		// prefix: an interval for it alone, at the batch's confidence.
+		one := sampling.NewSequence(sb.params, []int{c.Jobs})
+		for _, j := range sb.log[:sb.prefix] {
+			if r, ok := s.result(j); ok && sb.index[j.stratum] == h {
+				one.Add(0, r.Pass)
+			}
+		}
+		lo, hi := one.Bounds()
+		e := sampling.Estimate{Mean: (lo + hi) / 2, HalfWidth: (hi - lo) / 2, Lower: lo, Upper: hi, Results: one.Results(), Jobs: c.Jobs}
+		out.Strata = append(out.Strata, SampledStratum{Stratum: c, Estimate: e})
 	}
 	return out, true
 }
@@ -248,6 +332,12 @@ func (s *Store) SampledBatches() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Sorted(maps.Keys(s.sampled))
+}
+
+// result is a job's recorded verdict; the caller holds the lock.
+func (s *Store) result(j *Job) (Result, bool) {
+	r, ok := s.results[j.ID]
+	return r, ok
 }
 
 // JobResult returns the result recorded for a job.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -188,8 +189,9 @@ func TestSampledRetryAfterStopIsSkipped(t *testing.T) {
 			b.Sampling.MOE = 0.5
 			s.Submit(ctx, b, t0)
 			jobs := claim(t, s, "gpt", "b", 6)
-			// All 6 are out; one comes back after the rest stop the batch.
-			for _, j := range jobs[1:] {
+			// All 6 are out; the last claimed comes back after the rest
+			// stop the batch (the first five are the counted prefix).
+			for _, j := range jobs[:5] {
 				finish(t, s, j, true)
 			}
 			sb, _ := s.Sampled("lab/sweep/b")
@@ -197,8 +199,8 @@ func TestSampledRetryAfterStopIsSkipped(t *testing.T) {
 				t.Fatalf("not stopped after 5 of 6 passed: %+v", sb.Estimate)
 			}
 			later := t0.Add(time.Minute)
-			s.TaskStopped(ctx, jobs[0].ID, 1, exit, later)
-			if j, _ := s.Job(jobs[0].ID); j.State != job.Skipped || j.Reason != sb.Reason || !j.EndedAt.Equal(later) || j.Attempt != 1 || j.MaxAttempts != 3 {
+			s.TaskStopped(ctx, jobs[5].ID, 1, exit, later)
+			if j, _ := s.Job(jobs[5].ID); j.State != job.Skipped || j.Reason != sb.Reason || !j.EndedAt.Equal(later) || j.Attempt != 1 || j.MaxAttempts != 3 {
 				t.Errorf("a job returned after the stop is %s %q ended %v attempt %d of %d, want SKIPPED %q ended %v attempt 1 of 3",
 					j.State, j.Reason, j.EndedAt, j.Attempt, j.MaxAttempts, sb.Reason, later)
 			}
@@ -316,5 +318,58 @@ func TestSampledRepeatedKeyCountsOnce(t *testing.T) {
 	}
 	if err := s.Check(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestSampledCountsResultsInReleaseOrder: results count toward the
+// estimate only as a completed prefix of the claims. With the first claim
+// still running, 39 later passes count for nothing (they might be the
+// quick ones); its result lets all 40 in at once.
+func TestSampledCountsResultsInReleaseOrder(t *testing.T) {
+	ctx := context.Background()
+	s := New(scheduler.ModelConfig{})
+	s.Submit(ctx, sampledSpec("b", 100, 1), t0)
+	jobs := claim(t, s, "gpt", "b", 40)
+	for _, j := range jobs[1:] {
+		finish(t, s, j, true)
+	}
+	sb, _ := s.Sampled("lab/sweep/b")
+	if sb.Estimate.Results != 0 || sb.Estimate.Lower != 0 || sb.Estimate.Upper != 1 || sb.Stopped {
+		t.Errorf("first claim running: %+v, want no result counted, [0, 1], not stopped", sb.Estimate)
+	}
+	finish(t, s, jobs[0], false)
+	sb, _ = s.Sampled("lab/sweep/b")
+	if sb.Estimate.Results != 40 || !(sb.Estimate.Lower > 0 && sb.Estimate.Upper < 1) {
+		t.Errorf("every claim in: %+v, want 40 results counted and an interval inside (0, 1)", sb.Estimate)
+	}
+	if m := (sb.Estimate.Lower + sb.Estimate.Upper) / 2; math.Abs(sb.Estimate.Mean-m) > 1e-12 {
+		t.Errorf("Mean %v, want the interval's midpoint %v", sb.Estimate.Mean, m)
+	}
+}
+
+// TestSampledRetryKeepsItsPlace: a claimed job whose task is lost goes
+// back to waiting and is the next one claimed; until it reports, the
+// results claimed after it do not count.
+func TestSampledRetryKeepsItsPlace(t *testing.T) {
+	ctx := context.Background()
+	s := New(scheduler.ModelConfig{})
+	s.Submit(ctx, sampledSpec("b", 100, 1), t0)
+	jobs := claim(t, s, "gpt", "b", 10)
+	if err := s.TaskStopped(ctx, jobs[0].ID, 1, job.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs[1:] {
+		finish(t, s, j, true)
+	}
+	if sb, _ := s.Sampled("lab/sweep/b"); sb.Estimate.Results != 0 {
+		t.Errorf("first claim back to waiting: %d results counted, want 0", sb.Estimate.Results)
+	}
+	again := claim(t, s, "gpt", "b", 1)
+	if len(again) != 1 || again[0].ID != jobs[0].ID {
+		t.Fatalf("claimed %v after the loss, want %s again", again, jobs[0].Key)
+	}
+	finish(t, s, again[0], false)
+	if sb, _ := s.Sampled("lab/sweep/b"); sb.Estimate.Results != 10 {
+		t.Errorf("the retried job reported: %d results counted, want 10", sb.Estimate.Results)
 	}
 }

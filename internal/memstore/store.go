@@ -333,7 +333,7 @@ func (s *Store) Commit(_ context.Context, plan scheduler.Plan, _ scheduler.Versi
 				continue
 			}
 			for range g.Count {
-				j := q.take()
+				j := q.take(s.result)
 				if j == nil {
 					break
 				}
@@ -352,12 +352,13 @@ func (s *Store) Commit(_ context.Context, plan scheduler.Plan, _ scheduler.Versi
 	return scheduler.Committed{Claimed: claimed}, nil
 }
 
-// take claims the queue's oldest waiting job.
-func (q *queue) take() *Job {
+// take claims the queue's oldest waiting job (a sampled batch's: by its
+// sequence, which reads the results so far through res).
+func (q *queue) take(res func(*Job) (Result, bool)) *Job {
 	var j *Job
 	switch {
 	case q.sampled != nil:
-		if j = q.sampled.take(); j == nil {
+		if j = q.sampled.take(res); j == nil {
 			return nil
 		}
 	case len(q.back) > 0:
@@ -521,7 +522,7 @@ func (s *Store) Cancel(_ context.Context, scope scheduler.Scope, now time.Time) 
 		if !scope.Matches(key) {
 			continue
 		}
-		for j := q.take(); j != nil; j = q.take() {
+		for j := q.take(s.result); j != nil; j = q.take(s.result) {
 			if c, ok := job.Apply(j.current(), job.Event{Kind: job.Cancel, Attempt: j.Attempt}); ok {
 				s.apply(j, c, job.Exit{}, now)
 				n++

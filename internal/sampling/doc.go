@@ -1,26 +1,17 @@
 // Package sampling decides which jobs of a sampled batch run and when the
-// rest may be skipped: adaptive stratified sampling with a stop rule that
-// stays valid however often it is checked.
+// rest may be skipped: stratified sampling without replacement with a stop
+// rule whose interval holds the batch's true pass rate at every look at
+// once, in finite samples (docs/sampling.md has the construction, its
+// proof sketch and its costs).
 //
 // It sits between the batch contract and the store's claim:
 //
 //	batch "sampling" + job "stratum" ──▶ store: per stratum, jobs in Rank order
-//	pass grants k slots to the batch ──▶ Allocate(k): which strata they go to (Neyman)
-//	result of a job (results queue) ──▶ store counts per stratum ──▶ Rule.Estimate
-//	                                                      │ half-width ≤ moe
-//	                                                      └──▶ the rest end SKIPPED
-//
-// # Allocation
-//
-// Neyman allocation gives stratum h a share of the sample proportional to
-// N_h·S_h, its size times its standard deviation, which for a pass/fail
-// outcome is S_h = sqrt(p_h(1−p_h)): strata near a 50 % pass rate get the
-// budget, strata that all pass or all fail little. p_h is estimated with one
-// pseudo-pass and one pseudo-fail (p̃ = (passes+1)/(results+2)), so a stratum
-// with no results yet gets the budget of p = 0.5, the most any stratum gets,
-// and a stratum that passed its first 30 jobs still gets some. Every stratum
-// first gets min_per_stratum jobs. Allocate is recomputed for every grant
-// from the results so far, so the proportions follow the data.
+//	pass grants k slots to the batch ──▶ Sequence.Next: which stratum each claim goes to
+//	claims, in order ──▶ the store's release log
+//	results of the log's completed prefix ──▶ Sequence.Add ──▶ Bounds
+//	                                                  │ half-width ≤ moe
+//	                                                  └──▶ the rest end SKIPPED
 //
 // # Release order
 //
@@ -28,30 +19,51 @@
 // keyed hash (SHA-256 of the batch id and the key): random with respect to
 // the submitter's order (which often sorts by difficulty or source), the
 // same on every run and in every store, and independent between batches.
+// Across strata the release order is the order of the claims. A result
+// counts only once every job claimed before it has its result: when a
+// job's time depends on its outcome (failures run long), results in
+// arrival order are passes first, and a stop that read them would be
+// biased; the completed prefix of the release order is a random sample
+// whatever the durations.
 //
-// # Stop rule
+// # Confidence sequence
 //
-// The estimate is the stratified mean μ̂ = Σ W_h·x̄_h, W_h = N_h/N, with
-// variance s² = Σ W_h²·(1 − n_h/N_h)·p̃_h(1−p̃_h)/n_h (the factor is the
-// finite-population correction: a stratum run in full is known exactly).
-// The stop rule is checked after every result, thousands of times per
-// batch, so a fixed-sample interval (μ̂ ± z·s) would be wrong: checked
-// repeatedly it excludes the truth at some look far more often than 1 − c.
-// Instead the half-width is that of an asymptotic confidence sequence
-// (Waudby-Smith, Arnold, Wu, Ramdas, "Time-uniform central limit theory and
-// asymptotic confidence sequences", 2023): in information time τ = 1/s² the
-// error τ·(μ̂ − μ) behaves as a Brownian motion, and Robbins' normal-mixture
-// boundary holds for all τ at once with probability ≥ c:
+// Sequence is a betting confidence sequence (Waudby-Smith & Ramdas,
+// "Estimating means of bounded random variables by betting", and its
+// without-replacement form, "Confidence sequences for sampling without
+// replacement", NeurIPS 2020) made stratified by an intersection over the
+// strata's means, as risk-limiting audits do (Spertus & Stark, "Sweeter
+// than SUITE"). For a vector θ of stratum pass rates, the i-th result x of
+// stratum h (N_h jobs, S passes among its first i−1 results) has
+// conditional mean m = (N_h·θ_h − S)/(N_h − i + 1) under θ, and
 //
-//	half-width(τ) = sqrt( 2·(τρ² + 1)/(τ²ρ²) · log( sqrt(τρ² + 1)/α ) ),   α = 1 − c
+//	M⁺(θ) = Π exp( u·f·(x − m) − (x − p̃)²·ψ(u·f) ),   ψ(v) = −log(1−v) − v
 //
-// ρ sets where the boundary is tightest; NewRule picks it from moe and α
-// alone (the τ at which the half-width first reaches moe), never from a
-// batch's data. The batch stops when every stratum has its min_per_stratum
-// results and the half-width is ≤ moe. The rule is asymptotic: the
-// simulator (evalsched sim-sampled) and this package's tests measure its
-// coverage, and a test shows the fixed-sample rule failing where this one
-// holds.
+// with f = (N_h−i+1)/N_h and a bet u ∈ [0, 0.9] chosen from the earlier
+// results only, is a nonnegative supermartingale at the true θ (Fan's
+// inequality; p̃ is the stratum's earlier pass rate, smoothed). M⁻ bets
+// the other way. Both are exp(±(A − D·θ) − B) for running sums A, B and
+// a vector D (D_h is the sum of the bets on stratum h): linear in θ. A
+// pass rate μ0 is excluded when every θ with Σ W_h θ_h = μ0 (each θ_h
+// within what its stratum's results allow) has M⁺ or M⁻ ≥ 2/α; the
+// least M over that set is a fractional knapsack in θ, solved exactly.
+// The true θ is one of the vectors, so Ville's inequality bounds the
+// chance that the truth is ever excluded by α, at every look, however the
+// strata and the bets were chosen from the past.
+//
+// The bets make the interval short: u = k/(k + σ̃_h) with k = moe/Σ W_g σ̃_g
+// is the empirical-Bernstein Kelly bet for the shift the batch's interval
+// needs at the stop, and Next gives each claim to the stratum whose bets
+// are furthest behind its weight (D_h/W_h least), which spreads claims
+// near N_h·σ̃_h (Neyman allocation) and keeps D proportional to W, so the
+// knapsack cannot cancel one stratum's evidence with another's.
+//
+// # The asymptotic rule
+//
+// Rule and Allocate are the rule the DynamoDB store still reads from its
+// counters (it keeps no release log yet): Neyman allocation from counts
+// and Robbins' normal-mixture boundary in information time 1/s². It is
+// asymptotic and undercovers near 0 and 1 (issue 41).
 //
 // The package is pure: no AWS, no clock, no randomness of its own.
 package sampling

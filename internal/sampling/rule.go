@@ -4,8 +4,11 @@ import (
 	"math"
 )
 
-// Rule is a batch's stop rule: its Params and the mixture parameter ρ²
-// of its confidence sequence (see the package doc).
+// Rule is the asymptotic stop rule the DynamoDB store still reads from
+// its per-stratum counters (package doc, "The asymptotic rule"): its
+// Params and the mixture parameter ρ² of Robbins' normal-mixture boundary
+// in information time 1/s². It undercovers near 0 and 1; Sequence is the
+// rule that holds in finite samples.
 type Rule struct {
 	p     Params
 	alpha float64
@@ -74,8 +77,13 @@ func (r Rule) reach(hw float64) float64 {
 type Estimate struct {
 	Mean      float64 `json:"estimate"`
 	HalfWidth float64 `json:"half_width"` // 1 until every stratum has a result
-	Results   int     `json:"results"`
-	Jobs      int     `json:"jobs"`
+	// Lower and Upper are the interval when it is not Mean ± HalfWidth
+	// (the asymptotic Rule leaves them 0): a Sequence's, which may sit
+	// off-centre near 0 and 1 — there Mean is its midpoint.
+	Lower   float64 `json:"lower,omitempty"`
+	Upper   float64 `json:"upper,omitempty"`
+	Results int     `json:"results"`
+	Jobs    int     `json:"jobs"`
 	// Stop: every stratum has min(min_per_stratum, N_h) results and the
 	// half-width is ≤ moe.
 	Stop bool `json:"stop"`

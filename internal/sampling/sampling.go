@@ -23,6 +23,12 @@ type Params struct {
 	MOE           float64 `json:"moe"`
 	Confidence    float64 `json:"confidence"`
 	MinPerStratum int     `json:"min_per_stratum"`
+	// Window caps the claims a sampled batch holds beyond its counted
+	// prefix (0: no cap): a slow job then pauses the batch instead of
+	// letting it claim jobs whose results could only count after the
+	// slow one. The in-memory store reads it; the simulator sets it from
+	// its scenario (not yet part of the batch contract).
+	Window int `json:"window,omitempty"`
 }
 
 // Validate names the first field that breaks its rule.
@@ -34,6 +40,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("confidence: %v is outside %v..%v", p.Confidence, MinConfidence, MaxConfidence)
 	case p.MinPerStratum < 1 || p.MinPerStratum > MaxMinPerStratum:
 		return fmt.Errorf("min_per_stratum: %d is outside 1..%d", p.MinPerStratum, MaxMinPerStratum)
+	case p.Window < 0:
+		return fmt.Errorf("window: %d is negative", p.Window)
 	}
 	return nil
 }
@@ -60,7 +68,9 @@ func (s Stratum) spread() float64 {
 	return math.Sqrt(p * (1 - p))
 }
 
-// Allocate returns how many of k new claims go to each stratum (same
+// Allocate is the DynamoDB store's allocation from counts (the in-memory
+// store claims by Sequence.Next). It returns how many of k new claims go
+// to each stratum (same
 // order as strata; callers sort strata by name so ties break the same way
 // everywhere). Claims go one at a time:
 //

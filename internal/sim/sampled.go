@@ -11,6 +11,7 @@ import (
 
 	domain "github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/sampling/montecarlo"
 	"github.com/evalsched/evalsched/internal/scheduler"
 	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
@@ -49,6 +50,9 @@ func runSampled(sc *scenario.Sampled, seed int64) SampledRun {
 		for i := range st.Jobs {
 			key := fmt.Sprintf("%s-%06d", st.Name, i)
 			d := sampledJob{pass: rng.Float64() < st.PassRate, dur: sc.JobS.Duration(rng)}
+			if !d.pass && sc.FailFactor != 1 {
+				d.dur = time.Duration(float64(d.dur) * sc.FailFactor)
+			}
 			draws[scheduler.JobID("sim", "sampled", sampledBatchName, key)] = d
 			if d.pass {
 				passes++
@@ -61,7 +65,9 @@ func runSampled(sc *scenario.Sampled, seed int64) SampledRun {
 	for i, j := range sampled.Jobs {
 		full.Jobs[i] = domain.JobSpec{Key: j.Key}
 	}
-	sampled.Sampling = &sc.Sampling
+	params := sc.Sampling
+	params.Window = sc.Window
+	sampled.Sampling = &params
 
 	out := SampledRun{Seed: seed, Jobs: len(draws), TruePassRate: float64(passes) / float64(len(draws))}
 	s, ran, containerS, wallS := runOnSlots(sc, sampled, draws)
@@ -187,4 +193,19 @@ func RunSampledSeeds(sc *scenario.Sampled, first int64, seeds int) SampledReport
 	rep.Coverage = float64(rep.Covered) / n
 	rep.CoverageHolds = rep.Coverage >= rep.Confidence
 	return rep
+}
+
+// SampledCase is the scenario as a case for the fast replication harness
+// (internal/sampling/montecarlo): the same strata, slots, times and
+// stop rule, without the store and the passes.
+func SampledCase(sc *scenario.Sampled) montecarlo.Case {
+	c := montecarlo.Case{
+		Name: sc.Name, Params: sc.Sampling, Slots: sc.Slots, Window: sc.Window,
+		Duration: sc.JobS.Sample, FailFactor: sc.FailFactor,
+	}
+	for _, st := range sc.Strata {
+		c.Sizes = append(c.Sizes, st.Jobs)
+		c.Rates = append(c.Rates, st.PassRate)
+	}
+	return c
 }

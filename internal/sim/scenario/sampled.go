@@ -17,8 +17,17 @@ type Sampled struct {
 	PassIntervalS int
 	Slots         int  // jobs the batch holds at once
 	JobS          Dist // container time of one job
-	Sampling      sampling.Params
-	Strata        []Stratum
+	// FailFactor multiplies a failing job's time (1: time independent of
+	// the outcome): evaluations that fail often run long (timeouts,
+	// retries inside the sandbox), and a stop that read results as they
+	// arrive would read passes first.
+	FailFactor float64
+	// Window caps a sampled batch's claims beyond its counted prefix (the
+	// jobs in release order whose results are all in); 0: no cap. Only
+	// `sim-sampled --replications` reads it.
+	Window   int
+	Sampling sampling.Params
+	Strata   []Stratum
 }
 
 // Stratum is one stratum: its jobs and the chance each passes.
@@ -34,6 +43,8 @@ type rawSampled struct {
 	PassIntervalS *int              `json:"pass_interval_s"`
 	Slots         *int              `json:"slots"`
 	JobS          json.RawMessage   `json:"job_s"`
+	FailFactor    *float64          `json:"fail_duration_factor"`
+	Window        *int              `json:"window"`
 	Sampling      json.RawMessage   `json:"sampling"`
 	Strata        []json.RawMessage `json:"strata"`
 }
@@ -84,6 +95,8 @@ func ParseSampled(data []byte) (*Sampled, error) {
 	sc.PassIntervalS = p.intIn("pass_interval_s", r.PassIntervalS, DefaultPassIntervalS, 1, 3600)
 	sc.Slots = p.intIn("slots", r.Slots, 0, 1, maxSampledJobs)
 	sc.JobS = p.dist("job_s", r.JobS, true)
+	sc.FailFactor = p.floatIn("fail_duration_factor", r.FailFactor, 1, 0.01, true, 100)
+	sc.Window = p.intIn("window", r.Window, 0, 0, maxSampledJobs)
 	if isNull(r.Sampling) {
 		p.fail("sampling", "required")
 	} else {
