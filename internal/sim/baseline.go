@@ -102,11 +102,13 @@ func (s *staticPolicy) step(st CapStep) {
 }
 
 func (s *staticPolicy) failedToStart(j int32) { s.e.retryOrFail(j) }
-func (s *staticPolicy) submitted(int)         {}
-func (s *staticPolicy) pinned(scenario.Pin)   {}
-func (s *staticPolicy) started(int32)         {}
-func (s *staticPolicy) stopped(int32)         {}
-func (s *staticPolicy) finish(r *Result)      {}
+
+func (s *staticPolicy) providerFailed(j int32) { s.e.retryOrFail(j) }
+func (s *staticPolicy) submitted(int)          {}
+func (s *staticPolicy) pinned(scenario.Pin)    {}
+func (s *staticPolicy) started(int32)          {}
+func (s *staticPolicy) stopped(int32)          {}
+func (s *staticPolicy) finish(r *Result)       {}
 
 // unboundedPolicy has no per-model cap: one first-come-first-served queue
 // across all batches, held back only by the global cap and the bucket.
@@ -160,11 +162,13 @@ func (u *unboundedPolicy) pass(e *engine) {
 }
 
 func (u *unboundedPolicy) failedToStart(j int32) { u.e.retryOrFail(j) }
-func (u *unboundedPolicy) submitted(int)         {}
-func (u *unboundedPolicy) pinned(scenario.Pin)   {}
-func (u *unboundedPolicy) started(int32)         {}
-func (u *unboundedPolicy) stopped(int32)         {}
-func (u *unboundedPolicy) finish(r *Result)      {}
+
+func (u *unboundedPolicy) providerFailed(j int32) { u.e.retryOrFail(j) }
+func (u *unboundedPolicy) submitted(int)          {}
+func (u *unboundedPolicy) pinned(scenario.Pin)    {}
+func (u *unboundedPolicy) started(int32)          {}
+func (u *unboundedPolicy) stopped(int32)          {}
+func (u *unboundedPolicy) finish(r *Result)       {}
 
 // arrivalOrder lists the batches by arrival time, then file order.
 func (e *engine) arrivalOrder() []int32 {

@@ -524,6 +524,24 @@ func (d *dynamicPolicy) stopped(j int32) {
 	d.checkEvent()
 }
 
+// providerFailed tells the store the provider failed a running task whose
+// job has attempts left: the store sends it back to waiting at its next
+// attempt (job.stop), as the world did. Under faults the STOPPED event
+// comes as ECS sends it, and ECS describes the task stopped from now on.
+func (d *dynamicPolicy) providerFailed(j int32) {
+	jb := &d.e.jobs[j]
+	if d.fx != nil {
+		d.fx.providerFailed(j, jb.attempt)
+		return
+	}
+	exit := domain.Exit{Code: 1, ProviderError: true, Reason: "provider error (429/5xx)"}
+	if err := d.store.TaskStopped(d.ctx, d.ids[j], int(jb.attempt), exit, Epoch.Add(d.e.now)); err != nil {
+		d.violation("task stopped: %v", err)
+	}
+	d.observe(j)
+	d.checkEvent()
+}
+
 // Stop implements scheduler.TaskStopper: the yield step's StopTask. A job
 // still starting stops at once and its STOPPED event (the yield's reason)
 // reaches the store, at once or, with faults, as the faults' ECS sends it

@@ -68,6 +68,9 @@ func (v ecsView) known(j int32, a int) bool {
 	if at, ok := v.c.yields[taskKey{j, int32(a)}]; ok {
 		return at <= now && now-at <= forgetAfter
 	}
+	if ps, ok := v.c.providerStops[taskKey{j, int32(a)}]; ok {
+		return ps.at <= now && now-ps.at <= forgetAfter
+	}
 	jb := &v.c.d.e.jobs[j]
 	switch {
 	case !v.c.live(j, a) || jb.admitAt > now:
@@ -95,6 +98,13 @@ func (v ecsView) describe(j int32, a int) types.Task {
 		// Stopped while starting: no container ran, none exited.
 		t.LastStatus, t.StoppedAt = aws.String("STOPPED"), aws.Time(Epoch.Add(at))
 		t.StopCode, t.StoppedReason = types.TaskStopCodeUserInitiated, aws.String(taskevent.YieldReason)
+		return t
+	}
+	if ps, ok := v.c.providerStops[taskKey{j, int32(a)}]; ok {
+		// It ran and exited on the provider's errors; its job waits again.
+		t.LastStatus, t.StartedAt, t.StoppedAt = aws.String("STOPPED"), aws.Time(Epoch.Add(ps.runAt)), aws.Time(Epoch.Add(ps.at))
+		t.StopCode, t.StoppedReason = types.TaskStopCodeEssentialContainerExited, aws.String("Essential container in task exited")
+		t.Containers[0].ExitCode = aws.Int32(1)
 		return t
 	}
 	if jb.state >= jobRunning {
@@ -171,6 +181,16 @@ func (c *chaos) emit(j int32, stopped bool) {
 	e := c.d.e
 	jb := &e.jobs[j]
 	c.sendEvent(taskEvent{job: j, attempt: jb.attempt, stopped: stopped, ok: jb.state == jobSucceeded, at: e.now, runAt: jb.runAt})
+}
+
+// providerFailed is job j's task of attempt a exiting on the provider's
+// errors with attempts left (engine.exit): ECS describes it stopped from
+// now on, and sends its STOPPED event as it sends the others.
+func (c *chaos) providerFailed(j, a int32) {
+	e := c.d.e
+	runAt := e.jobs[j].runAt
+	c.providerStops[taskKey{j, a}] = providerStop{runAt: runAt, at: e.now}
+	c.sendEvent(taskEvent{job: j, attempt: a, stopped: true, at: e.now, runAt: runAt})
 }
 
 // yield is the yield step's StopTask of job j's task of attempt a, which

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	domain "github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/priority"
 	"github.com/evalsched/evalsched/internal/sim/faults"
 	"github.com/evalsched/evalsched/internal/sim/scenario"
@@ -46,6 +47,7 @@ type job struct {
 	calls      int32 // calls to make
 	done       int32 // calls made
 	attempt    int32 // attempt of the newest task; 0: never launched
+	yields     int32 // tasks the yield step stopped: each raises the job's max attempts by one, as the store does
 	model      int16
 	tier       int8
 	state      jobState
@@ -69,19 +71,22 @@ type modelSim struct {
 	backlog time.Duration // time with waiting > 0
 	utilInt float64       // ∫ min(1, inService/conc) dt over backlog, seconds
 
-	blocked    time.Duration // calls' time queued at the gateway
-	runTime    time.Duration // containers' time running (ended jobs)
-	succeeded  int
-	failed     int
-	depth      []int32 // gateway depth sampled at every whole second
-	inSvc      []int32 // calls in service at the provider, sampled with depth (inservice.go)
-	sent, errs []int32 // calls sent to the gateway, and those answered with an error or 429, per second
-	retry      []int32 // baselines: jobs whose task failed to start, to launch again first
-	limit      int     // limit the last pass used
-	lanes      []int32 // batches of this model by arrival: static's lane
-	laneHead   int     // lanes[:laneHead] are drained
-	calls      int64   // calls served
-	callErrors int64
+	blocked   time.Duration // calls' time queued at the gateway
+	runTime   time.Duration // containers' time running (ended jobs)
+	succeeded int
+	failed    int
+	// providerRetries counts tasks the provider failed that sent their job
+	// back to waiting.
+	providerRetries int
+	depth           []int32 // gateway depth sampled at every whole second
+	inSvc           []int32 // calls in service at the provider, sampled with depth (inservice.go)
+	sent, errs      []int32 // calls sent to the gateway, and those answered with an error or 429, per second
+	retry           []int32 // baselines: jobs whose task failed to start, or the provider failed, to launch again first
+	limit           int     // limit the last pass used
+	lanes           []int32 // batches of this model by arrival: static's lane
+	laneHead        int     // lanes[:laneHead] are drained
+	calls           int64   // calls served
+	callErrors      int64
 
 	// A provider fault (internal/sim/faults) overlays the scenario's provider: while
 	// faultErr > 0 calls fail at that rate; while slow > 0 they take that
@@ -113,12 +118,13 @@ type policy interface {
 	// pass runs at e.now; it calls e.reserve for each job it launches and
 	// sets e.seen[m] (limit and depth the pass used) for the trace.
 	pass(e *engine)
-	submitted(b int)       // a batch arrived
-	pinned(p scenario.Pin) // a pin landed
-	started(j int32)       // a container runs
-	stopped(j int32)       // a task ended (state says how)
-	failedToStart(j int32) // a task stopped before its container ran; the job waits again
-	finish(r *Result)      // fill in what only the policy knows
+	submitted(b int)        // a batch arrived
+	pinned(p scenario.Pin)  // a pin landed
+	started(j int32)        // a container runs
+	stopped(j int32)        // a task ended (state says how)
+	failedToStart(j int32)  // a task stopped before its container ran; the job waits again
+	providerFailed(j int32) // the provider failed a running task with attempts left; the job waits again
+	finish(r *Result)       // fill in what only the policy knows
 }
 
 // seenModel is what a pass saw and decided for one model.
@@ -601,6 +607,13 @@ func (e *engine) up(j int32) {
 // start, as the store does (the batches' MaxAttempts).
 const maxAttempts = 3
 
+// maxAttemptsOf is job j's max attempts as the store keeps them: the
+// batches' maxAttempts, one more for each yield, at most the highest
+// attempt number.
+func (e *engine) maxAttemptsOf(j int32) int32 {
+	return min(maxAttempts+e.jobs[j].yields, domain.MaxAttemptNumber)
+}
+
 // startFails draws whether this attempt's task fails to start
 // (TaskFailedToStart): from the job's and attempt's own stream, so the
 // same attempts fail under every policy.
@@ -620,6 +633,7 @@ func (e *engine) yield(j int32) bool {
 	}
 	e.unhold(j)
 	e.yields++
+	e.jobs[j].yields++
 	return true
 }
 
@@ -747,17 +761,27 @@ func (e *engine) serve(m *modelSim) {
 	}
 }
 
-// exit ends a running job: succeeded after its last call, or failed on a
-// provider error.
+// exit ends a running job's task: succeeded after its last call, or
+// failed on a provider error. As the store does (job.stop), a provider
+// failure with attempts left sends the job back to waiting, its calls to
+// make anew; the last attempt's fails it.
 func (e *engine) exit(j int32, ok bool) {
 	jb := &e.jobs[j]
 	m := &e.models[jb.model]
 	b := &e.batches[jb.batch]
-	jb.endAt = e.now
 	m.running--
 	m.holding--
 	e.holding--
 	m.runTime += e.now - jb.runAt
+	if !ok && jb.attempt < e.maxAttemptsOf(j) {
+		e.touch(m)
+		jb.state, jb.done = jobWaiting, 0
+		m.waiting++
+		m.providerRetries++
+		e.pol.providerFailed(j)
+		return
+	}
+	jb.endAt = e.now
 	if ok {
 		jb.state = jobSucceeded
 		m.succeeded++

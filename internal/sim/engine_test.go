@@ -183,8 +183,9 @@ func TestDepthDelay(t *testing.T) {
 	})
 }
 
-// A provider that fails every call: jobs exit failed with provider errors
-// after error_call_s, and the provider capacity change is applied.
+// A provider that fails every call: each job's task exits with provider
+// errors after error_call_s, the job waits again for its next attempt, and
+// fails at its third; the provider capacity change is applied.
 func TestProviderErrors(t *testing.T) {
 	rate, call, conc := 1.0, 0.5, 3
 	sc := tiny(4, func(sc *scenario.Scenario) {
@@ -192,11 +193,11 @@ func TestProviderErrors(t *testing.T) {
 	})
 	eachPolicy(t, sc, func(t *testing.T, e *engine, r *Result) {
 		m := r.Models["m"]
-		if m.Failed != 4 || m.Succeeded != 0 {
-			t.Errorf("failed %d succeeded %d, want 4 failed", m.Failed, m.Succeeded)
+		if m.Failed != 4 || m.Succeeded != 0 || m.ProviderRetries != 8 {
+			t.Errorf("failed %d succeeded %d provider retries %d, want 4 failed after 8 retries", m.Failed, m.Succeeded, m.ProviderRetries)
 		}
-		if got := val(r.Batches["a/p/b"].LastEndS); got != 5.5 {
-			t.Errorf("last_end_s = %v, want 5.5 (start 5 + failing call 0.5)", got)
+		if got := val(r.Batches["a/p/b"].LastEndS); got != 25.5 {
+			t.Errorf("last_end_s = %v, want 25.5 (the third attempt, launched by the pass at 20 s: start 5 + failing call 0.5)", got)
 		}
 		if e.models[0].conc != 3 {
 			t.Errorf("provider concurrency %d after the change, want 3", e.models[0].conc)

@@ -169,10 +169,11 @@ func (d *dynamicPolicy) agrees(j int32) {
 	case sClaimed:
 		ok = jb.state == jobWaiting || same
 	case sLaunched:
-		// Or the yield stopped its task, its STOPPED event not landed yet.
-		ok = same || jb.state == jobWaiting && d.yielded(j, sa)
+		// Or the yield stopped its task, or the provider failed it, its
+		// STOPPED event not landed yet.
+		ok = same || jb.state == jobWaiting && (d.yielded(j, sa) || d.providerStopped(j, sa))
 	case sRunning:
-		ok = same && jb.state >= jobRunning
+		ok = same && jb.state >= jobRunning || jb.state == jobWaiting && d.providerStopped(j, sa)
 	case sSucceeded:
 		ok = same && jb.state == jobSucceeded
 	case sFailed:
@@ -190,6 +191,17 @@ func (d *dynamicPolicy) yielded(j, a int32) bool {
 		return false
 	}
 	_, ok := d.fx.yields[taskKey{j, a}]
+	return ok
+}
+
+// providerStopped reports whether the provider failed job j's task of
+// attempt a under faults, its job waiting again, where its STOPPED event
+// may come late or never.
+func (d *dynamicPolicy) providerStopped(j, a int32) bool {
+	if d.fx == nil {
+		return false
+	}
+	_, ok := d.fx.providerStops[taskKey{j, a}]
 	return ok
 }
 

@@ -41,6 +41,10 @@ type chaos struct {
 	// yields are the tasks the yield step stopped, by job and attempt, with
 	// when: ECS describes them stopped after their job launched again.
 	yields map[taskKey]time.Duration
+	// providerStops are the running tasks the provider failed whose job
+	// waits again: ECS describes them stopped (exit 1) after their job
+	// launched again.
+	providerStops map[taskKey]providerStop
 
 	intakes []intakeMsg // batch messages on their way
 }
@@ -79,7 +83,7 @@ var discardLog = slog.New(slog.DiscardHandler)
 // invocations under the lease instead of on the simulator's own tick.
 func (d *dynamicPolicy) withFaults(p *faults.Plan) {
 	e := d.e
-	c := &chaos{d: d, plan: p, held: map[int32]taskEvent{}, yields: map[taskKey]time.Duration{}, window: window * e.interval}
+	c := &chaos{d: d, plan: p, held: map[int32]taskEvent{}, yields: map[taskKey]time.Duration{}, providerStops: map[taskKey]providerStop{}, window: window * e.interval}
 	d.fx = c
 	e.faults, e.ext = p, d
 	es := eventStore{c: c}
@@ -405,11 +409,15 @@ func (c *chaos) runTask(r *scheduler.LaunchResult, j int32, jb scheduler.Job, de
 // taskKey is a job's task of one attempt.
 type taskKey struct{ job, attempt int32 }
 
+// providerStop is when a task the provider failed ran and stopped.
+type providerStop struct{ runAt, at time.Duration }
+
 // hasTask reports whether ECS has a task for job j's attempt: the job's
-// newest (live), or one the yield step stopped.
+// newest (live), or one the yield step stopped or the provider failed.
 func (c *chaos) hasTask(j int32, attempt int) bool {
 	_, yielded := c.yields[taskKey{j, int32(attempt)}]
-	return yielded || c.live(j, attempt)
+	_, failed := c.providerStops[taskKey{j, int32(attempt)}]
+	return yielded || failed || c.live(j, attempt)
 }
 
 // live reports whether job j's task of the attempt is its newest: the

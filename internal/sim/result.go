@@ -84,8 +84,11 @@ type Totals struct {
 
 // ModelResult is one model's metrics (definitions in scenarios/README.md).
 type ModelResult struct {
-	Succeeded          int         `json:"succeeded"`
-	Failed             int         `json:"failed"`
+	Succeeded int `json:"succeeded"`
+	Failed    int `json:"failed"`
+	// ProviderRetries: tasks the provider failed whose job went back to
+	// waiting (exit 75 within its attempts).
+	ProviderRetries    int         `json:"provider_retries,omitempty"`
 	ThroughputPerH     float64     `json:"throughput_per_h"`
 	BacklogS           float64     `json:"backlog_s"`
 	BacklogUtilization float64     `json:"backlog_utilization"`
@@ -229,11 +232,12 @@ func (e *engine) result(trace bool) *Result {
 			blocked += e.end - e.jobs[m.queue.at(k)].sentAt
 		}
 		mr := &ModelResult{
-			Succeeded:      m.succeeded,
-			Failed:         m.failed,
-			ThroughputPerH: round(float64(m.succeeded)/hours, 2),
-			BacklogS:       round(m.backlog.Seconds(), 3),
-			FinalLimit:     m.limit,
+			Succeeded:       m.succeeded,
+			Failed:          m.failed,
+			ProviderRetries: m.providerRetries,
+			ThroughputPerH:  round(float64(m.succeeded)/hours, 2),
+			BacklogS:        round(m.backlog.Seconds(), 3),
+			FinalLimit:      m.limit,
 		}
 		if m.backlog > 0 {
 			mr.BacklogUtilization = round(m.utilInt/m.backlog.Seconds(), 4)
