@@ -43,12 +43,14 @@
 //     some, at most LowerGain of the excess depth's jobs, the starting
 //     ones, and the slots beyond the lowered limit; their jobs wait again.
 //     A provider that lost capacity is lowered to its new knee at once
-//     (droppedKnee): the queue still builds for a metric delay and more,
+//     (droppedKnee), the limit neither held by the slots held nor
+//     trickled, and every task starting beyond the knee's slots stopped: the queue still builds for a metric delay and more,
 //     and its first excess is a fraction of the jobs too many, but the
 //     gateway's calls in service show the loss in the first period that
 //     queues. A period that queued nothing gave the share of a job's life
 //     spent in a call (State.CallShare: calls in service over the jobs
-//     running) and the concurrency known then (State.ShareConc); a period
+//     running) and the concurrency known then (State.ShareConc: the known
+//     one, and at least the calls it served without a queue); a period
 //     that queues while serving fewer calls than that puts the knee at
 //     inService/CallShare + target running jobs, and the pass keeps those
 //     (the jobs too many set the floor and the yield as the queue's do).

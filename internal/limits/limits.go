@@ -577,7 +577,11 @@ func step(cfg Config, m Model, st State, in Input) Decision {
 	if inService && fresh {
 		next.Conc, next.ConcAt = concurrency(next, in)
 		if in.Depth == 0 && measured > 0 && in.InService > 0 && !cohort {
-			next.CallShare, next.ShareConc = in.InService/float64(measured), cmp.Or(next.Conc, m.Conc)
+			// The provider served these calls without a queue: its
+			// concurrency is at least that, known or not, and a later
+			// queue at fewer calls in service is a loss of capacity
+			// (droppedKnee) on a model nobody configured too.
+			next.CallShare, next.ShareConc = in.InService/float64(measured), max(cmp.Or(next.Conc, m.Conc), in.InService)
 		}
 	}
 
@@ -623,7 +627,18 @@ func step(cfg Config, m Model, st State, in Input) Decision {
 			want = int(math.Ceil(keep * r))
 		}
 		want = clamp(want, m.Min, m.Max)
-		yield := yieldCount(in, fresh, load-want, tooMany)
+		drop, stop := lost != "", tooMany
+		if drop {
+			// A provider that lost capacity: every task still starting
+			// beyond its knee's slots is one more job the provider
+			// cannot serve, and the limit goes to the knee at once,
+			// neither held by the slots held nor trickled (the family's
+			// drop bar, scenarios/README.md: the limit at or below the
+			// dropped knee within two passes of the first datapoint that
+			// can show the drop, and no task starting beyond it).
+			stop = float64(in.Starting)
+		}
+		yield := yieldCount(in, fresh, load-want, stop)
 		// A lowering takes off the slots of the jobs the queue says are
 		// too many, and no more: the slots held (at most the limit) less
 		// those jobs' slots. Re-derived from the jobs running at the
@@ -637,7 +652,7 @@ func step(cfg Config, m Model, st State, in Input) Decision {
 		// its mean queue sat at half its target). A drop's large excess
 		// still lowers to the steady want. The yield is decided above, on
 		// that want: the tasks starting beyond it are the queue's.
-		if floor := min(cur, held) - int(math.Ceil(tooMany*max(1, r))); want < floor {
+		if floor := min(cur, held) - int(math.Ceil(tooMany*max(1, r))); want < floor && !drop {
 			want = floor
 		}
 		// Lowering evicts nothing: running jobs drain as they end. Falling
@@ -650,7 +665,7 @@ func step(cfg Config, m Model, st State, in Input) Decision {
 		// 100–200 on a target of 7).
 		carry := st.DrainCarry + (1-cfg.DrainShare)*float64(max(0, in.Ended))
 		refill := math.Floor(carry + 1e-9)
-		if trickle := load + int(refill); trickle > want {
+		if trickle := load + int(refill); trickle > want && !drop {
 			want, next.DrainCarry = trickle, carry-refill
 		}
 		if want >= cur {

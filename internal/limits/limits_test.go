@@ -1041,3 +1041,24 @@ func TestSteerTarget(t *testing.T) {
 		t.Errorf("2,000 running averaged, target 40: got %g, want 40", got)
 	}
 }
+
+// A drop the calls in service show lowers the limit to the knee's slots in
+// the same pass, neither held by the slots held nor trickled, and stops
+// the tasks starting beyond them; on a model nobody configured too (the
+// calls served without a queue are a floor of its concurrency).
+func TestADropLowersToItsKneeWithoutATrickle(t *testing.T) {
+	m := Model{Target: 2, Min: 1, Max: 10000}
+	dec := Next(DefaultConfig(), m, State{Limit: 100}, withInService(in(0, 60, 40, 3000), 15))
+	if dec.State.CallShare != 0.25 || dec.State.ShareConc != 15 {
+		t.Fatalf("call share %g at concurrency %g, want 0.25 at the 15 served without a queue", dec.State.CallShare, dec.State.ShareConc)
+	}
+	next := in(6, 62, 40, 3000)
+	next.Now, next.DepthAt, next.Ended = t0.Add(10*time.Second), t0.Add(-10*time.Second), 30
+	next = withInService(next, 10)
+	drop := Next(DefaultConfig(), m, dec.State, next)
+	// The knee: 10/0.25 + 2 = 42 running, 20 of the 62 too many; the
+	// slots 62 + 40 − 20 = 82.
+	if drop.Action != Lowered || drop.State.Limit != 82 || drop.Yield != 20 {
+		t.Errorf("got %s to %d, yield %d (%s); want lowered to 82 at once, 20 starting stopped", drop.Action, drop.State.Limit, drop.Yield, drop.Reason)
+	}
+}
