@@ -307,8 +307,12 @@ func progress(ctx context.Context, store *dynamostore.Store, out io.Writer, ever
 			if m.Running+m.Starting+waiting[m.Config.Name] == 0 {
 				continue
 			}
-			fmt.Fprintf(out, "%s  %-20s limit %4d  running %4d  starting %4d  waiting %6d\n",
-				time.Now().Format("15:04:05"), m.Config.Name, m.State.Limit.Limit, m.Running, m.Starting, waiting[m.Config.Name])
+			learned := ""
+			if c := m.State.Limit.Conc; c > 0 {
+				learned = fmt.Sprintf("  provider concurrency %.0f learned", c)
+			}
+			fmt.Fprintf(out, "%s  %-20s limit %4d  running %4d  starting %4d  waiting %6d%s\n",
+				time.Now().Format("15:04:05"), m.Config.Name, m.State.Limit.Limit, m.Running, m.Starting, waiting[m.Config.Name], learned)
 		}
 	}
 }

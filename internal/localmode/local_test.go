@@ -305,9 +305,12 @@ func TestLocalDepthReachesThePassThroughTheBridge(t *testing.T) {
 	// 3. The CloudWatch fake holds the bridge's datapoints, read as the pass
 	// reads them.
 	cw := cloudwatch.New(cloudwatch.Options{Region: "us-east-1", BaseEndpoint: aws.String(m[2]), Credentials: credentials.NewStaticCredentialsProvider("l", "l", "")})
-	got, err := gatewaydepth.New(cw, gatewaydepth.Config{Period: time.Second}).Depths(ctx, []string{"deep"}, time.Now())
+	got, err := gatewaydepth.New(cw, gatewaydepth.Config{Period: time.Second, InServiceMetricName: "InService"}).Depths(ctx, []string{"deep"}, time.Now())
 	if err != nil || got["deep"].At.Before(time.Now().Add(-5*time.Second)) {
 		t.Errorf("CloudWatch fake: %+v, %v; want a datapoint of the last seconds", got, err)
+	}
+	if got["deep"].InServiceAt.IsZero() {
+		t.Errorf("CloudWatch fake: %+v; want the calls in service beside the depth (the controller learns the concurrency from them)", got["deep"])
 	}
 	t.Logf("the pass read depths up to %g", seen)
 }

@@ -1,6 +1,7 @@
 package localmode
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -49,19 +50,23 @@ func startDepthPath(ctx context.Context, w *world, cfg config.Config, log *slog.
 	d.metrics = &http.Server{Handler: mux}
 	go d.metrics.Serve(ln) //nolint:errcheck // ends with Close
 	cw := localCloudWatch(d.cw.URL())
+	// The world's gateway publishes its calls in service too, so the limit
+	// controller learns each model's provider concurrency from a standing
+	// queue (make local's models have no provider_concurrency).
+	inService := cmp.Or(cfg.InServiceMetricName, "InService")
 	// A period of one second, each second sent at the next: the pass reads
 	// the queue of a second or two ago, as it read the world's queue now
 	// before the bridge.
 	b, err := depthbridge.New(cw, nil, depthbridge.Config{
 		Interval: depthbridge.Duration(time.Second), PublishEvery: depthbridge.Duration(time.Second),
-		CloudWatch: depthbridge.CloudWatch{Namespace: cfg.MetricNamespace, Dimension: cfg.MetricDimension, Depth: cfg.MetricName},
+		CloudWatch: depthbridge.CloudWatch{Namespace: cfg.MetricNamespace, Dimension: cfg.MetricDimension, Depth: cfg.MetricName, InService: inService},
 		Targets:    []depthbridge.Target{{URL: d.metricsURL, Preset: "vllm"}},
 	}, log)
 	if err != nil {
 		d.Close()
 		return nil, err
 	}
-	d.reader = gatewaydepth.New(cw, gatewaydepth.Config{Namespace: cfg.MetricNamespace, MetricName: cfg.MetricName, Dimension: cfg.MetricDimension, Period: time.Second})
+	d.reader = gatewaydepth.New(cw, gatewaydepth.Config{Namespace: cfg.MetricNamespace, MetricName: cfg.MetricName, InServiceMetricName: inService, Dimension: cfg.MetricDimension, Period: time.Second})
 	ctx, d.stop = context.WithCancel(ctx)
 	d.wg.Go(func() { _ = b.Run(ctx, runner.RealClock{}) })
 	return d, nil
