@@ -17,7 +17,7 @@ node_modules: package.json package-lock.json ## the local AWS stand-ins the adap
 	@touch node_modules
 
 test: node_modules ## unit, adapter and simulator tests
-	$(GO) test -count=1 $(PKGS)
+	$(GO) test -count=1 -timeout 30m $(PKGS)
 
 lint: ## gofmt, go vet, go.mod tidy
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
