@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"strings"
+
+	"github.com/evalsched/evalsched/internal/depthbridge"
 )
 
 // Item is one line of the bill.
@@ -25,14 +27,21 @@ type Bill struct {
 	Items []Item  `json:"items"`
 }
 
-// Bridge is the gateway depth bridge's publishing: every second, per model,
-// Metrics high-resolution datums (depth, in service, and errors and calls
-// when the error rate is on), in PutMetricData requests of at most 1,000
-// datums; idle models publish zeros, so every model's metrics exist all
-// month.
+// Bridge is the gateway depth bridge's publishing (internal/depthbridge at
+// its default pace): every second, per model, Metrics high-resolution datums
+// (depth, in service, and errors and calls when the error rate is on), sent
+// every 10 s in PutMetricData requests of at most 1,000 datums; idle models
+// publish zeros, so every model's metrics exist all month. Its one Fargate
+// task is the template's BridgeTaskDefinition.
 type Bridge struct {
 	Metrics int // per model
 }
+
+// The bridge's task: template.yaml's BridgeTaskDefinition (ARM64).
+const (
+	bridgeVCPU = 0.25
+	bridgeGB   = 0.5
+)
 
 // lambda platform lines (START, END, REPORT) of one invocation, assumed.
 const platformLogBytes = 350
@@ -127,11 +136,17 @@ func Compute(load Load, ms Measured, dep Deployment, br Bridge) Bill {
 		"%d alarms × $%.2f + %d dashboard × $%.2f", dep.Alarms, CWAlarm.USD, dep.Dashboards, CWDashboard.USD)
 	if br.Metrics > 0 {
 		datums := br.Metrics * load.Models
-		reqs := math.Ceil(float64(datums)/1000) * month.Seconds()
+		perSend := int(depthbridge.DefaultPublishEvery / depthbridge.DefaultInterval)
+		sends := month.Seconds() / depthbridge.DefaultPublishEvery.Seconds()
+		reqs := math.Ceil(float64(datums*perSend)/depthbridge.MaxDatums) * sends
 		add("CloudWatch", "gateway depth bridge: PutMetricData", reqs*CWPutMetricData.USD/1000,
-			"ceil(%d models × %d metrics / 1,000 datums a request) × %s seconds × $%.2f/1,000", load.Models, br.Metrics, num(month.Seconds()), CWPutMetricData.USD)
+			"ceil(%d models × %d metrics × %d seconds a send / %d datums a request) × %s sends × $%.2f/1,000",
+			load.Models, br.Metrics, perSend, depthbridge.MaxDatums, num(sends), CWPutMetricData.USD)
 		add("CloudWatch", "gateway depth bridge: its custom metrics", float64(datums)*CWMetric.USD,
 			"%d models × %d metrics = %d metrics × $%.2f", load.Models, br.Metrics, datums, CWMetric.USD)
+		hours := month.Hours()
+		add("ECS", "gateway depth bridge: its Fargate task", hours*(bridgeVCPU*FargateVCPU.USD+bridgeGB*FargateGB.USD),
+			"%s h × (%.2f vCPU × $%.5f + %.1f GB × $%.5f)", num(hours), bridgeVCPU, FargateVCPU.USD, bridgeGB, FargateGB.USD)
 	}
 	for _, it := range b.Items {
 		b.Total += it.USD

@@ -168,10 +168,18 @@ func (c Config) Validate() error {
 	return err
 }
 
+// The default pace: a scrape a second, a send every 10 s (the scheduler's
+// default period, so each send carries whole periods). internal/bill
+// prices the bridge at them.
+const (
+	DefaultInterval     = time.Second
+	DefaultPublishEvery = 10 * time.Second
+)
+
 // WithDefaults fills the zero fields with their defaults.
 func (c Config) WithDefaults() Config {
-	c.Interval = cmp.Or(c.Interval, Duration(time.Second))
-	c.PublishEvery = cmp.Or(c.PublishEvery, Duration(10*time.Second))
+	c.Interval = cmp.Or(c.Interval, Duration(DefaultInterval))
+	c.PublishEvery = cmp.Or(c.PublishEvery, Duration(DefaultPublishEvery))
 	c.Timeout = cmp.Or(c.Timeout, c.Interval*4/5)
 	c.CloudWatch.Namespace = cmp.Or(c.CloudWatch.Namespace, "LLMGateway")
 	c.CloudWatch.Dimension = cmp.Or(c.CloudWatch.Dimension, "Model")

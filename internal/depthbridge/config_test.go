@@ -83,3 +83,17 @@ func TestLoadNamesTheField(t *testing.T) {
 		t.Errorf("defaults: %+v, %v", c, err)
 	}
 }
+
+// TestRoleReplacesThePresets: a role given replaces the preset's, [] drops
+// it, and the preset's other roles stay.
+func TestRoleReplacesThePresets(t *testing.T) {
+	c, err := Load([]byte(`{"targets": [{"url": "http://h/m", "preset": "envoy", "in_service": [], "calls": ["c_total{cluster}"]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, _ := c.compile()
+	sel := ts[0].sel
+	if len(sel[roleDepth]) != 1 || len(sel[roleInService]) != 0 || len(sel[roleErrors]) != 2 || len(sel[roleCalls]) != 1 || sel[roleCalls][0].Label != "cluster" {
+		t.Errorf("selectors %+v; want the preset's depth and errors, no in service, the calls given", sel)
+	}
+}
