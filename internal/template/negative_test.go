@@ -16,13 +16,13 @@ func TestChecksCatchBrokenTemplates(t *testing.T) {
 		break_ func(t *testing.T, f *fixture)
 		want   string // in one of the check's problems
 	}{
-		{"intake gains a call it never makes", "iam/IntakeFunction", func(t *testing.T, f *fixture) {
+		{"intake gains a call its code cannot make", "iam/IntakeFunction", func(t *testing.T, f *fixture) {
 			s := statementWithSid(t, f, "IntakeRole", "SubmitBatches")
-			s["Action"] = append(s["Action"].([]any), "dynamodb:Scan")
-		}, "grants dynamodb:Scan"},
-		{"scheduler loses RunTask", "iam/SchedulerFunction", func(t *testing.T, f *fixture) {
-			removeStatement(t, f, "SchedulerRole", "Launch")
-		}, "missing ecs:RunTask"},
+			s["Action"] = append(s["Action"].([]any), "dynamodb:DeleteTable")
+		}, "grants dynamodb:DeleteTable"},
+		{"scheduler loses its logs", "iam/SchedulerFunction", func(t *testing.T, f *fixture) {
+			removeStatement(t, f, "SchedulerRole", "Logs")
+		}, "missing logs:CreateLogStream"},
 		{"task events write to every table", "iam/TaskEventsFunction", func(t *testing.T, f *fixture) {
 			statementWithSid(t, f, "TaskEventsRole", "FinishJobs")["Resource"] = "*"
 		}, `on "*"`},
