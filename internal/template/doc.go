@@ -28,8 +28,9 @@
 //     dead-letter queue, ECS task state changes of the sandbox cluster);
 //   - for every shard count SchedulerShards allows, its conditions
 //     evaluated (conditions_test.go): one schedule target per shard with the
-//     input {"shard": k}, EVALSCHED_SHARDS from the same parameter, 1–2
-//     reserved executions per shard and a stall alarm per shard;
+//     input {"shard": k}, EVALSCHED_SHARDS from the same parameter, no
+//     reserved executions unless SchedulerReservedConcurrency sets them
+//     (a new account cannot reserve any) and a stall alarm per shard;
 //   - the dashboard and the alarms name metrics the code emits.
 //
 // The table of what each function calls is functions in spec_test.go: change
