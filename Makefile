@@ -27,6 +27,13 @@ lint: ## gofmt, go vet, go.mod tidy
 bench: node_modules ## benchmarks (numbers go to BENCHMARKS.md)
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
+.PHONY: cost cost-doc
+cost: node_modules ## the monthly AWS bill at the seed's load, from the code's measured requests (~1 min; evalsched cost -h)
+	$(GO) run ./cmd/evalsched cost
+
+cost-doc: node_modules ## write that bill into docs/cost.md (TestCostDocMatchesTheCode checks it)
+	$(GO) run ./cmd/evalsched cost --doc docs/cost.md >/dev/null
+
 fuzz: ## each fuzz target for FUZZTIME
 	@for t in $$(grep -rl --include='*_test.go' '^func Fuzz' internal cmd sandboxkit | xargs -n1 dirname | sort -u); do \
 	  for f in $$(grep -h '^func Fuzz' $$t/*_test.go | sed 's/func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \

@@ -37,6 +37,7 @@ var commands = []command{
 	batchesCommand,
 	whyCommand,
 	localCommand,
+	costCommand,
 }
 
 // Exit codes.

@@ -14,7 +14,7 @@ type sampledReader interface {
 }
 
 // sampledView is what status and why show of a sampled batch: the pass
-// rate's estimate ± half-width (README, "Adaptive sampling") of the batch
+// rate's estimate ± half-width (docs/sampling.md) of the batch
 // and of each stratum.
 type sampledView struct {
 	MOE        float64          `json:"moe"`

@@ -474,7 +474,7 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 		case m.Malformed != "":
 			fmt.Fprintf(stdout, "  model %s: its model item is malformed, so its jobs wait: %s\n", m.Model, m.Malformed)
 		case m.NoItem:
-			fmt.Fprintf(stdout, "  model %s: no model item, so its jobs wait: add one (see the README's console items)\n", m.Model)
+			fmt.Fprintf(stdout, "  model %s: no model item, so its jobs wait: add one (see docs/operator.md, Models: limits and targets)\n", m.Model)
 		default:
 			fmt.Fprintf(stdout, "  model %s: limit %d (%s)\n", m.Model, m.Limit, m.LimitReason)
 			fmt.Fprintf(stdout, "  %d running, %d starting, %d waiting across its batches; breaker %s\n", m.Running, m.Starting, m.Waiting, m.Breaker)
@@ -516,8 +516,8 @@ type whyAnswer struct {
 	Model modelView `json:"model"`
 }
 
-// jobsText is "2 waiting, 1 running, 7 succeeded of 10; parts 2/3 arrived",
-// naming only the states some job is in.
+// jobsText is "2 waiting, 1 running, 7 succeeded of 10; 3 provider
+// retries; parts 2/3 arrived", naming only the states some job is in.
 func jobsText(r batchRow) string {
 	var parts []string
 	for _, c := range []struct {
@@ -529,6 +529,9 @@ func jobsText(r batchRow) string {
 		}
 	}
 	text := strings.Join(parts, ", ") + fmt.Sprintf(" of %d", r.Registered)
+	if r.ProviderRetries > 0 {
+		text += fmt.Sprintf("; %d provider retries", r.ProviderRetries)
+	}
 	if r.PartsExpected > 0 {
 		text += fmt.Sprintf("; parts %d/%d arrived", r.PartsArrived, r.PartsExpected)
 	}

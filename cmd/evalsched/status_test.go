@@ -241,6 +241,20 @@ func TestFinishedBatchesStay(t *testing.T) {
 	if _, _, code := cli(t, "cancel", "lab/bulk/big"); code != exitOK {
 		t.Fatal("cancel failed")
 	}
+	// lab/bulk/flaky: its one job's provider failed (exit 75): it waits
+	// again, a provider retry, not a failure.
+	flaky := domain.BatchSpec{Account: "lab", Project: "bulk", Batch: "flaky", Model: "gpt-5.5", Tier: -1, Jobs: []domain.JobSpec{{Key: "f"}}}
+	if _, err := st.Submit(ctx, flaky, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	committed, err = st.Commit(ctx, scheduler.Plan{At: time.Now(), Models: []scheduler.ModelPlan{{Model: "gpt-5.5", Grants: []scheduler.Grant{{
+		Queue: scheduler.QueueKey{Account: "lab", Project: "bulk", Batch: "flaky", Model: "gpt-5.5"}, Count: 1}}}}}, nil)
+	if err != nil || len(committed.Claimed) != 1 {
+		t.Fatalf("claim flaky: %v %d", err, len(committed.Claimed))
+	}
+	if err := st.TaskStopped(ctx, committed.Claimed[0].ID, 1, domain.Exit{Code: 75, ProviderError: true}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
 	// A batch of two parts of which one arrived.
 	part := domain.BatchSpec{Account: "acme", Project: "search", Batch: "split", Model: "gpt-5.5", Tier: -1, Part: 1, Parts: 2, Jobs: []domain.JobSpec{{Key: "x"}}}
 	if _, err := st.Submit(ctx, part, time.Now()); err != nil {
@@ -260,6 +274,7 @@ func TestFinishedBatchesStay(t *testing.T) {
 		"lab/bulk/big":      {Batch: "lab/bulk/big", Model: "gpt-5.5", State: "finished", Registered: 3, Succeeded: 1, Failed: 1, Cancelled: 1},
 		"acme/search/b17":   {Batch: "acme/search/b17", Model: "gpt-5.5", State: "waiting", Registered: 3, Waiting: 3},
 		"acme/search/split": {Batch: "acme/search/split", Model: "gpt-5.5", State: "waiting", Registered: 1, Waiting: 1, PartsArrived: 1, PartsExpected: 2},
+		"lab/bulk/flaky":    {Batch: "lab/bulk/flaky", Model: "gpt-5.5", State: "waiting", Registered: 1, Waiting: 1, ProviderRetries: 1},
 	}
 	if len(rows) != len(wantRows) {
 		t.Errorf("batches: got %d rows %+v, want %d", len(rows), rows, len(wantRows))
@@ -269,8 +284,11 @@ func TestFinishedBatchesStay(t *testing.T) {
 			t.Errorf("batches: %s\n got %+v\nwant %+v", name, byName[name], w)
 		}
 	}
-	if out, _ := cliOut(t, "batches", "lab"); !strings.Contains(out, "lab/bulk/big") || strings.Contains(out, "acme/") || !strings.Contains(out, "finished") {
+	if out, _ := cliOut(t, "batches", "lab"); !strings.Contains(out, "lab/bulk/big") || strings.Contains(out, "acme/") || !strings.Contains(out, "finished") || !strings.Contains(out, "PROVIDER RETRIES") {
 		t.Errorf("batches lab:\n%s", out)
+	}
+	if out, _ := cliOut(t, "status", "--all"); !strings.Contains(out, "1 waiting of 1; 1 provider retries") {
+		t.Errorf("status does not count lab/bulk/flaky's provider retry:\n%s", out)
 	}
 
 	// status --all lists the finished batch; plain status does not.

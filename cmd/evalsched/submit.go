@@ -41,7 +41,7 @@ Sends a batch to the intake queue. FILE (or - for standard input) is either
     The jobs are split into parts, each a message under SQS's 1 MiB limit
     with at most 10,000 jobs, numbered with part and parts.
 
-A batch of JSON Lines is sampled (README "Adaptive sampling") when --moe
+A batch of JSON Lines is sampled (docs/sampling.md) when --moe
 and --confidence are given: every part carries the same "sampling", and
 each job needs a stratum, from its own "stratum" or, with --stratum-field,
 from another field of its line (a top-level field, moved into "stratum",

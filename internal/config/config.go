@@ -115,7 +115,7 @@ func Load(getenv Getenv) (Config, error) {
 		CallsMetricName:       r.str("EVALSCHED_CALLS_METRIC_NAME", ""),
 		InServiceMetricName:   r.str("EVALSCHED_INSERVICE_METRIC_NAME", ""),
 		EMFNamespace:          r.str("EVALSCHED_EMF_NAMESPACE", "evalsched"),
-		ModelMetrics:          r.str("EVALSCHED_MODEL_METRICS", "full"),
+		ModelMetrics:          r.str("EVALSCHED_MODEL_METRICS", "essential"),
 		DLQURL:                r.str("EVALSCHED_DLQ_URL", ""),
 		ProviderErrorCodes:    r.ints("EVALSCHED_PROVIDER_ERROR_EXIT_CODES", []int{75}),
 		JobRetention:          time.Duration(r.integer("EVALSCHED_JOB_RETENTION_DAYS", 90, 0, 3650)) * 24 * time.Hour,

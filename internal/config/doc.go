@@ -28,8 +28,8 @@
 //	EVALSCHED_INSERVICE_METRIC_NAME the gateway's calls in service to each model's provider, read
 //	                                as a Maximum (default "": off); the limits learn the knee from it
 //	EVALSCHED_EMF_NAMESPACE         namespace of evalsched's own metrics (default "evalsched")
-//	EVALSCHED_MODEL_METRICS         full (default): 14 CloudWatch metrics a busy model; essential: 5
-//	                                (depth, limit, running, waiting, breaker), the rest in the logs
+//	EVALSCHED_MODEL_METRICS         essential (default): 4 CloudWatch metrics a busy model (limit,
+//	                                running, waiting, breaker), the rest in the logs; full: 14
 //	EVALSCHED_DLQ_URL               the intake dead-letter queue (intake)
 //	EVALSCHED_PROVIDER_ERROR_EXIT_CODES  comma-separated exit codes (default "75")
 //	EVALSCHED_JOB_RETENTION_DAYS    days an ended job's item stays before the table's TTL deletes it,

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -137,7 +136,7 @@ func (s *Store) commitStates(ctx context.Context, plan scheduler.Plan, v *versio
 	var models []string // of each item
 	for _, mp := range plan.Models {
 		sm, known := v.models[mp.Model]
-		av, err := attributevalue.Marshal(mp.State)
+		av, err := packedState{mp.State}.MarshalDynamoDBAttributeValue()
 		if err != nil {
 			return nil, fmt.Errorf("commit state of %s: %w", mp.Model, err)
 		}

@@ -101,7 +101,7 @@ func (s *Store) Snapshot(ctx context.Context, _ time.Time) (scheduler.Snapshot, 
 		read.models[name] = seenModel{ver: st.item.Ver, okAcked: st.item.OKAcked, pfAcked: st.item.PFAcked, state: st.raw}
 		m := scheduler.Model{
 			Config:   cfg,
-			State:    st.item.State,
+			State:    st.item.State.ModelState,
 			Running:  int(c.Running),
 			Starting: int(c.Starting),
 			Outcomes: breaker.Outcomes{OK: int(c.OKTotal - st.item.OKAcked), ProviderFailed: int(c.PFTotal - st.item.PFAcked)},

@@ -263,6 +263,9 @@ type queueItem struct {
 	Failed    int64 `dynamodbav:"failed,omitempty"`
 	Cancelled int64 `dynamodbav:"cancelled,omitempty"`
 	Skipped   int64 `dynamodbav:"skipped,omitempty"` // a sampled batch's rest (sampled.go)
+	// ProviderRetries counts the attempts the provider failed (exit 75)
+	// that sent a job back to waiting: not an outcome of the batch.
+	ProviderRetries int64 `dynamodbav:"provider_retries,omitempty"`
 }
 
 // chunkItem lists the job ids of up to chunkSize consecutive positions of a
@@ -308,12 +311,12 @@ type countersItem struct {
 
 // stateItem is a model's scheduler state: pk "MODELS", sk the model name.
 type stateItem struct {
-	Model   string               `dynamodbav:"model"`
-	State   scheduler.ModelState `dynamodbav:"state"`
-	Ver     int64                `dynamodbav:"ver"`
-	PlanAt  string               `dynamodbav:"plan_at,omitempty"`
-	OKAcked int64                `dynamodbav:"ok_acked"`
-	PFAcked int64                `dynamodbav:"pf_acked"`
+	Model   string      `dynamodbav:"model"`
+	State   packedState `dynamodbav:"state"`
+	Ver     int64       `dynamodbav:"ver"`
+	PlanAt  string      `dynamodbav:"plan_at,omitempty"`
+	OKAcked int64       `dynamodbav:"ok_acked"`
+	PFAcked int64       `dynamodbav:"pf_acked"`
 }
 
 // stamp formats a time for items and pending keys: UTC, RFC 3339 with

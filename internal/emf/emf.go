@@ -31,8 +31,9 @@ type meta struct {
 }
 
 // Detail is how many metrics a model gets: each metric a model publishes is
-// a CloudWatch custom metric ($0.30 a month), 14 a model at Full — two
-// thirds of what 241 busy models cost to run (README, "Cost").
+// a CloudWatch custom metric ($0.30 a month, billed by the hour it has
+// data), so at the seed's 241 busy models each per-model metric is ~$72 a
+// month (evalsched cost, docs/cost.md).
 type Detail string
 
 // The details.
@@ -41,17 +42,19 @@ const (
 	// and the task events' four job timings, by Model.
 	Full Detail = "full"
 	// Essential publishes per model only what the alarms and the
-	// dashboard's first widgets read — GatewayDepth, JobLimit, Running,
-	// Waiting, BreakerOpen — and the job timings without the Model
-	// dimension (one set for the account). The other values stay in the
-	// same documents as properties, for Logs Insights.
+	// dashboard read by model — JobLimit, Running, Waiting, BreakerOpen
+	// (the depth is the gateway's own metric: the dashboard reads it
+	// there) — and the job timings without the Model dimension (one set
+	// for the account). The other values stay in the same documents as
+	// properties, for Logs Insights.
 	Essential Detail = "essential"
 )
 
 // essential are the per-model metrics published at Essential.
-var essential = map[string]bool{"GatewayDepth": true, "JobLimit": true, "Running": true, "Waiting": true, "BreakerOpen": true}
+var essential = map[string]bool{"JobLimit": true, "Running": true, "Waiting": true, "BreakerOpen": true}
 
-// WriteShard emits one EMF document for the pass and one per model with work,
+// WriteShard emits one EMF document for the pass, one of the totals over
+// the models, and one per model with work,
 // for the scheduler's shard (0 when it is not sharded: the runner writes every
 // pass this way). Every document carries the property Shard; the pass metrics
 // are published twice, without a dimension (the account's view: the dashboard
@@ -76,6 +79,23 @@ func WriteShard(w io.Writer, namespace string, shard int, detail Detail, rep sch
 	d["Shard"] = strconv.Itoa(shard)
 	if err := enc.Encode(d); err != nil {
 		return fmt.Errorf("write pass metrics: %w", err)
+	}
+	// The account's totals over the models, without a dimension: what the
+	// dashboard shows of the tasks starting and the admissions by tier
+	// (a handful of metrics, where by model they were a few per model).
+	totals := map[string]any{"Starting": 0}
+	for _, m := range rep.Plan.Models {
+		totals["Starting"] = totals["Starting"].(int) + m.Starting
+		for tier, n := range m.ByTier {
+			k := fmt.Sprintf("AdmittedTier%d", tier)
+			v, _ := totals[k].(int)
+			totals[k] = v + n
+		}
+	}
+	d = doc(namespace, ts, [][]string{{}}, totals, nil)
+	d["Shard"] = strconv.Itoa(shard)
+	if err := enc.Encode(d); err != nil {
+		return fmt.Errorf("write the models' totals: %w", err)
 	}
 	for _, m := range rep.Plan.Models {
 		if m.Running+m.Starting+m.Waiting == 0 {

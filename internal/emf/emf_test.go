@@ -36,13 +36,16 @@ func TestWrite(t *testing.T) {
 		}
 		docs = append(docs, d)
 	}
-	if len(docs) != 2 {
-		t.Fatalf("got %d documents, want the pass and gpt-5.5 (idle has no work)", len(docs))
+	if len(docs) != 3 {
+		t.Fatalf("got %d documents, want the pass, the totals and gpt-5.5 (idle has no work)", len(docs))
 	}
 	if docs[0]["PassDuration"] != 1200.0 || docs[0]["LaunchRetried"] != 1.0 {
 		t.Errorf("pass document: got %v", docs[0])
 	}
-	m := docs[1]
+	if tot := docs[1]; tot["Starting"] != 40.0 || tot["AdmittedTier0"] != 4.0 || tot["AdmittedTier1"] != 1.0 || dimensions(t, tot) != `[[]]` {
+		t.Errorf("totals document: got %v, want Starting 40, AdmittedTier0 4, AdmittedTier1 1, without a dimension", tot)
+	}
+	m := docs[2]
 	for k, want := range map[string]any{"Model": "gpt-5.5", "JobLimit": 1000.0, "GatewayDepth": 3.0, "Waiting": 812.0,
 		"AdmittedTier0": 4.0, "BreakerOpen": 1.0, "LimitReason": "raise ×1.5"} {
 		if m[k] != want {
@@ -102,14 +105,14 @@ func TestWriteShard(t *testing.T) {
 		t.Fatal(err)
 	}
 	docs := decodeAll(t, &buf)
-	if len(docs) != 2 {
-		t.Fatalf("got %d documents, want the pass and gpt-5.5", len(docs))
+	if len(docs) != 3 {
+		t.Fatalf("got %d documents, want the pass, the totals and gpt-5.5", len(docs))
 	}
 	if got := dimensions(t, docs[0]); got != `[[],["Shard"]]` || docs[0]["Shard"] != "2" {
 		t.Errorf("pass document: got dimensions %s, Shard %v; want [[],[\"Shard\"]] and \"2\"", got, docs[0]["Shard"])
 	}
-	if got := dimensions(t, docs[1]); got != `[["Model"]]` || docs[1]["Shard"] != "2" || docs[1]["Model"] != "gpt-5.5" {
-		t.Errorf("model document: got dimensions %s, Shard %v, Model %v; want [[\"Model\"]], \"2\", gpt-5.5", got, docs[1]["Shard"], docs[1]["Model"])
+	if got := dimensions(t, docs[2]); got != `[["Model"]]` || docs[2]["Shard"] != "2" || docs[2]["Model"] != "gpt-5.5" {
+		t.Errorf("model document: got dimensions %s, Shard %v, Model %v; want [[\"Model\"]], \"2\", gpt-5.5", got, docs[2]["Shard"], docs[2]["Model"])
 	}
 }
 
@@ -124,8 +127,8 @@ func TestWriteValuesWithoutDimensions(t *testing.T) {
 	}
 }
 
-// At Essential a model publishes the five metrics the alarms and the first
-// dashboard widgets read; its other values stay in the document as
+// At Essential a model publishes the four metrics the alarms and the
+// dashboard read by model; its other values stay in the document as
 // properties, for Logs Insights.
 func TestWriteEssential(t *testing.T) {
 	at := time.Date(2026, 11, 29, 12, 0, 10, 0, time.UTC)
@@ -147,10 +150,10 @@ func TestWriteEssential(t *testing.T) {
 	for _, x := range dir["Metrics"].([]any) {
 		names = append(names, x.(map[string]any)["Name"].(string))
 	}
-	if want := []string{"BreakerOpen", "GatewayDepth", "JobLimit", "Running", "Waiting"}; !slices.Equal(names, want) {
+	if want := []string{"BreakerOpen", "JobLimit", "Running", "Waiting"}; !slices.Equal(names, want) {
 		t.Errorf("metrics %v, want %v", names, want)
 	}
-	for k, want := range map[string]any{"Starting": 40.0, "Admitted": 5.0, "AdmittedTier0": 4.0, "Model": "gpt-5.5"} {
+	for k, want := range map[string]any{"Starting": 40.0, "Admitted": 5.0, "AdmittedTier0": 4.0, "GatewayDepth": 3.0, "Model": "gpt-5.5"} {
 		if m[k] != want {
 			t.Errorf("property %s: got %v, want %v", k, m[k], want)
 		}

@@ -31,14 +31,18 @@ type Job struct {
 	TaskARN    string
 	Exit       job.Exit
 	Reason     string // why it failed, when it did
+	// ProviderRetries: attempts the provider failed (exit 75) that sent
+	// the job back to waiting.
+	ProviderRetries int
 
 	queue   *queue
 	stratum string // in a sampled batch
 }
 
-// Counts is the number of jobs per state.
+// Counts is the number of jobs per state, and the provider retries of all.
 type Counts struct {
 	Waiting, Claimed, Launched, Running, Succeeded, Failed, Cancelled, Skipped int
+	ProviderRetries                                                            int
 }
 
 // Store is the in-memory store. It is safe for concurrent use.
@@ -426,6 +430,9 @@ func (s *Store) apply(j *Job, c job.Change, exit job.Exit, now time.Time) {
 	m.outcomes.OK += c.OK
 	m.outcomes.ProviderFailed += c.ProviderFailed
 	j.State, j.Attempt = c.To, c.Attempt
+	if c.ProviderRetry {
+		j.ProviderRetries++
+	}
 	switch {
 	case c.To == job.Running:
 		j.StartedAt = now
@@ -625,6 +632,7 @@ func (s *Store) Counts() Counts {
 	defer s.mu.Unlock()
 	var c Counts
 	for _, j := range s.jobs {
+		c.ProviderRetries += j.ProviderRetries
 		switch j.State {
 		case job.Waiting:
 			c.Waiting++

@@ -7,7 +7,7 @@ import (
 )
 
 // Sharding splits the models over N scheduler invocations ("shards") when one
-// pass can no longer do all of them in its slot (README, "Scale"). Each shard
+// pass can no longer do all of them in its slot (docs/scale.md). Each shard
 // runs the same Pass over the models it owns, under its own lease, with its
 // share of the account-wide caps. The two functions here are the whole of the
 // decision; the store filters by ShardOf, the Lambda wires Caps.Share.

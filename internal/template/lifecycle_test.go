@@ -111,13 +111,20 @@ func TestTablesLifecycleCatchesBreaks(t *testing.T) {
 	}
 }
 
-// The deploy guide's table names every parameter the template has.
+// The deploy guide's table names every parameter the template has, with
+// its default.
 func TestDeployGuideNamesEveryParameter(t *testing.T) {
 	f := load(t)
 	_, guide := lifecycleInputs(t, f)
 	for _, p := range sortedKeys(mapAt(f.tmpl, "Parameters")) {
-		if !strings.Contains(guide, "| `"+p+"` |") {
-			t.Errorf("docs/deploy.md's parameter table has no row for %s", p)
+		def := "(required)"
+		if d, ok := f.parameterDefault(p); ok && d == "" {
+			def = "empty"
+		} else if ok {
+			def = "`" + d + "`"
+		}
+		if row := "| `" + p + "` | " + def + " |"; !strings.Contains(guide, row) {
+			t.Errorf("docs/deploy.md's parameter table has no row %q", row)
 		}
 	}
 }

@@ -625,16 +625,17 @@ func checkParametersOutputs(f *fixture) []string {
 // emits yet, each with who will emit it. Keep it empty in a release.
 var notYetEmitted = map[string]string{}
 
-// emittedMetrics returns the metric names the code writes: a pass's EMF
-// documents (internal/emf), the intake's (internal/intake).
-func emittedMetrics() (map[string]bool, error) {
+// emittedMetrics returns the metrics the code writes at detail: a pass's EMF
+// documents (internal/emf), the intake's (internal/intake); a metric
+// without a dimension by its name, one by model as name@Model.
+func emittedMetrics(detail emf.Detail) (map[string]bool, error) {
 	var buf bytes.Buffer
 	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	rep := scheduler.Report{At: at, Duration: time.Second, Plan: scheduler.Plan{Models: []scheduler.ModelPlan{{
 		Model: "m", Running: 1, Starting: 1, Waiting: 1, Admitted: 10, ByTier: []int{1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
 		Depth: scheduler.Depth{Value: 1, At: at},
 	}}}}
-	if err := emf.WriteShard(&buf, "ns", 0, emf.Full, rep); err != nil {
+	if err := emf.WriteShard(&buf, "ns", 0, detail, rep); err != nil {
 		return nil, err
 	}
 	h := &intake.Handler{Config: intake.Config{Namespace: "ns"}, Metrics: &buf, Now: func() time.Time { return at }}
@@ -647,7 +648,8 @@ func emittedMetrics() (map[string]bool, error) {
 		var doc struct {
 			AWS struct {
 				CloudWatchMetrics []struct {
-					Metrics []struct{ Name string }
+					Dimensions [][]string
+					Metrics    []struct{ Name string }
 				}
 			} `json:"_aws"`
 		}
@@ -655,8 +657,10 @@ func emittedMetrics() (map[string]bool, error) {
 			return nil, err
 		}
 		for _, d := range doc.AWS.CloudWatchMetrics {
-			for _, m := range d.Metrics {
-				out[m.Name] = true
+			for _, set := range d.Dimensions {
+				for _, m := range d.Metrics {
+					out[strings.Join(append([]string{m.Name}, set...), "@")] = true
+				}
 			}
 		}
 	}
@@ -665,14 +669,39 @@ func emittedMetrics() (map[string]bool, error) {
 
 var (
 	searchMetric  = regexp.MustCompile(`MetricName\s*=\s*\\?"([A-Za-z0-9_]+)\\?"`)
-	searchSchema  = regexp.MustCompile(`\{([^,{}]+),`)
+	searchSchema  = regexp.MustCompile(`\{([^,{}]+)(,[^{}]*)?\}`)
 	insightMetric = regexp.MustCompile(`(?i)(?:MAX|MIN|SUM|AVG|COUNT)\(\s*"?([A-Za-z0-9_]+)"?\s*\)`)
-	insightSchema = regexp.MustCompile(`SCHEMA\(\s*"([^"]+)"`)
+	insightSchema = regexp.MustCompile(`SCHEMA\(\s*"([^"]+)"((?:\s*,\s*[A-Za-z0-9_]+)*)\s*\)`)
 )
 
+// schemaKey is a metric's key in emittedMetrics: its name, then the
+// dimension names of the schema (", Model" → "@Model").
+func schemaKey(name, dims string) string {
+	var parts []string
+	for _, d := range strings.Split(dims, ",") {
+		if d = strings.TrimSpace(d); d != "" {
+			parts = append(parts, d)
+		}
+	}
+	return strings.Join(append([]string{name}, parts...), "@")
+}
+
+// checkMonitoring checks the alarms and the dashboard against the metrics
+// the code emits at each detail (a deployment picks one with ModelMetrics:
+// both must show what they name).
 func checkMonitoring(f *fixture) []string {
 	var problems []string
-	emitted, err := emittedMetrics()
+	for _, d := range []emf.Detail{emf.Full, emf.Essential} {
+		for _, p := range checkMonitoringAt(f, d) {
+			problems = append(problems, fmt.Sprintf("ModelMetrics=%s: %s", d, p))
+		}
+	}
+	return problems
+}
+
+func checkMonitoringAt(f *fixture, detail emf.Detail) []string {
+	var problems []string
+	emitted, err := emittedMetrics(detail)
 	if err != nil {
 		return []string{fmt.Sprintf("the code's metrics: %v", err)}
 	}
@@ -712,7 +741,7 @@ func checkMonitoring(f *fixture) []string {
 			schema := insightSchema.FindStringSubmatch(expr)
 			for _, m := range insightMetric.FindAllStringSubmatch(expr, -1) {
 				if schema != nil && schema[1] == ns {
-					known(id, m[1])
+					known(id, schemaKey(m[1], schema[2]))
 				}
 				names = append(names, m[1])
 			}
@@ -754,6 +783,9 @@ func checkMonitoring(f *fixture) []string {
 	if err := json.Unmarshal([]byte(body), &dash); !ok || err != nil {
 		return append(problems, fmt.Sprintf("%s: DashboardBody is not JSON: %v", dashboards[0], err))
 	}
+	// The depth is the gateway's own metric, the one the scheduler reads.
+	gwNS, _ := f.evaluate(f.env("SchedulerFunction")["EVALSCHED_METRIC_NAMESPACE"])
+	gwName, _ := f.evaluate(f.env("SchedulerFunction")["EVALSCHED_METRIC_NAME"])
 	shown := map[string]bool{}
 	for _, w := range dash.Widgets {
 		for _, m := range w.Properties.Metrics {
@@ -767,9 +799,12 @@ func checkMonitoring(f *fixture) []string {
 				expr, _ := opts["expression"].(string)
 				schema := searchSchema.FindStringSubmatch(expr)
 				for _, sm := range searchMetric.FindAllStringSubmatch(expr, -1) {
-					if schema != nil && schema[1] == nsValue {
-						known(dashboards[0], sm[1])
+					switch {
+					case schema != nil && schema[1] == nsValue:
+						known(dashboards[0], schemaKey(sm[1], schema[2]))
 						shown[sm[1]] = true
+					case schema != nil && schema[1] == gwNS && sm[1] == gwName:
+						shown["GatewayDepth"] = true
 					}
 				}
 			}
