@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 
 	domain "github.com/evalsched/evalsched/internal/job"
@@ -272,7 +271,7 @@ func ecsClient(ctx context.Context) (*ecs.Client, error) {
 		return nil, fmt.Errorf("the tables are at a local endpoint (AWS_ENDPOINT_URL_DYNAMODB) but ECS is not: " +
 			"set AWS_ENDPOINT_URL_ECS (evalsched local prints it) so that the local world's tasks are stopped, not the real ECS's")
 	}
-	aws, err := awsconfig.LoadDefaultConfig(ctx)
+	aws, err := loadAWS(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("aws configuration: %w", err)
 	}

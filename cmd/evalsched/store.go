@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/evalsched/evalsched/internal/config"
@@ -34,7 +33,7 @@ func (f storeFlags) open(ctx context.Context) (*dynamostore.Store, config.Config
 	if err != nil {
 		return nil, cfg, err
 	}
-	aws, err := awsconfig.LoadDefaultConfig(ctx)
+	aws, err := loadAWS(ctx)
 	if err != nil {
 		return nil, cfg, fmt.Errorf("aws configuration: %w", err)
 	}

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/evalsched/evalsched/internal/batchmsg"
@@ -205,7 +204,7 @@ func submit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// 2. Send.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	awsCfg, err := loadAWS(ctx)
 	if err != nil {
 		return failed("AWS configuration: %v", err)
 	}

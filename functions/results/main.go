@@ -29,7 +29,10 @@ func main() {
 	lambda.Start(h.Handle)
 }
 
-func build(ctx context.Context, log *slog.Logger) (*results.Handler, error) {
+// build wires the handler from the environment; opts go to the AWS
+// configuration (none in Lambda; the tests add the IAM check of
+// internal/iamcheck, so the role in template.yaml is enforced).
+func build(ctx context.Context, log *slog.Logger, opts ...func(*awsconfig.LoadOptions) error) (*results.Handler, error) {
 	cfg, err := config.Load(nil)
 	if err != nil {
 		return nil, err
@@ -37,7 +40,7 @@ func build(ctx context.Context, log *slog.Logger) (*results.Handler, error) {
 	if err := cfg.Require("EVALSCHED_DLQ_URL"); err != nil {
 		return nil, err
 	}
-	aws, err := awsconfig.LoadDefaultConfig(ctx)
+	aws, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return nil, err
 	}

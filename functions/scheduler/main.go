@@ -42,7 +42,10 @@ func main() {
 	lambda.Start(h.Handle)
 }
 
-func build(ctx context.Context, log *slog.Logger) (*runner.Handler, error) {
+// build wires the handler from the environment; opts go to the AWS
+// configuration (none in Lambda; the tests add the IAM check of
+// internal/iamcheck, so the role in template.yaml is enforced).
+func build(ctx context.Context, log *slog.Logger, opts ...func(*awsconfig.LoadOptions) error) (*runner.Handler, error) {
 	cfg, err := config.Load(nil)
 	if err == nil {
 		err = cfg.Require("EVALSCHED_CLUSTER", "EVALSCHED_SUBNETS", "EVALSCHED_DEFAULT_TASK_DEFINITION")
@@ -57,7 +60,7 @@ func build(ctx context.Context, log *slog.Logger) (*runner.Handler, error) {
 			return nil, err
 		}
 	}
-	aws, err := awsconfig.LoadDefaultConfig(ctx)
+	aws, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -28,12 +28,15 @@ func main() {
 	lambda.Start(h.Handle)
 }
 
-func build(ctx context.Context, log *slog.Logger) (*taskevent.Handler, error) {
+// build wires the handler from the environment; opts go to the AWS
+// configuration (none in Lambda; the tests add the IAM check of
+// internal/iamcheck, so the role in template.yaml is enforced).
+func build(ctx context.Context, log *slog.Logger, opts ...func(*awsconfig.LoadOptions) error) (*taskevent.Handler, error) {
 	cfg, err := config.Load(nil)
 	if err != nil {
 		return nil, err
 	}
-	aws, err := awsconfig.LoadDefaultConfig(ctx)
+	aws, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return nil, err
 	}

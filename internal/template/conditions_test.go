@@ -9,8 +9,8 @@ import (
 // The template as deployed with given parameter values: its conditions
 // decided, Fn::If resolved, AWS::NoValue dropped. goformation resolves
 // conditions only for literal comparisons, and the scheduler's shards are
-// conditional (one schedule target, one alarm and two reserved executions
-// per shard), so the checks evaluate them here for each value a parameter
+// conditional (one schedule target and one alarm per shard; a
+// reservation only when asked for), so the checks evaluate them here for each value a parameter
 // allows.
 
 // parameterValues returns every parameter's default (rendered), overridden

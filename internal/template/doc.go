@@ -13,12 +13,14 @@
 //   - every reference names a parameter, a resource or a pseudo-parameter;
 //   - every function is built by the Makefile's build-<LogicalId> target, for
 //     its architecture, with -tags lambda.norpc, from ./functions/<dir>;
-//   - every function's IAM policy grants exactly the calls its code can make:
-//     the calls come from the consumer-side interfaces it is wired with
-//     (reflection over dynamostore.DynamoDBAPI, ecslauncher.API, …), minus a
-//     commented list of calls that function never makes, plus what the
-//     platform needs (logs, the SQS poller); each call on the resources it
-//     touches and nothing broader;
+//   - every function's IAM policy grants what the platform needs (logs,
+//     the SQS poller) and no call its code cannot make: the calls come from
+//     the consumer-side interfaces it is wired with (reflection over
+//     dynamostore.DynamoDBAPI, ecslauncher.API, …); each on the resources
+//     it touches and nothing broader. Which calls a function does make is
+//     not listed here: its flows run under its role with IAM enforced
+//     (internal/iamcheck, functions/<dir>/iam_test.go), and fail on a call
+//     the role refuses or on a grant no flow used;
 //   - the sandbox's task role reaches nothing of the scheduler's;
 //   - the tables are dynamostore's Tables.Definitions(), on demand, with PITR;
 //   - the schedule, the queue and the event rule are the ones the design
@@ -26,8 +28,9 @@
 //     dead-letter queue, ECS task state changes of the sandbox cluster);
 //   - for every shard count SchedulerShards allows, its conditions
 //     evaluated (conditions_test.go): one schedule target per shard with the
-//     input {"shard": k}, EVALSCHED_SHARDS from the same parameter, 1–2
-//     reserved executions per shard and a stall alarm per shard;
+//     input {"shard": k}, EVALSCHED_SHARDS from the same parameter, no
+//     reserved executions unless SchedulerReservedConcurrency sets them
+//     (a new account cannot reserve any) and a stall alarm per shard;
 //   - the dashboard and the alarms name metrics the code emits.
 //
 // The table of what each function calls is functions in spec_test.go: change

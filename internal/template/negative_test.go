@@ -16,13 +16,13 @@ func TestChecksCatchBrokenTemplates(t *testing.T) {
 		break_ func(t *testing.T, f *fixture)
 		want   string // in one of the check's problems
 	}{
-		{"intake gains a call it never makes", "iam/IntakeFunction", func(t *testing.T, f *fixture) {
+		{"intake gains a call its code cannot make", "iam/IntakeFunction", func(t *testing.T, f *fixture) {
 			s := statementWithSid(t, f, "IntakeRole", "SubmitBatches")
-			s["Action"] = append(s["Action"].([]any), "dynamodb:Scan")
-		}, "grants dynamodb:Scan"},
-		{"scheduler loses RunTask", "iam/SchedulerFunction", func(t *testing.T, f *fixture) {
-			removeStatement(t, f, "SchedulerRole", "Launch")
-		}, "missing ecs:RunTask"},
+			s["Action"] = append(s["Action"].([]any), "dynamodb:DeleteTable")
+		}, "grants dynamodb:DeleteTable"},
+		{"scheduler loses its logs", "iam/SchedulerFunction", func(t *testing.T, f *fixture) {
+			removeStatement(t, f, "SchedulerRole", "Logs")
+		}, "missing logs:CreateLogStream"},
 		{"task events write to every table", "iam/TaskEventsFunction", func(t *testing.T, f *fixture) {
 			statementWithSid(t, f, "TaskEventsRole", "FinishJobs")["Resource"] = "*"
 		}, `on "*"`},
@@ -102,12 +102,12 @@ func TestChecksCatchBrokenTemplates(t *testing.T) {
 		{"scheduler every five minutes", "scheduler", func(t *testing.T, f *fixture) {
 			f.props("SchedulerSchedule")["ScheduleExpression"] = "rate(5 minutes)"
 		}, "want rate(1 minute)"},
-		{"scheduler unbounded", "scheduler", func(t *testing.T, f *fixture) {
-			delete(f.props("SchedulerFunction"), "ReservedConcurrentExecutions")
-		}, "ReservedConcurrentExecutions"},
-		{"four shards, two reserved executions", "scheduler", func(t *testing.T, f *fixture) {
+		{"a reservation a new account cannot make", "scheduler", func(t *testing.T, f *fixture) {
 			f.props("SchedulerFunction")["ReservedConcurrentExecutions"] = 2
-		}, "with SchedulerShards=4: ReservedConcurrentExecutions: got 2, want 4..8"},
+		}, "with SchedulerShards=1: ReservedConcurrentExecutions with the defaults: got 2, want none"},
+		{"the reservation parameter ignored", "scheduler", func(t *testing.T, f *fixture) {
+			delete(f.props("SchedulerFunction"), "ReservedConcurrentExecutions")
+		}, "and SchedulerReservedConcurrency=8: ReservedConcurrentExecutions: got <nil>, want 8"},
 		{"shard 3 has no target", "scheduler", func(t *testing.T, f *fixture) {
 			targets := f.props("SchedulerSchedule")["Targets"].([]any)
 			f.props("SchedulerSchedule")["Targets"] = targets[:3]

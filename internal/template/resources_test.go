@@ -265,8 +265,8 @@ func checkScheduler(f *fixture) []string {
 // the template allows: one rule, rate(1 minute), with exactly one target
 // per shard whose input names it ({"shard": k}) and which is not retried;
 // EVALSCHED_SHARDS set from the same parameter; EventBridge allowed to
-// invoke the function; one or two reserved executions per shard (each
-// shard's invocation, and the one taking over from it); and an alarm on
+// invoke the function; no reserved executions unless
+// SchedulerReservedConcurrency asks for them; and an alarm on
 // each shard's passes stalling.
 func checkShardSchedule(f *fixture, id string) []string {
 	var problems []string
@@ -369,9 +369,25 @@ func checkShardSchedule(f *fixture, id string) []string {
 		if !slices.Equal(shards, want) {
 			bad(at+rule+" targets' shards", shards, want)
 		}
-		if rc, ok := number(path(res[id], "Properties", "ReservedConcurrentExecutions")); !ok || rc < float64(n) || rc > float64(2*n) {
-			bad(at+"ReservedConcurrentExecutions", path(res[id], "Properties", "ReservedConcurrentExecutions"),
-				fmt.Sprintf("%d..%d (1..2 per shard: each shard's lease makes its passes exclusive; 2 lets one hand over to the next)", n, 2*n))
+		// With the defaults nothing is reserved: a new account's Lambda
+		// concurrency quota (10) leaves none to reserve, and each shard's
+		// lease keeps its passes exclusive. Reserved, it is the operator's
+		// number, two per shard in the parameter's advice.
+		if rc := path(res[id], "Properties", "ReservedConcurrentExecutions"); rc != nil {
+			bad(at+"ReservedConcurrentExecutions with the defaults", rc, "none (a new account, whose concurrency quota is 10, can reserve none)")
+		}
+		reserve := map[string]string{param: v, "SchedulerReservedConcurrency": strconv.Itoa(2 * n)}
+		withReservation, err := f.deployedResources(f.parameterValues(reserve))
+		if err != nil {
+			bad(at+"resources", err, "conditions that evaluate")
+			continue
+		}
+		rc := path(withReservation[id], "Properties", "ReservedConcurrentExecutions")
+		if p, isRef := ref(rc); isRef {
+			rc = reserve[p]
+		}
+		if got, ok := number(rc); !ok || got != float64(2*n) {
+			bad(at+"and SchedulerReservedConcurrency="+strconv.Itoa(2*n)+": ReservedConcurrentExecutions", rc, 2*n)
 		}
 		alarmed := map[int]bool{}
 		for _, a := range f.ids("AWS::CloudWatch::Alarm") {

@@ -31,12 +31,12 @@ type function struct {
 	dir string // built from ./functions/<dir>
 
 	// apis are the interfaces functions/<dir>/main.go wires the function
-	// with; their methods, as IAM actions, are what its policy must grant.
+	// with; their methods, as IAM actions, bound what its policy may
+	// grant. Which of them it must grant is not written here: each
+	// function's flows run under its role with IAM enforced
+	// (internal/iamcheck, functions/<dir>/iam_test.go), and fail on a
+	// call the role refuses or a grant no flow uses.
 	apis []api
-	// unused are IAM actions derived from apis that this function never
-	// performs, each with the reason: the interface is wider than this
-	// function's use of it. The policy must not grant them.
-	unused map[string]string
 	// extra are actions the code performs without a consumer-side
 	// interface to derive them from, each with the reason.
 	extra map[string]string
@@ -49,9 +49,6 @@ type function struct {
 	env []string
 }
 
-// notInAWS are the store's calls made only outside AWS.
-const notInAWS = "CreateTables: tests and the local mode; in AWS the template creates the tables"
-
 // functions is the table to adjust when a function's wiring changes.
 var functions = []function{
 	{
@@ -62,11 +59,6 @@ var functions = []function{
 			apiOf[ecslauncher.API]("ecs"),              // RunTask
 			apiOf[gatewaydepth.API]("cloudwatch"),      // the gateway's depth
 			apiOf[reconcile.ECS]("ecs"),                // DescribeTasks, ListTasks, StopTask
-		},
-		unused: map[string]string{
-			"dynamodb:BatchWriteItem": "only Submit (the intake) writes in batches",
-			"dynamodb:CreateTable":    notInAWS,
-			"dynamodb:DescribeTable":  notInAWS,
 		},
 		tables: []string{"state", "state/index/*", "models", "pins"},
 		env: []string{
@@ -86,14 +78,6 @@ var functions = []function{
 			apiOf[dynamostore.DynamoDBAPI]("dynamodb"), // the store's Submit (intake.Submitter)
 			apiOf[intake.Sender]("sqs"),                // invalid messages to the dead-letter queue
 		},
-		unused: map[string]string{
-			"dynamodb:PutItem":            "Submit writes jobs and chunks with BatchWriteItem; its transactions only update",
-			"dynamodb:DeleteItem":         "a crashed Submit's chunk items go with BatchWriteItem deletes",
-			"dynamodb:ConditionCheckItem": "only a retry (scheduler, task events) checks an item it does not write",
-			"dynamodb:Scan":               "only a pass scans (the models and pins tables)",
-			"dynamodb:CreateTable":        notInAWS,
-			"dynamodb:DescribeTable":      notInAWS,
-		},
 		tables: []string{"state"},
 		env: []string{
 			"EVALSCHED_TABLE_PREFIX", "EVALSCHED_DLQ_URL", "EVALSCHED_TIERS", "EVALSCHED_DEFAULT_TIER",
@@ -106,14 +90,6 @@ var functions = []function{
 			apiOf[dynamostore.DynamoDBAPI]("dynamodb"), // the store's RecordResult (results.Recorder)
 			apiOf[intake.Sender]("sqs"),                // invalid results to the dead-letter queue
 		},
-		unused: map[string]string{
-			"dynamodb:PutItem":            "RecordResult and the skip of a stopped sampled batch only update",
-			"dynamodb:ConditionCheckItem": "only a retry (scheduler, task events) checks an item it does not write",
-			"dynamodb:Scan":               "only a pass scans",
-			"dynamodb:BatchWriteItem":     "RecordResult writes in transactions",
-			"dynamodb:CreateTable":        notInAWS,
-			"dynamodb:DescribeTable":      notInAWS,
-		},
 		tables: []string{"state"},
 		env:    []string{"EVALSCHED_TABLE_PREFIX", "EVALSCHED_DLQ_URL"},
 	},
@@ -121,15 +97,6 @@ var functions = []function{
 		id: "TaskEventsFunction", dir: "taskevents",
 		apis: []api{
 			apiOf[dynamostore.DynamoDBAPI]("dynamodb"), // the store's TaskStarted, TaskStopped (taskevent.Store)
-		},
-		unused: map[string]string{
-			"dynamodb:BatchGetItem":   "TaskStarted/TaskStopped read the one job with GetItem",
-			"dynamodb:BatchWriteItem": "they write one transaction",
-			"dynamodb:DeleteItem":     "their transactions update the job and counters and put a back item (a sampled job's wait item); nothing is deleted",
-			"dynamodb:Query":          "they read the job by its key",
-			"dynamodb:Scan":           "only a pass scans (the models and pins tables)",
-			"dynamodb:CreateTable":    notInAWS,
-			"dynamodb:DescribeTable":  notInAWS,
 		},
 		tables: []string{"state"},
 		env:    []string{"EVALSCHED_TABLE_PREFIX", "EVALSCHED_CONTAINER_NAME", "EVALSCHED_PROVIDER_ERROR_EXIT_CODES", "EVALSCHED_JOB_RETENTION_DAYS", "EVALSCHED_MODEL_METRICS"},
@@ -171,14 +138,12 @@ func (fn function) derived() map[string][]string {
 	return out
 }
 
-// wanted returns the actions the function's code performs: derived minus
-// unused, plus extra.
-func (fn function) wanted() map[string]string {
+// possible returns the actions the function's code can perform: derived,
+// plus extra.
+func (fn function) possible() map[string]string {
 	out := map[string]string{}
 	for act, from := range fn.derived() {
-		if _, skip := fn.unused[act]; !skip {
-			out[act] = strings.Join(from, ", ")
-		}
+		out[act] = strings.Join(from, ", ")
 	}
 	for act, why := range fn.extra {
 		out[act] = why

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"github.com/evalsched/evalsched/internal/iamcheck"
 )
 
 // The template as plain values: map[string]any, []any, string, int,
@@ -16,89 +16,9 @@ import (
 // one JSON templates use ({"Ref": "X"}, {"Fn::GetAtt": ["X", "Arn"]}, …), so
 // the checks see one shape whichever form the template uses.
 
-// shortForms maps the YAML tags of intrinsic functions to their long names.
-var shortForms = map[string]string{
-	"!Ref": "Ref", "!Condition": "Condition",
-	"!GetAtt": "Fn::GetAtt", "!Sub": "Fn::Sub", "!Join": "Fn::Join", "!Select": "Fn::Select",
-	"!Split": "Fn::Split", "!If": "Fn::If", "!Equals": "Fn::Equals", "!Not": "Fn::Not",
-	"!And": "Fn::And", "!Or": "Fn::Or", "!FindInMap": "Fn::FindInMap", "!Base64": "Fn::Base64",
-	"!Cidr": "Fn::Cidr", "!GetAZs": "Fn::GetAZs", "!ImportValue": "Fn::ImportValue",
-	"!Transform": "Fn::Transform", "!Length": "Fn::Length", "!ToJsonString": "Fn::ToJsonString",
-}
-
-// decode reads a YAML template into plain values.
-func decode(data []byte) (map[string]any, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, err
-	}
-	v, err := convert(&doc)
-	if err != nil {
-		return nil, err
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("the template is a %T, not a mapping", v)
-	}
-	return m, nil
-}
-
-func convert(n *yaml.Node) (any, error) {
-	switch n.Kind {
-	case yaml.DocumentNode:
-		if len(n.Content) == 0 {
-			return nil, nil
-		}
-		return convert(n.Content[0])
-	case yaml.AliasNode:
-		return convert(n.Alias)
-	}
-	fn, intrinsic := shortForms[n.Tag]
-	if strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!") && !intrinsic {
-		return nil, fmt.Errorf("line %d: unknown tag %s", n.Line, n.Tag)
-	}
-	var v any
-	switch n.Kind {
-	case yaml.MappingNode:
-		m := map[string]any{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k := n.Content[i].Value
-			if _, dup := m[k]; dup {
-				return nil, fmt.Errorf("line %d: key %q repeated", n.Content[i].Line, k)
-			}
-			val, err := convert(n.Content[i+1])
-			if err != nil {
-				return nil, err
-			}
-			m[k] = val
-		}
-		v = m
-	case yaml.SequenceNode:
-		l := []any{}
-		for _, c := range n.Content {
-			val, err := convert(c)
-			if err != nil {
-				return nil, err
-			}
-			l = append(l, val)
-		}
-		v = l
-	case yaml.ScalarNode:
-		if intrinsic {
-			v = n.Value
-		} else if err := n.Decode(&v); err != nil {
-			return nil, fmt.Errorf("line %d: %w", n.Line, err)
-		}
-	}
-	if !intrinsic {
-		return v, nil
-	}
-	if s, ok := v.(string); ok && fn == "Fn::GetAtt" {
-		res, attr, _ := strings.Cut(s, ".")
-		v = []any{res, attr}
-	}
-	return map[string]any{fn: v}, nil
-}
+// decode reads a YAML template into plain values: iamcheck.Decode, which
+// the IAM check of the functions' flows reads the template with too.
+func decode(data []byte) (map[string]any, error) { return iamcheck.Decode(data) }
 
 // intrinsic reports whether v is an intrinsic function call and which.
 func intrinsic(v any) (fn string, arg any, ok bool) {
@@ -351,35 +271,5 @@ func walk(v any, at string, f func(at string, v any)) {
 	}
 }
 
-// merge applies SAM's Globals rule: maps merge key by key, lists are
-// concatenated (globals first), anything else the resource's value wins.
-func merge(global, local any) any {
-	gm, gok := global.(map[string]any)
-	lm, lok := local.(map[string]any)
-	if gok && lok {
-		if _, _, isFn := intrinsic(local); isFn {
-			return local
-		}
-		out := map[string]any{}
-		for k, v := range gm {
-			out[k] = v
-		}
-		for k, v := range lm {
-			if g, ok := gm[k]; ok {
-				out[k] = merge(g, v)
-			} else {
-				out[k] = v
-			}
-		}
-		return out
-	}
-	gl, gok := global.([]any)
-	ll, lok := local.([]any)
-	if gok && lok {
-		return append(slices.Clone(gl), ll...)
-	}
-	if local == nil {
-		return global
-	}
-	return local
-}
+// merge applies SAM's Globals rule (iamcheck.Merge).
+func merge(global, local any) any { return iamcheck.Merge(global, local) }

@@ -45,15 +45,21 @@ func SampleBatch() job.BatchSpec {
 // a result of events/ starts from.
 func ClaimedSampleJob(t T, store *dynamostore.Store) string {
 	t.Helper()
+	return ClaimedJob(t, store, SampleBatch())
+}
+
+// ClaimedJob submits a batch of one job to store and claims the job as a
+// pass would (attempt 1), returning its id.
+func ClaimedJob(t T, store *dynamostore.Store, b job.BatchSpec) string {
+	t.Helper()
 	ctx := context.Background()
-	b := SampleBatch()
 	if _, err := store.Submit(ctx, b, time.Now()); err != nil {
-		t.Fatalf("submit the sample batch: %v", err)
+		t.Fatalf("submit batch %s: %v", b.Batch, err)
 	}
 	q := scheduler.QueueKey{Account: b.Account, Project: b.Project, Batch: b.Batch, Model: b.Model}
 	c, err := store.Commit(ctx, scheduler.Plan{At: time.Now(), Models: []scheduler.ModelPlan{{Model: b.Model, Grants: []scheduler.Grant{{Queue: q, Count: 1}}}}}, nil)
 	if err != nil || len(c.Claimed) != 1 {
-		t.Fatalf("claim the sample job: %v, %d jobs claimed, want 1", err, len(c.Claimed))
+		t.Fatalf("claim a job of %s: %v, %d jobs claimed, want 1", b.Batch, err, len(c.Claimed))
 	}
 	return c.Claimed[0].ID
 }
