@@ -9,6 +9,7 @@ import (
 
 	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/resulttoken"
 	"github.com/evalsched/evalsched/internal/sampling"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -84,6 +85,10 @@ func TestSampledClaimsMatchMemstore(t *testing.T) {
 		if len(dj) != n {
 			t.Fatalf("round %d: claimed %d, want %d", round, len(dj), n)
 		}
+		mtok := map[string]resulttoken.Token{} // each store drew its own
+		for _, j := range mj {
+			mtok[j.ID] = j.ResultToken
+		}
 		for i, j := range dj {
 			if round == 2 && i == 0 { // its task is lost: back to waiting in both
 				if err := s.TaskStopped(ctx, j.ID, 1, job.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
@@ -95,10 +100,11 @@ func TestSampledClaimsMatchMemstore(t *testing.T) {
 				continue
 			}
 			perStratum[j.Key[0]]++
-			r := memstore.Result{Attempt: j.Attempt, Pass: neymanPass(j.Key), At: t0}
+			r := memstore.Result{Attempt: j.Attempt, Pass: neymanPass(j.Key), At: t0, Token: j.ResultToken}
 			if ok, err := s.RecordResult(ctx, j.ID, r); !ok || err != nil {
 				t.Fatalf("record %s: %v %v", j.Key, ok, err)
 			}
+			r.Token = mtok[j.ID]
 			if ok, err := m.RecordResult(ctx, j.ID, r); !ok || err != nil {
 				t.Fatalf("memstore: record %s: %v %v", j.Key, ok, err)
 			}
