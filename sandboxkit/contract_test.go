@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/evalsched/evalsched/internal/config"
 	"github.com/evalsched/evalsched/internal/ecslauncher"
+	"github.com/evalsched/evalsched/internal/resulttoken"
 	"github.com/evalsched/evalsched/internal/scheduler"
 	"github.com/evalsched/evalsched/internal/taskevent"
 )
@@ -47,7 +48,7 @@ func TestExitCodesMatchTaskEvent(t *testing.T) {
 func TestJobFromEnvReadsTheLaunchersEnvironment(t *testing.T) {
 	submitted := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	sj := scheduler.Job{ID: "0123456789abcdef0123456789abcdef", Account: "acme", Project: "search", Batch: "b1",
-		Model: "gpt-5.5", Attempt: 2, Env: map[string]string{"TASK_ID": "7"}, SubmittedAt: submitted}
+		Model: "gpt-5.5", Attempt: 2, Env: map[string]string{"TASK_ID": "7"}, SubmittedAt: submitted, ResultToken: resulttoken.New()}
 	env := map[string]string{}
 	for _, kv := range ecslauncher.Environment(sj) {
 		env[aws.ToString(kv.Name)] = aws.ToString(kv.Value)
@@ -56,7 +57,8 @@ func TestJobFromEnvReadsTheLaunchersEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Job{ID: sj.ID, Account: "acme", Project: "search", Batch: "b1", Model: "gpt-5.5", Attempt: 2, SubmittedAt: submitted}
+	want := Job{ID: sj.ID, Account: "acme", Project: "search", Batch: "b1", Model: "gpt-5.5", Attempt: 2, SubmittedAt: submitted,
+		ResultToken: sj.ResultToken.Reveal()}
 	if j != want {
 		t.Errorf("got %+v, want %+v", j, want)
 	}

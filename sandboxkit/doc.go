@@ -78,7 +78,11 @@
 //
 // Finish hands the Result to each Reporter and returns the exit code.
 // SQSReporter sends the scheduler's result message, version 1 ({"version":1,
-// "job_id", "attempt", "outcome", "score"}), to EVALSCHED_RESULT_QUEUE_URL;
-// LogLineReporter writes the whole result, with the TTFT/TPOT summary and
-// the call counts, as the last stdout line (LogLine documents the shape).
+// "job_id", "attempt", "outcome", "score", "result_token"}), to
+// EVALSCHED_RESULT_QUEUE_URL; the token is Job.ResultToken, which
+// JobFromEnv reads from EVALSCHED_RESULT_TOKEN, and without it the
+// scheduler refuses the verdict. A harness keeps the token from the code
+// it grades (SECURITY.md, "A model tampers with grading"). LogLineReporter
+// writes the whole result, with the TTFT/TPOT summary and the call counts,
+// as the last stdout line (LogLine documents the shape), never the token.
 package sandboxkit

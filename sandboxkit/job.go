@@ -18,6 +18,7 @@ const (
 	EnvModel          = sandboxenv.Model
 	EnvAttempt        = sandboxenv.Attempt // 1, 2, …: a job runs again after an infrastructure stop
 	EnvSubmittedAt    = sandboxenv.SubmittedAt
+	EnvResultToken    = sandboxenv.ResultToken    // the result message's credential: never print it
 	EnvResultQueueURL = sandboxenv.ResultQueueURL // where SQSReporter sends; the task definition sets it
 )
 
@@ -30,11 +31,18 @@ type Job struct {
 	Model       string
 	Attempt     int
 	SubmittedAt time.Time // zero if the launcher did not set it
+	// ResultToken is the attempt's result token (EVALSCHED_RESULT_TOKEN):
+	// SQSReporter sends it with the verdict, and the scheduler records a
+	// verdict only with it. Keep it from the code under evaluation and out
+	// of logs; LogLineReporter never writes it.
+	ResultToken string
 }
 
 // JobFromEnv reads the job from the EVALSCHED_* variables (pass os.Getenv).
 // The values are data: never run one as a command. Every missing or malformed
-// variable is named in the error.
+// variable is named in the error. A harness that runs the code it grades
+// should unset EVALSCHED_RESULT_TOKEN (os.Unsetenv) after this, before
+// starting that code, so it is not inherited (SECURITY.md).
 func JobFromEnv(getenv func(string) string) (Job, error) {
 	var j Job
 	var problems []string
@@ -66,6 +74,9 @@ func JobFromEnv(getenv func(string) string) (Job, error) {
 	} else {
 		bad(EnvAttempt, "required (the scheduler sets it)")
 	}
+	// Not required here: a sandbox that sends no verdict needs no token;
+	// NewResultMessage requires it.
+	j.ResultToken = getenv(EnvResultToken)
 	if s := getenv(EnvSubmittedAt); s != "" {
 		t, err := time.Parse(time.RFC3339, s)
 		if err != nil {

@@ -139,16 +139,23 @@ func finite(s *float64) *float64 {
 // queue takes (internal/resultmsg on the scheduler's side; unknown fields are
 // rejected there, so the latency summary stays in the log line):
 //
-//	{"version":1,"job_id":"<32 lowercase hex>","attempt":2,"outcome":"pass","score":0.83}
+//	{"version":1,"job_id":"<32 lowercase hex>","attempt":2,"outcome":"pass","score":0.83,"result_token":"<EVALSCHED_RESULT_TOKEN>"}
+//
+// Do not log it: result_token is the attempt's credential.
 type ResultMessage struct {
-	Version int      `json:"version"`
-	JobID   string   `json:"job_id"`
-	Attempt int      `json:"attempt"`
-	Outcome Outcome  `json:"outcome"`
-	Score   *float64 `json:"score,omitempty"`
+	Version     int      `json:"version"`
+	JobID       string   `json:"job_id"`
+	Attempt     int      `json:"attempt"`
+	Outcome     Outcome  `json:"outcome"`
+	Score       *float64 `json:"score,omitempty"`
+	ResultToken string   `json:"result_token"`
 }
 
-var jobIDPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)
+var (
+	jobIDPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)
+	// resultTokenPattern is internal/resulttoken's form (Len, base64url).
+	resultTokenPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{32}$`)
+)
 
 // NewResultMessage checks what the results queue's consumer would reject,
 // so a sandbox learns it from the error here rather than from a dead-letter
@@ -167,10 +174,14 @@ func NewResultMessage(r Result) (ResultMessage, error) {
 	if r.Score != nil && finite(r.Score) == nil {
 		problems = append(problems, "score: must be a finite number")
 	}
+	if !resultTokenPattern.MatchString(r.Job.ResultToken) {
+		// Never quoted: an error may be logged.
+		problems = append(problems, fmt.Sprintf("result_token: must be the 32 base64url characters the scheduler set in %s (Job.ResultToken holds %d characters)", EnvResultToken, len(r.Job.ResultToken)))
+	}
 	if len(problems) > 0 {
 		return ResultMessage{}, fmt.Errorf("result message: %s", strings.Join(problems, "; "))
 	}
-	return ResultMessage{Version: 1, JobID: r.Job.ID, Attempt: r.Job.Attempt, Outcome: r.Outcome, Score: r.Score}, nil
+	return ResultMessage{Version: 1, JobID: r.Job.ID, Attempt: r.Job.Attempt, Outcome: r.Outcome, Score: r.Score, ResultToken: r.Job.ResultToken}, nil
 }
 
 // SQSSender is the one SQS call SQSReporter makes; *sqs.Client has it. The

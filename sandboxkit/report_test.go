@@ -14,7 +14,8 @@ import (
 	"github.com/evalsched/evalsched/internal/localaws"
 )
 
-var testJob = Job{ID: "0123456789abcdef0123456789abcdef", Account: "acme", Project: "search", Batch: "b1", Model: "gpt-5.5", Attempt: 2}
+var testJob = Job{ID: "0123456789abcdef0123456789abcdef", Account: "acme", Project: "search", Batch: "b1", Model: "gpt-5.5", Attempt: 2,
+	ResultToken: "sandboxkit-test-result-token-001"}
 
 func TestLogLineReporter(t *testing.T) {
 	score := 0.75
@@ -26,6 +27,9 @@ func TestLogLineReporter(t *testing.T) {
 	code, err := Finish(context.Background(), r, failing{}, LogLineReporter{W: &out})
 	if code != ExitSucceeded || err == nil {
 		t.Fatalf("Finish = %d, %v; want 0 and the failing reporter's error", code, err)
+	}
+	if strings.Contains(out.String(), testJob.ResultToken) {
+		t.Errorf("the log line shows the result token: %s", out.String())
 	}
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	var got map[string]any
@@ -80,9 +84,12 @@ func (failing) Report(context.Context, Result) error { return errors.New("queue 
 func TestNewResultMessageRejects(t *testing.T) {
 	nan := 0.0
 	nan = nan / nan
-	bad := Result{Job: Job{ID: "ABC", Attempt: 11}, Outcome: "maybe", Score: &nan}
+	bad := Result{Job: Job{ID: "ABC", Attempt: 11, ResultToken: "a-secret-cut-short"}, Outcome: "maybe", Score: &nan}
 	_, err := NewResultMessage(bad)
-	for _, want := range []string{"job_id:", "attempt: 11 is outside 1..10", `outcome: "maybe"`, "score: must be a finite number"} {
+	if err != nil && strings.Contains(err.Error(), bad.Job.ResultToken) {
+		t.Errorf("error %v shows the token", err)
+	}
+	for _, want := range []string{"job_id:", "attempt: 11 is outside 1..10", `outcome: "maybe"`, "score: must be a finite number", "result_token: must be the 32 base64url characters the scheduler set in EVALSCHED_RESULT_TOKEN"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not say %q", err, want)
 		}
@@ -119,7 +126,7 @@ func TestSQSReporter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := `{"version":1,"job_id":"0123456789abcdef0123456789abcdef","attempt":2,"outcome":"fail","score":0.5}`
+			want := `{"version":1,"job_id":"0123456789abcdef0123456789abcdef","attempt":2,"outcome":"fail","score":0.5,"result_token":"sandboxkit-test-result-token-001"}`
 			wantN := 2 // a standard queue keeps both sends; the consumer ignores the duplicate
 			if strings.HasSuffix(name, ".fifo") {
 				wantN = 1 // the deduplication id drops the second

@@ -41,7 +41,7 @@ func TestStatusWhySampled(t *testing.T) {
 		if j.Key == "hard-9" || j.Key == "easy-9" {
 			continue // still running, no verdict
 		}
-		if _, err := st.RecordResult(ctx, j.ID, memstore.Result{Attempt: 1, Pass: passed[j.Key], At: time.Now()}); err != nil {
+		if _, err := st.RecordResult(ctx, j.ID, memstore.Result{Attempt: 1, Pass: passed[j.Key], At: time.Now(), Token: j.ResultToken}); err != nil {
 			t.Fatal(err)
 		}
 		results++
@@ -71,6 +71,26 @@ func TestStatusWhySampled(t *testing.T) {
 	out, code = cliOut(t, "why", "acme/evals/mmlu")
 	if code != exitOK || !strings.Contains(out, "  pass rate 0.3333 ± ") || !strings.Contains(out, "    math/hard  0.2222") {
 		t.Errorf("why: exit %d:\n%s", code, out)
+	}
+
+	// No view shows a job's result token: not status, not why of the
+	// batch or of a job still running (by id and by key), text or JSON.
+	var running scheduler.Job
+	for _, j := range jobs {
+		if j.Key == "hard-9" {
+			running = j
+		}
+	}
+	for _, args := range [][]string{
+		{"status", "--all"}, {"status", "--all", "--json"}, {"why", "acme/evals/mmlu"}, {"why", running.ID},
+		{"why", "acme/evals/mmlu/hard-9"}, {"why", "--json", running.ID}, {"batches"},
+	} {
+		out, _ := cliOut(t, args...)
+		for _, j := range jobs {
+			if strings.Contains(out, j.ResultToken.Reveal()) {
+				t.Errorf("%v shows %s's result token:\n%s", args, j.Key, out)
+			}
+		}
 	}
 
 	out, _ = cliOut(t, "status", "--all", "--json")

@@ -110,6 +110,7 @@ func submit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		minPerStratum:  fs.Int("min-per-stratum", 0, "JSON Lines, sampled: results every stratum needs before a stop, `N` (default 30)"),
 		stratumField:   fs.String("stratum-field", "", "JSON Lines, sampled: each job's stratum is its line's `FIELD` (a top-level field, or env.NAME)"),
 	}
+	envAllow := envAllowFlag(fs)
 	// Flags may follow the file too: parse up to each argument in turn.
 	var files []string
 	for {
@@ -143,7 +144,7 @@ func submit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *tiers < 1 {
 		return usageErr("--tiers must be at least 1")
 	}
-	cfg := batchmsg.Config{Tiers: *tiers, DefaultTier: min(def.DefaultTier, *tiers-1), DefaultMaxAttempts: def.DefaultMaxAttempts}
+	cfg := batchmsg.Config{Tiers: *tiers, DefaultTier: min(def.DefaultTier, *tiers-1), DefaultMaxAttempts: def.DefaultMaxAttempts, EnvAllow: envAllow.list()}
 	var batchSet []string
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {

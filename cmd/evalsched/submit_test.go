@@ -163,7 +163,7 @@ func TestSubmitBadLines(t *testing.T) {
 	for _, want := range []string{
 		file + `:3: unknown field "evn"`,
 		file + `:5: key: "bad key" has characters outside A-Z a-z 0-9 . _ : / -`,
-		file + `:6: env: name "AWS_REGION" must match [A-Z_][A-Z0-9_]* and not start with AWS_ or ECS_`,
+		file + `:6: env.AWS_REGION: refused by the env policy (AWS_*: the AWS SDKs' credentials, endpoints and CA bundle)`,
 		file + `:7: invalid JSON: `,
 		file + `:8: key: "k1" duplicates line 1`,
 		file + `:9: must be a JSON object (a job), not ["k9"]`,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/evalsched/evalsched/internal/batchmsg"
 )
@@ -22,7 +23,9 @@ Checks one batch message (FILE, or - for standard input) exactly as the
 intake function will: the same parser, the same rules. A valid message
 prints a one-line summary and exits 0; an invalid one prints a
 "FILE: field: rule" line per broken rule (up to 10) on stderr and exits 1,
-as the intake would dead-letter it. Exit 2 is a usage error.
+as the intake would dead-letter it. Exit 2 is a usage error. A job's env
+is held to the env policy (docs/env-policy.md), and to the deployment's
+allowlist when --env-allow (or EVALSCHED_ENV_ALLOW) gives it.
 
 flags:
 `
@@ -42,6 +45,7 @@ func validate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	def := batchmsg.DefaultConfig()
 	tiers := fs.Int("tiers", def.Tiers, "the deployment's number of tiers `N`: a message's tier must be 0..N-1")
 	defaultTier := fs.Int("default-tier", def.DefaultTier, "the deployment's default tier `T`, 0..tiers-1")
+	envAllow := envAllowFlag(fs)
 	files, err := parseInterspersed(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
@@ -60,7 +64,7 @@ func validate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *tiers < 1 {
 		return usageErr("--tiers must be at least 1")
 	}
-	cfg := batchmsg.Config{Tiers: *tiers, DefaultTier: *defaultTier, DefaultMaxAttempts: def.DefaultMaxAttempts}
+	cfg := batchmsg.Config{Tiers: *tiers, DefaultTier: *defaultTier, DefaultMaxAttempts: def.DefaultMaxAttempts, EnvAllow: envAllow.list()}
 	if err := cfg.Validate(); err != nil {
 		return usageErr("%v", err)
 	}
@@ -98,4 +102,25 @@ func validate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, m.Summary())
 	return exitOK
+}
+
+// envAllowList is the --env-allow flag: the deployment's env allowlist,
+// comma-separated names and PREFIX_* prefixes, as its intake reads
+// EVALSCHED_ENV_ALLOW (internal/config); empty: none.
+type envAllowList struct{ s *string }
+
+func envAllowFlag(fs *flag.FlagSet) envAllowList {
+	return envAllowList{fs.String("env-allow", os.Getenv("EVALSCHED_ENV_ALLOW"),
+		"the deployment's env allowlist `NAMES`: comma-separated names and PREFIX_* prefixes (default $EVALSCHED_ENV_ALLOW; empty: none)")}
+}
+
+// list is the allowlist as batchmsg.Config takes it: nil when none.
+func (e envAllowList) list() []string {
+	var out []string
+	for _, n := range strings.Split(*e.s, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
 }

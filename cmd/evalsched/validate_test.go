@@ -17,6 +17,10 @@ const (
 	badMessage  = `{"version": 1, "account": "acme corp", "project": "p", "batch": "b", "model": "m",
 		"jobs": [{"key": "k", "evn": {}}]}`
 	tier4Message = `{"version": 1, "account": "a", "project": "p", "batch": "b", "model": "m", "tier": 4, "jobs": [{"key": "k"}]}`
+	// issueMessage is issue 44's: env names with effects.
+	issueMessage = `{"version": 1, "account": "a", "project": "p", "batch": "b", "model": "m", "jobs": [{"key": "k",
+		"env": {"EVALSCHED_JOB_ID": "other-job", "PATH": "/evil", "LD_PRELOAD": "/x.so", "HTTPS_PROXY": "http://evil:1", "TASK_ID": "1"}}]}`
+	pathMessage = `{"version": 1, "account": "a", "project": "p", "batch": "b", "model": "m", "jobs": [{"key": "k", "env": {"TASK_ID": "1", "PATH": "/evil"}}]}`
 )
 
 func TestValidate(t *testing.T) {
@@ -61,6 +65,18 @@ func TestValidate(t *testing.T) {
 		{name: "tiers 0", args: []string{"--tiers", "0", good}, code: 2, stderr: "--tiers must be at least 1"},
 		{name: "default tier outside", args: []string{"--default-tier", "3", good}, code: 2, stderr: "default tier: 3 is outside 0..2"},
 		{name: "help", args: []string{"-h"}, code: 0, stderr: "usage: evalsched validate"},
+		// The env policy, as the intake applies it (docs/env-policy.md).
+		{name: "env policy", args: []string{"-"}, stdin: issueMessage, code: 1,
+			stderr: "<stdin>: jobs[0].env.EVALSCHED_JOB_ID: refused by the env policy (EVALSCHED_*: the scheduler's own protocol (the launcher sets these))\n" +
+				"<stdin>: jobs[0].env.PATH: refused by the env policy (PATH: where commands are found)\n" +
+				"<stdin>: jobs[0].env.LD_PRELOAD: refused by the env policy (LD_*: the dynamic loader: changes what code a process loads)\n" +
+				"<stdin>: jobs[0].env.HTTPS_PROXY: refused by the env policy (HTTPS_PROXY: a proxy: routes the container's traffic, the gateway's key with it, through another host)\n"},
+		{name: "env allowlist", args: []string{"--env-allow", "SPLIT,EVAL_*", good}, code: 1,
+			stderr: good + ": jobs[0].env.TASK_ID: not in the deployment's env allowlist (SPLIT, EVAL_*)\n"},
+		{name: "env allowlist passes", args: []string{"--env-allow", "TASK_*", good}, code: 0, stdout: goodSummary, stderrNone: true},
+		{name: "env allowlist refuses no less", args: []string{"--env-allow", "TASK_ID,PATH", "-"}, stdin: pathMessage, code: 1,
+			stderr: "<stdin>: jobs[0].env.PATH: refused by the env policy (PATH: where commands are found)\n"},
+		{name: "env allowlist malformed", args: []string{"--env-allow", "task_id", good}, code: 2, stderr: `env allowlist: "task_id" must be a name`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

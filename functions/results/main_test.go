@@ -59,7 +59,7 @@ func TestUnderTheEmulator(t *testing.T) {
 	if err != nil || !ok || !r.Pass || r.Attempt != 1 {
 		t.Errorf("job result %+v, %v, %v; want attempt 1's pass\n%s", r, ok, err, fn.Output())
 	}
-	if !strings.Contains(fn.Output(), `"recorded":1`) || !strings.Contains(fn.Output(), `"rejected":2`) {
-		t.Errorf("no log line with 1 recorded and 2 rejected:\n%s", fn.Output())
+	if !strings.Contains(fn.Output(), `"recorded":1`) || !strings.Contains(fn.Output(), `"rejected":4`) {
+		t.Errorf("no log line with 1 recorded and 4 rejected:\n%s", fn.Output())
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/evalsched/evalsched/internal/job"
+	"github.com/evalsched/evalsched/internal/resulttoken"
 	"github.com/evalsched/evalsched/internal/sampling"
 	"github.com/evalsched/evalsched/sandboxkit/sandboxenv"
 )
@@ -34,6 +35,11 @@ type Config struct {
 	DefaultTier           int    // the tier of a batch that names none (2 in DefaultConfig)
 	DefaultTaskDefinition string // used when a message names none
 	DefaultMaxAttempts    int    // used when a message has no max_attempts (default 3)
+	// EnvAllow, when not nil, is the deployment's env allowlist: a job's
+	// env may hold only these names, or names with a prefix given as
+	// "PREFIX_*" (EVALSCHED_ENV_ALLOW). The env policy's refusals
+	// (DeniedEnv) apply either way.
+	EnvAllow []string
 }
 
 // DefaultConfig returns the settings of a deployment that changed nothing.
@@ -62,6 +68,9 @@ func (c Config) Validate() error {
 	}
 	if c.DefaultTaskDefinition != "" && !validTaskDefinition(c.DefaultTaskDefinition) {
 		errs = append(errs, fmt.Errorf("default task definition: %q %s", c.DefaultTaskDefinition, taskDefinitionRule))
+	}
+	if err := ValidateEnvAllow(c.EnvAllow); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -217,11 +226,12 @@ const submittedLen = 20
 //	size = 2 + (n−1) + Σ (22 + esc(name) + esc(value))   over the n entries
 //
 // 2 for the brackets, n−1 commas, and per entry the 22 characters of
-// {"name":"","value":""}. The entries are the job's env plus the five the
+// {"name":"","value":""}. The entries are the job's env plus the six the
 // launcher adds: EVALSCHED_JOB_ID (32 characters), EVALSCHED_BATCH
 // (account/project/batch), EVALSCHED_MODEL (the job's model, else the
-// message's), EVALSCHED_ATTEMPT (counted as "10", its longest) and
-// EVALSCHED_SUBMITTED_AT (RFC 3339 in UTC, 20 characters).
+// message's), EVALSCHED_ATTEMPT (counted as "10", its longest),
+// EVALSCHED_SUBMITTED_AT (RFC 3339 in UTC, 20 characters) and
+// EVALSCHED_RESULT_TOKEN (resulttoken.Len characters).
 //
 // esc(s) is the length of s between the quotes as encoding/json writes it:
 // one per byte of printable ASCII and of UTF-8 (bytes, not characters, so
@@ -234,7 +244,7 @@ const submittedLen = 20
 // own and not counted here.
 func OverrideSize(m Message, j Job) int {
 	const entry = len(`{"name":"","value":""}`) // 22
-	n := len(j.Env) + 5
+	n := len(j.Env) + 6
 	size := 2 + (n - 1) + n*entry
 	for name, value := range j.Env {
 		size += escLen(name) + escLen(value)
@@ -244,6 +254,7 @@ func OverrideSize(m Message, j Job) int {
 	size += len(sandboxenv.Model) + escLen(cmp.Or(j.Model, m.Model))
 	size += len(sandboxenv.Attempt) + attemptLen
 	size += len(sandboxenv.SubmittedAt) + submittedLen
+	size += len(sandboxenv.ResultToken) + resulttoken.Len
 	return size
 }
 

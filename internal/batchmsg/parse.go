@@ -538,7 +538,7 @@ func (p *parser) job(at loc, i int, keys map[string]int) (Job, error) {
 	return j, nil
 }
 
-const envNameRule = "must match [A-Z_][A-Z0-9_]* and not start with AWS_ or ECS_"
+const envNameRule = "must match [A-Z_][A-Z0-9_]*"
 
 // openObject reads the '{' of an optional object: absent for null, bad
 // (reported) for another type.
@@ -573,6 +573,14 @@ func (p *parser) env(at loc) (map[string]string, error) {
 			return p.skipValue(at)
 		case dup:
 			if err := p.fail(at, "duplicate name %s", show(name)); err != nil {
+				return err
+			}
+			return p.skipValue(at)
+		}
+		if rule := envPolicyRule(name, p.cfg.EnvAllow); rule != "" {
+			// The env policy (envpolicy.go): named by the field, e.g.
+			// jobs[3].env.LD_PRELOAD.
+			if err := p.fail(loc{prefix: prefix, name: name}, "%s", rule); err != nil {
 				return err
 			}
 			return p.skipValue(at)
@@ -622,8 +630,10 @@ func nameRule(s string) string {
 	return ""
 }
 
+// validEnvName is the character rule of an env name; which names are
+// refused for their effect is the env policy's (envpolicy.go).
 func validEnvName(s string) bool {
-	if s == "" || strings.HasPrefix(s, "AWS_") || strings.HasPrefix(s, "ECS_") {
+	if s == "" {
 		return false
 	}
 	for i := 0; i < len(s); i++ {

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/evalsched/evalsched/internal/job"
+	"github.com/evalsched/evalsched/internal/resulttoken"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -129,9 +130,9 @@ var badCases = map[string]struct{ field, rule string }{
 	"job-key-bad-chars":               {"jobs[0].key", `"a b" has characters outside A-Z a-z 0-9 . _ : / -`},
 	"job-key-too-long":                {"jobs[0].key", "must be 1..128 characters, has 129"},
 	"env-not-object":                  {"jobs[0].env", "must be an object, not an array"},
-	"env-name-lowercase":              {"jobs[0].env", `name "aws_key" must match [A-Z_][A-Z0-9_]* and not start with AWS_ or ECS_`},
-	"env-name-aws-prefix":             {"jobs[0].env", `name "AWS_REGION" must match`},
-	"env-name-ecs-prefix":             {"jobs[0].env", `name "ECS_CONTAINER_METADATA_URI" must match`},
+	"env-name-lowercase":              {"jobs[0].env", `name "aws_key" must match [A-Z_][A-Z0-9_]*`},
+	"env-name-aws-prefix":             {"jobs[0].env.AWS_REGION", `refused by the env policy (AWS_*: the AWS SDKs' credentials, endpoints and CA bundle)`},
+	"env-name-ecs-prefix":             {"jobs[0].env.ECS_CONTAINER_METADATA_URI", `refused by the env policy (ECS_*: the ECS agent's and container metadata's)`},
 	"env-name-leading-digit":          {"jobs[0].env", `name "1A" must match`},
 	"env-name-empty":                  {"jobs[0].env", `name "" must match`},
 	"env-value-number":                {"jobs[0].env.TASK_ID", "must be a string, not a number"},
@@ -342,6 +343,7 @@ func envList(m Message, j Job) []map[string]string {
 		map[string]string{"name": "EVALSCHED_MODEL", "value": model},
 		map[string]string{"name": "EVALSCHED_ATTEMPT", "value": "10"},
 		map[string]string{"name": "EVALSCHED_SUBMITTED_AT", "value": "2026-11-29T12:00:00Z"},
+		map[string]string{"name": "EVALSCHED_RESULT_TOKEN", "value": resulttoken.New().Reveal()},
 	)
 }
 

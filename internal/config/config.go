@@ -19,6 +19,10 @@ type Config struct {
 	DefaultTier           int
 	GlobalMaxRunning      int
 	DefaultTaskDefinition string
+	// EnvAllow is the deployment's env allowlist (EVALSCHED_ENV_ALLOW,
+	// comma-separated names and PREFIX_* prefixes); nil: none, every name
+	// the env policy does not refuse passes.
+	EnvAllow []string
 
 	Cluster         string
 	Subnets         []string
@@ -99,6 +103,7 @@ func Load(getenv Getenv) (Config, error) {
 		TierWeight:            r.float("EVALSCHED_TIER_WEIGHT", def.TierWeight, 0, 1),
 		GlobalMaxRunning:      r.integer("EVALSCHED_GLOBAL_MAX_RUNNING", def.GlobalMaxRunning, 0, 1_000_000),
 		DefaultTaskDefinition: r.str("EVALSCHED_DEFAULT_TASK_DEFINITION", ""),
+		EnvAllow:              r.list("EVALSCHED_ENV_ALLOW"),
 		Cluster:               r.str("EVALSCHED_CLUSTER", ""),
 		Subnets:               r.list("EVALSCHED_SUBNETS"),
 		SecurityGroups:        r.list("EVALSCHED_SECURITY_GROUPS"),

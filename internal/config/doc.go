@@ -10,6 +10,9 @@
 //	EVALSCHED_DEFAULT_TIER          tier of a batch without one (default 2)
 //	EVALSCHED_GLOBAL_MAX_RUNNING    account-wide cap on sandbox tasks (default 6000)
 //	EVALSCHED_DEFAULT_TASK_DEFINITION  for batches that name none
+//	EVALSCHED_ENV_ALLOW             the env allowlist: comma-separated names and PREFIX_* prefixes a
+//	                                job's env may use (intake; default "": any name the env policy,
+//	                                docs/env-policy.md, does not refuse)
 //	EVALSCHED_CLUSTER               the sandbox ECS cluster (scheduler)
 //	EVALSCHED_SUBNETS               comma-separated subnet ids (scheduler)
 //	EVALSCHED_SECURITY_GROUPS       comma-separated security group ids (scheduler)

@@ -209,7 +209,9 @@ func (s *Store) writeClaimTxn(ctx context.Context, at time.Time, t *claimTxn) {
 		}
 	}
 	for _, u := range t.units {
-		for _, j := range u.taken {
+		for i := range u.taken {
+			j := &u.taken[i]
+			j.ResultToken = s.resultToken()
 			// Guard: the job is claimed only if still WAITING at the attempt
 			// read, never one another writer moved between the read and this
 			// write. Without it TestClaimSkipsAJobThatLeftWaitingAfterItWasRead
@@ -217,7 +219,7 @@ func (s *Store) writeClaimTxn(ctx context.Context, at time.Time, t *claimTxn) {
 			// condition also gone, two passes from one Snapshot claim a job
 			// twice: TestBatchedClaimsFromOneSnapshot (make mutate:
 			// batched-claim-job-and-cursor).
-			it, err := updateItem(s.tables.State, key(j.PK, skJob), claimUpdate(j, u.c.g.Tier, atKey),
+			it, err := updateItem(s.tables.State, key(j.PK, skJob), claimUpdate(*j, u.c.g.Tier, atKey),
 				name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt))))
 			if err != nil {
 				fail(err)

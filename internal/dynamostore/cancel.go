@@ -74,7 +74,7 @@ func (s *Store) cancelQueue(ctx context.Context, k scheduler.QueueKey, count int
 	pk := queuePK(k)
 	atKey := stamp(now)
 	mv := move{
-		job: func(jobItem) expression.UpdateBuilder {
+		job: func(*jobItem) expression.UpdateBuilder {
 			return s.expiry(expression.Set(name("state"), value(job.Cancelled)).
 				Set(name("ended_at"), value(atKey)).
 				Set(name("reason"), value(job.OperatorCancelReason)), now)

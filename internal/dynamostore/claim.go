@@ -21,7 +21,10 @@ func (s *Store) claim(ctx context.Context, g scheduler.Grant, at time.Time) ([]s
 	pk := queuePK(g.Queue)
 	atKey := stamp(at)
 	mv := move{
-		job: func(j jobItem) expression.UpdateBuilder { return claimUpdate(j, g.Tier, atKey) },
+		job: func(j *jobItem) expression.UpdateBuilder {
+			j.ResultToken = s.resultToken()
+			return claimUpdate(*j, g.Tier, atKey)
+		},
 		extra: func(k int64) ([]types.TransactWriteItem, error) {
 			cu := addTo(expression.Add(name("starting"), value(k)), pendingEntry(atKey), k)
 			it, err := updateItem(s.tables.State, key(countersPK(g.Queue.Model), skCounters), cu, expression.ConditionBuilder{})

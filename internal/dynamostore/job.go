@@ -44,8 +44,10 @@ func (j *jobItem) job() Job {
 		v, _ := parseStamp(s)
 		return v
 	}
+	sj := j.schedulerJob()
+	sj.ResultToken = "" // a copy for the CLI and tests: the token stays with the claim
 	return Job{
-		Job: j.schedulerJob(), State: j.State, Pos: j.Pos,
+		Job: sj, State: j.State, Pos: j.Pos,
 		SubmitAt: t(j.SubmitAt), ClaimedAt: t(j.ClaimedAt), LaunchedAt: t(j.LaunchedAt),
 		StartedAt: t(j.StartedAt), EndedAt: t(j.EndedAt), TaskARN: j.TaskARN, Reason: j.Reason,
 		Exit: job.Exit{Code: j.ExitCode, ProviderError: j.ProviderError, Infrastructure: j.Infrastructure, Reason: j.ExitReason},

@@ -215,6 +215,7 @@ func (s *Store) claimSampled(ctx context.Context, g scheduler.Grant, at time.Tim
 			// the second's transaction is refused and it reads again.
 			// Without it TestRacingSampledClaimsTakeAJobOnce fails (make
 			// mutate: sampled-claim-job).
+			j.ResultToken = s.resultToken()
 			it, err := updateItem(s.tables.State, key(j.PK, skJob), claimUpdate(j, g.Tier, atKey),
 				name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt))))
 			if err != nil {

@@ -2,6 +2,7 @@ package dynamostore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/resulttoken"
 )
 
 // The result attributes of a job item: its sandbox's verdict, written by
@@ -26,12 +28,15 @@ type resultAttrs struct {
 // RecordResult records a job's verdict on its item with one conditional
 // write, the semantics of memstore's: only for the job's current attempt,
 // once a job has run (CLAIMED … FAILED; not WAITING, CANCELLED or SKIPPED),
-// and not over a verdict of the same or a later attempt, so a stale
-// attempt's result and SQS's redelivery change nothing. A job of a sampled
-// batch counts toward its stratum in the same transaction (sampled.go),
-// once per job. It reports whether the result was recorded; an unknown job
-// is memstore.ErrUnknownJob (the sender named a job that does not exist:
-// the dead-letter queue's).
+// only with the attempt's result token (r.Token, compared by DynamoDB in
+// the same condition), and not over a verdict of the same or a later
+// attempt, so a stale attempt's result and SQS's redelivery change
+// nothing. A job of a sampled batch counts toward its stratum in the same
+// transaction (sampled.go), once per job. It reports whether the result
+// was recorded; an unknown job is memstore.ErrUnknownJob (the sender named
+// a job that does not exist) and a result for the current attempt without
+// its token memstore.ErrWrongToken (a sandbox speaking for another job):
+// both are the dead-letter queue's.
 func (s *Store) RecordResult(ctx context.Context, jobID string, r memstore.Result) (bool, error) {
 	j, ok, err := s.readJob(ctx, jobID)
 	switch {
@@ -39,6 +44,8 @@ func (s *Store) RecordResult(ctx context.Context, jobID string, r memstore.Resul
 		return false, fmt.Errorf("result for %s: %w", jobID, err)
 	case !ok:
 		return false, fmt.Errorf("result for %s: %w", jobID, memstore.ErrUnknownJob)
+	case r.Token == "":
+		return false, refusal(jobID, j, r) // no token matches none: nothing to write
 	}
 	up := expression.Set(name("result_attempt"), value(r.Attempt)).
 		Set(name("result_pass"), value(r.Pass)).
@@ -56,6 +63,13 @@ func (s *Store) RecordResult(ctx context.Context, jobID string, r memstore.Resul
 	cond := name("attempt").Equal(value(r.Attempt)).
 		And(name("state").In(value(job.Claimed), value(job.Launched), value(job.Running),
 			value(job.Succeeded), value(job.Failed)))
+	// Guard: only the attempt's own sandbox holds its result token (the
+	// claim drew it; the launcher gave it to that task alone), so a
+	// sandbox cannot speak for a job whose id and attempt it derived.
+	// Checked here, in the write, never on a read before it: a new claim
+	// between the two draws a new token. Without it
+	// TestForgedResultsRaceTheTrueOne fails (make mutate: result-token).
+	cond = cond.And(name(attrResultToken).Equal(value(r.Token.Reveal())))
 	counted := j.Stratum != "" && j.ResultAttempt == 0 // a sampled job counts once
 	if counted {
 		// Guard: a sampled job's verdict counts toward its stratum once:
@@ -73,13 +87,18 @@ func (s *Store) RecordResult(ctx context.Context, jobID string, r memstore.Resul
 	if err != nil {
 		return false, fmt.Errorf("result for %s: %w", jobID, err)
 	}
+	// A refused write returns the item as it was, so the refusal is
+	// told apart without another read: a forgery, or stale.
+	it.Update.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
 	if counted {
 		count, err := s.countResult(j, r.Pass)
 		if err == nil {
 			err = s.transact(ctx, []types.TransactWriteItem{it, count}, token())
 		}
 		if reasons := cancelReasons(err); reasons != nil && reasons[0] == "ConditionalCheckFailed" {
-			return false, nil
+			var tce *types.TransactionCanceledException
+			errors.As(err, &tce)
+			return false, refusalOf(jobID, tce.CancellationReasons[0].Item, r)
 		}
 		if err != nil {
 			return false, fmt.Errorf("result for %s: %w", jobID, err)
@@ -93,14 +112,40 @@ func (s *Store) RecordResult(ctx context.Context, jobID string, r memstore.Resul
 	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression, ConditionExpression: u.ConditionExpression,
 		ExpressionAttributeNames: u.ExpressionAttributeNames, ExpressionAttributeValues: u.ExpressionAttributeValues,
+		ReturnValuesOnConditionCheckFailure: u.ReturnValuesOnConditionCheckFailure,
 	})
+	var ccf *types.ConditionalCheckFailedException
 	switch {
-	case isConditionFailed(err):
-		return false, nil // a stale or repeated result
+	case errors.As(err, &ccf):
+		return false, refusalOf(jobID, ccf.Item, r)
 	case err != nil:
 		return false, fmt.Errorf("result for %s: %w", jobID, err)
 	}
 	return true, nil
+}
+
+// refusalOf reads why a result's write was refused from the job item as
+// the write found it (refusal).
+func refusalOf(jobID string, old map[string]types.AttributeValue, r memstore.Result) error {
+	var j jobItem
+	if len(old) == 0 || attributevalue.UnmarshalMap(old, &j) != nil {
+		return nil
+	}
+	return refusal(jobID, j, r)
+}
+
+// refusal says why a result is refused by the job item j: one for the
+// job's current attempt, run, without that attempt's token is a forgery
+// (memstore.ErrWrongToken, compared in constant time); anything else is a
+// stale or repeated result (nil).
+func refusal(jobID string, j jobItem, r memstore.Result) error {
+	switch j.State {
+	case job.Claimed, job.Launched, job.Running, job.Succeeded, job.Failed:
+		if j.Attempt == r.Attempt && !resulttoken.Equal(r.Token, j.ResultToken) {
+			return fmt.Errorf("result for %s attempt %d: %w", jobID, r.Attempt, memstore.ErrWrongToken)
+		}
+	}
+	return nil
 }
 
 // JobResult reads the verdict recorded for a job (ok false: none yet).

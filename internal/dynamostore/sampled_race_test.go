@@ -45,7 +45,7 @@ func runUntilStopped(t *testing.T, s *Store, b job.BatchSpec) []scheduler.Job {
 			t.Fatal("ran out of jobs before the stop rule held")
 		}
 		j := jobs[0]
-		if _, err := s.RecordResult(ctx, j.ID, memstore.Result{Attempt: j.Attempt, Pass: j.Key[0] == 'a', At: t0}); err != nil {
+		if _, err := s.RecordResult(ctx, j.ID, memstore.Result{Attempt: j.Attempt, Pass: j.Key[0] == 'a', At: t0, Token: j.ResultToken}); err != nil {
 			t.Fatal(err)
 		}
 		ran = append(ran, j)
@@ -79,7 +79,7 @@ func TestRacingResultDeliveriesCountOnce(t *testing.T) {
 	b := stopBatch()
 	submit(t, s, b)
 	j := commit(t, s, grant(t0, b, 1))[0]
-	r := memstore.Result{Attempt: 1, Pass: true, At: t0}
+	r := memstore.Result{Attempt: 1, Pass: true, At: t0, Token: j.ResultToken}
 	c.before = once("TransactWriteItems", func() {
 		if ok, err := other.RecordResult(ctx, j.ID, r); !ok || err != nil {
 			t.Errorf("the first delivery: recorded %v, %v", ok, err)

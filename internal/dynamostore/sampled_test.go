@@ -43,7 +43,7 @@ func TestSampledCountsResults(t *testing.T) {
 	for _, j := range jobs {
 		pass := j.Key != "p1-01" // hard (p1-00, p1-01): one of two passes; easy (p1-02, p1-03): both
 		for range 2 {            // delivered twice
-			if _, err := s.RecordResult(ctx, j.ID, memstore.Result{Attempt: 1, Pass: pass, At: t0}); err != nil {
+			if _, err := s.RecordResult(ctx, j.ID, memstore.Result{Attempt: 1, Pass: pass, At: t0, Token: j.ResultToken}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -154,7 +154,7 @@ func TestSampledStopSkipsTheRest(t *testing.T) {
 			t.Fatal("ran out of jobs before the stop rule held")
 		}
 		for _, j := range jobs {
-			if _, err := s.RecordResult(ctx, j.ID, memstore.Result{Attempt: j.Attempt, Pass: j.Key[0] == 'a', At: t0}); err != nil {
+			if _, err := s.RecordResult(ctx, j.ID, memstore.Result{Attempt: j.Attempt, Pass: j.Key[0] == 'a', At: t0, Token: j.ResultToken}); err != nil {
 				t.Fatal(err)
 			}
 			ran++

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/evalsched/evalsched/internal/job"
+	"github.com/evalsched/evalsched/internal/resulttoken"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -36,6 +37,9 @@ type Store struct {
 	// (TTLAttribute, epoch seconds) is its end plus this, and DynamoDB's TTL
 	// deletes it after (template.yaml). 0 keeps ended jobs for ever.
 	Retention time.Duration
+	// Tokens draws each claim's result token (nil: resulttoken.New, from
+	// crypto/rand; tests may seed it).
+	Tokens resulttoken.Source
 	// shard of shards, set by ScopeToShard, scopes Snapshot and InFlight to
 	// one scheduler shard's models (shards ≤ 1: all). Writes and Cancel are
 	// not scoped (an operator's cancel spans every model). See shard.go.
@@ -221,6 +225,20 @@ type jobItem struct {
 	ExitReason     string            `dynamodbav:"exit_reason,omitempty"`
 	Stratum        string            `dynamodbav:"stratum,omitempty"`        // in a sampled batch (sampled.go)
 	ResultAttempt  int               `dynamodbav:"result_attempt,omitempty"` // the attempt of the verdict recorded (results.go)
+	// ResultToken is the current attempt's result token, set by its claim
+	// (take.go's claimUpdate) and required by RecordResult.
+	ResultToken resulttoken.Token `dynamodbav:"result_token,omitempty"`
+}
+
+// attrResultToken is the job item's result token attribute.
+const attrResultToken = "result_token"
+
+// resultToken draws a claim's result token.
+func (s *Store) resultToken() resulttoken.Token {
+	if s.Tokens != nil {
+		return s.Tokens()
+	}
+	return resulttoken.New()
 }
 
 func (j *jobItem) schedulerJob() scheduler.Job {
@@ -228,6 +246,7 @@ func (j *jobItem) schedulerJob() scheduler.Job {
 		ID: j.ID, Account: j.Account, Project: j.Project, Batch: j.Batch, Key: j.Key, Model: j.Model,
 		Tier: j.Tier, Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, TaskDefinition: j.TaskDefinition,
 		TimeoutSeconds: j.TimeoutSeconds, Env: j.Env, SubmittedAt: j.submitted(),
+		ResultToken: j.ResultToken,
 	}
 }
 

@@ -26,12 +26,14 @@ const maxClaimJobs = 90
 const maxConflicts = 8
 
 // claimUpdate is a claimed job's update: CLAIMED at tier for the pass of
-// atKey, listed in the in-flight index.
+// atKey, listed in the in-flight index, with the attempt's result token
+// (drawn into j.ResultToken by the caller) in the same write.
 func claimUpdate(j jobItem, tier int, atKey string) expression.UpdateBuilder {
 	return expression.Set(name("state"), value(job.Claimed)).
 		Set(name("tier"), value(tier)).
 		Set(name("claimed_at"), value(atKey)).
-		Set(name(attrInflight), value(inflightShard(j.ID)))
+		Set(name(attrInflight), value(inflightShard(j.ID))).
+		Set(name(attrResultToken), value(j.ResultToken.Reveal()))
 }
 
 // setClaimed makes j what claimUpdate leaves it.
@@ -43,7 +45,7 @@ func (j *jobItem) setClaimed(tier int, atKey string) {
 // every take writes (the job's condition, the back item, the cursor): a
 // pass's claim (claim.go) or an operator's cancel (cancel.go).
 type move struct {
-	job     func(j jobItem) expression.UpdateBuilder         // the taken job's new state
+	job     func(j *jobItem) expression.UpdateBuilder        // the taken job's new state (it may set j's fields to match)
 	outcome string                                           // a queue attribute counting the taken jobs; "" none
 	extra   func(k int64) ([]types.TransactWriteItem, error) // more items when k > 0 jobs are taken; nil none
 }
@@ -97,7 +99,7 @@ func (s *Store) takeFront(ctx context.Context, pk string, q queueItem, want int,
 		// attempt read. Without it TestClaimSkipsAJobThatLeftWaitingAfterItWasRead
 		// fails (make mutate: slow-claim-job).
 		cond := name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt)))
-		it, err := updateItem(s.tables.State, key(j.PK, skJob), mv.job(j), cond)
+		it, err := updateItem(s.tables.State, key(j.PK, skJob), mv.job(&j), cond)
 		if err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -17,13 +18,17 @@ import (
 	"github.com/evalsched/evalsched/internal/dynamostore/dynamotest"
 	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/resulttoken"
 	"github.com/evalsched/evalsched/internal/scheduler"
+	"github.com/evalsched/evalsched/sandboxkit"
 )
 
 const jobs = 12
 
 // TestABatchRunsToTheEnd follows one batch message from SQS to every job
-// succeeded, through the three functions as they ship.
+// succeeded with its sandbox's verdict, through the four functions as they
+// ship; a sibling's forged verdict for each job is refused, and no
+// function's log shows a result token.
 func TestABatchRunsToTheEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the three functions and the emulator")
@@ -56,6 +61,7 @@ func TestABatchRunsToTheEnd(t *testing.T) {
 	intake := localaws.Lambda(t, "intake", env...)
 	sched := localaws.Lambda(t, "scheduler", env...)
 	taskEvents := localaws.Lambda(t, "taskevents", env...)
+	results := localaws.Lambda(t, "results", env...)
 
 	// 1. A submitter sends the batch; SQS delivers it to the intake.
 	msg := map[string]any{"version": 1, "account": "acme", "project": "search", "batch": "e2e", "model": "gpt-5.5", "tier": 1}
@@ -102,9 +108,13 @@ func TestABatchRunsToTheEnd(t *testing.T) {
 			if finished[task.ARN] {
 				continue
 			}
-			for _, status := range []string{"RUNNING", "STOPPED"} {
-				taskEvents.Invoke(stateChange(task, status))
-			}
+			taskEvents.Invoke(stateChange(task, "RUNNING"))
+			// The sandbox reports with the kit, from the environment the
+			// launcher gave it; a sibling's forgery of its verdict (right
+			// id and attempt, its own token) goes to the dead-letter queue.
+			report(t, results, task.Env, sandboxkit.Pass)
+			report(t, results, forged(task.Env, ecsFake.Tasks()), sandboxkit.Fail)
+			taskEvents.Invoke(stateChange(task, "STOPPED"))
 			// At least once: a duplicate STOPPED changes nothing.
 			taskEvents.Invoke(stateChange(task, "STOPPED"))
 			finished[task.ARN] = true
@@ -120,6 +130,27 @@ func TestABatchRunsToTheEnd(t *testing.T) {
 		if err != nil || !ok || j.State != job.Succeeded || j.Attempt != 1 {
 			t.Errorf("job %d: got %s attempt %d (%v)", i, j.State, j.Attempt, err)
 		}
+		if r, ok, err := store.JobResult(ctx, j.ID); err != nil || !ok || !r.Pass {
+			t.Errorf("job %d: result %+v, %v, %v; want its own sandbox's pass, not the forged fail", i, r, ok, err)
+		}
+	}
+	// Each task got its attempt's token, and no function wrote one out:
+	// not the scheduler that drew and launched them, not the task-events
+	// function that read them back in the events, not the results
+	// function that checked them.
+	for _, task := range ecsFake.Tasks() {
+		tok := task.Env[sandboxkit.EnvResultToken]
+		if !resulttoken.Valid(tok) {
+			t.Fatalf("task %s was launched with result token %q", task.ARN, tok)
+		}
+		for name, fn := range map[string]*localaws.Function{"intake": intake, "scheduler": sched, "taskevents": taskEvents, "results": results} {
+			if strings.Contains(fn.Output(), tok) {
+				t.Errorf("the %s function's output shows task %s's result token", name, task.ARN)
+			}
+		}
+	}
+	if !strings.Contains(results.Output(), `"rejected":1`) || !strings.Contains(results.Output(), "result_token: not the token of job") {
+		t.Errorf("the results function did not dead-letter the forgeries:\n%s", tail(results.Output()))
 	}
 	snap, err := store.Snapshot(ctx, time.Now())
 	if err != nil {
@@ -167,6 +198,49 @@ func stateChange(task awsfake.Task, status string) map[string]any {
 		detail["stopCode"], detail["stoppedReason"], detail["stoppedAt"] = "EssentialContainerExited", "Essential container in task exited", now
 	}
 	return map[string]any{"version": "0", "source": "aws.ecs", "detail-type": "ECS Task State Change", "time": now, "detail": detail}
+}
+
+// report sends a verdict as a sandbox with environment env does, with
+// the kit, and hands the message to the results function as SQS would.
+func report(t *testing.T, results *localaws.Function, env map[string]string, outcome sandboxkit.Outcome) {
+	t.Helper()
+	j, err := sandboxkit.JobFromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent capture
+	if err := (sandboxkit.SQSReporter{Client: &sent, QueueURL: "http://results"}).Report(context.Background(), sandboxkit.NewResult(j, outcome, nil, nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	var resp events.SQSEventResponse
+	if err := json.Unmarshal(results.Invoke(events.SQSEvent{Records: []events.SQSMessage{{
+		MessageId: fmt.Sprintf("%s-%s", j.ID, outcome), Body: sent.body,
+		EventSource: "aws:sqs", EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:results", AWSRegion: "us-east-1",
+	}}}), &resp); err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("results: %v, failures %v\n%s", err, resp.BatchItemFailures, tail(results.Output()))
+	}
+}
+
+// forged is env with another task's result token: a sandbox that derived
+// its sibling's id and attempt, speaking for it with the token it has.
+func forged(env map[string]string, tasks []awsfake.Task) map[string]string {
+	out := maps.Clone(env)
+	for _, other := range tasks {
+		if tok := other.Env[sandboxkit.EnvResultToken]; tok != env[sandboxkit.EnvResultToken] {
+			out[sandboxkit.EnvResultToken] = tok
+			return out
+		}
+	}
+	out[sandboxkit.EnvResultToken] = resulttoken.New().Reveal() // the only task: a guess
+	return out
+}
+
+// capture keeps the body the kit sends.
+type capture struct{ body string }
+
+func (c *capture) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+	c.body = aws.ToString(in.MessageBody)
+	return &sqs.SendMessageOutput{}, nil
 }
 
 func tail(s string) string {

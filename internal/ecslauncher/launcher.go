@@ -303,6 +303,11 @@ func Environment(j scheduler.Job) []types.KeyValuePair {
 	if !j.SubmittedAt.IsZero() {
 		env[sandboxenv.SubmittedAt] = j.SubmittedAt.UTC().Format(time.RFC3339)
 	}
+	if j.ResultToken != "" {
+		// The attempt's alone: RunTask's overrides are the one place it is
+		// written out (and ECS's record of the task, which operators read).
+		env[sandboxenv.ResultToken] = j.ResultToken.Reveal()
+	}
 	out := make([]types.KeyValuePair, 0, len(env))
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		out = append(out, types.KeyValuePair{Name: aws.String(k), Value: aws.String(env[k])})

@@ -1,8 +1,11 @@
 package ecslauncher
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 
 	"github.com/evalsched/evalsched/internal/awsfake"
+	"github.com/evalsched/evalsched/internal/resulttoken"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -193,5 +197,55 @@ func TestSetRateResizesTheBucket(t *testing.T) {
 	l.SetRate(0.05, 0) // a shard with nothing to launch keeps a burst of 1
 	if got := l.limiter.Burst(); got != 1 {
 		t.Errorf("burst %d, want 1", got)
+	}
+}
+
+// TestOnlyTheEnvironmentComesFromTheJob: of a RunTask request, the job
+// gives the container's environment and the task definition's revision of
+// the stack's family, nothing else: no command, image, role, network or
+// capacity; the launcher's EVALSCHED_* values (the attempt's result token
+// among them) replace any a stored job carries, and a launch failure's log
+// line never shows the token.
+func TestOnlyTheEnvironmentComesFromTheJob(t *testing.T) {
+	j := jobs(1)[0]
+	j.ResultToken = resulttoken.New()
+	j.TaskDefinition = "eval-sandbox:7"
+	j.Env = map[string]string{"TASK_ID": "1", "EVALSCHED_JOB_ID": "someone-else", "EVALSCHED_RESULT_TOKEN": "forged"}
+	var logged bytes.Buffer
+	l := New(nil, config(), slog.New(slog.NewJSONHandler(&logged, nil)))
+	in := l.input(j, Fargate)
+	o := in.Overrides
+	if len(o.ContainerOverrides) != 1 {
+		t.Fatalf("%d container overrides, want 1", len(o.ContainerOverrides))
+	}
+	c := o.ContainerOverrides[0]
+	if c.Command != nil || c.Cpu != nil || c.Memory != nil || c.EnvironmentFiles != nil || c.ResourceRequirements != nil ||
+		o.TaskRoleArn != nil || o.ExecutionRoleArn != nil || o.Cpu != nil || o.Memory != nil || o.EphemeralStorage != nil ||
+		aws.ToString(c.Name) != "sandbox" {
+		t.Errorf("the overrides hold more than the environment: %+v %+v", o, c)
+	}
+	net := in.NetworkConfiguration.AwsvpcConfiguration
+	if aws.ToString(in.TaskDefinition) != "eval-sandbox:7" || aws.ToString(in.Cluster) != "sandbox" ||
+		!slices.Equal(net.Subnets, []string{"subnet-1"}) || !slices.Equal(net.SecurityGroups, []string{"sg-1"}) {
+		t.Errorf("got task definition %s, cluster %s, network %+v", aws.ToString(in.TaskDefinition), aws.ToString(in.Cluster), net)
+	}
+	env := map[string]string{}
+	for _, kv := range c.Environment {
+		env[aws.ToString(kv.Name)] = aws.ToString(kv.Value)
+	}
+	if env["EVALSCHED_JOB_ID"] != j.ID || env["EVALSCHED_RESULT_TOKEN"] != j.ResultToken.Reveal() || env["TASK_ID"] != "1" {
+		t.Errorf("environment %v: want the launcher's job id and token over the job's, and TASK_ID", env)
+	}
+
+	// A configuration failure is logged with the job; the token stays out.
+	fake := awsfake.NewECS()
+	defer fake.Close()
+	fake.MissingTaskDefinitions = map[string]bool{"eval-sandbox:7": true}
+	l = New(client(fake.URL()), config(), slog.New(slog.NewJSONHandler(&logged, nil)))
+	if r := l.Launch(context.Background(), []scheduler.Job{j}); r[0].Status != scheduler.Failed {
+		t.Fatalf("launch of a missing task definition: %+v", r[0])
+	}
+	if !strings.Contains(logged.String(), j.ID) || strings.Contains(logged.String(), j.ResultToken.Reveal()) {
+		t.Errorf("the launch failure's log names the job, not the token:\n%s", logged.String())
 	}
 }

@@ -1,6 +1,7 @@
 package intake_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -23,13 +24,21 @@ func TestConfigFrom(t *testing.T) {
 	got, err := intake.ConfigFrom(load(map[string]string{
 		"EVALSCHED_DLQ_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/dlq", "EVALSCHED_TIERS": "5",
 		"EVALSCHED_DEFAULT_TIER": "4", "EVALSCHED_DEFAULT_TASK_DEFINITION": "eval-sandbox:7",
+		"EVALSCHED_ENV_ALLOW": "TASK_ID, EVAL_*",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.DLQURL != "https://sqs.us-east-1.amazonaws.com/123456789012/dlq" || got.Namespace != "evalsched" ||
-		got.Batch.Tiers != 5 || got.Batch.DefaultTier != 4 || got.Batch.DefaultTaskDefinition != "eval-sandbox:7" {
+		got.Batch.Tiers != 5 || got.Batch.DefaultTier != 4 || got.Batch.DefaultTaskDefinition != "eval-sandbox:7" ||
+		!slices.Equal(got.Batch.EnvAllow, []string{"TASK_ID", "EVAL_*"}) {
 		t.Errorf("got %+v", got)
+	}
+	// The template's parameter allows only well-formed lists; a hand-set
+	// variable that is not fails at cold start, naming the entry.
+	_, err = intake.ConfigFrom(load(map[string]string{"EVALSCHED_DLQ_URL": "q", "EVALSCHED_ENV_ALLOW": "TASK_ID,eval_*"}))
+	if err == nil || !strings.Contains(err.Error(), `env allowlist: "eval_*"`) {
+		t.Errorf("bad env allowlist: got %v, want it named", err)
 	}
 	_, err = intake.ConfigFrom(load(map[string]string{"EVALSCHED_DLQ_URL": "q", "EVALSCHED_DEFAULT_TASK_DEFINITION": "no spaces"}))
 	if err == nil || !strings.Contains(err.Error(), "default task definition") {

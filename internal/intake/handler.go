@@ -54,6 +54,7 @@ func ConfigFrom(c config.Config) (Config, error) {
 	cfg := Config{
 		Batch: batchmsg.Config{
 			Tiers: c.Tiers, DefaultTier: c.DefaultTier, DefaultTaskDefinition: c.DefaultTaskDefinition,
+			EnvAllow: c.EnvAllow,
 		},
 		DLQURL:    c.DLQURL,
 		Namespace: c.EMFNamespace,

@@ -34,7 +34,7 @@ const badReason = `account: "acme corp" has characters outside A-Z a-z 0-9 . _ :
 	`max_attempts: 0 is outside 1..10; ` +
 	`jobs[0]: unknown field "evn"; ` +
 	`jobs[1].key: "k1" duplicates jobs[0].key; ` +
-	`jobs[2].env: name "AWS_REGION" must match [A-Z_][A-Z0-9_]* and not start with AWS_ or ECS_`
+	`jobs[2].env.AWS_REGION: refused by the env policy (AWS_*: the AWS SDKs' credentials, endpoints and CA bundle)`
 
 // conflictReason is idConflict's reason: the field that differs from the
 // stored job.

@@ -168,7 +168,8 @@ func (w *world) run(j scheduler.Job, arn string) {
 	if w.report != nil {
 		// The sandbox's last act before it exits: its verdict to the
 		// results queue (the role it runs with may do nothing else).
-		r := sandboxkit.Result{Job: sandboxkit.Job{ID: j.ID, Account: j.Account, Project: j.Project, Batch: j.Batch, Model: j.Model, Attempt: j.Attempt},
+		r := sandboxkit.Result{Job: sandboxkit.Job{ID: j.ID, Account: j.Account, Project: j.Project, Batch: j.Batch, Model: j.Model, Attempt: j.Attempt,
+			ResultToken: j.ResultToken.Reveal()},
 			Outcome: verdict(m, j.Key)}
 		if err := w.report.Report(ctx, r); err != nil && w.ctx.Err() == nil && w.log != nil {
 			w.log.Warn("sandbox: result not sent", "job", j.ID, "err", err)

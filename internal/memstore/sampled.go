@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/evalsched/evalsched/internal/job"
+	"github.com/evalsched/evalsched/internal/resulttoken"
 	"github.com/evalsched/evalsched/internal/sampling"
 )
 
@@ -18,6 +19,9 @@ type Result struct {
 	Pass    bool
 	Score   *float64
 	At      time.Time
+	// Token is the sender's result token (RecordResult's credential). It is
+	// never kept with the verdict: JobResult's is empty.
+	Token resulttoken.Token
 }
 
 // sampledBatch is the sampling state of one sampled batch: its strata, each
@@ -219,8 +223,10 @@ func (sb *sampledBatch) putBack(j *Job) {
 // then lost), but a sampled batch counts the job once. In a sampled
 // batch the result counts toward its stratum, and when the stop rule holds
 // (and every part of the batch has arrived) the batch's waiting jobs end
-// SKIPPED with the estimate as the reason. It reports whether the result
-// was recorded.
+// SKIPPED with the estimate as the reason. A result for the current
+// attempt must carry the attempt's result token (compared in constant
+// time): without it the result is refused with ErrWrongToken. It reports
+// whether the result was recorded.
 func (s *Store) RecordResult(_ context.Context, jobID string, r Result) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -228,13 +234,23 @@ func (s *Store) RecordResult(_ context.Context, jobID string, r Result) (bool, e
 	if !ok {
 		return false, fmt.Errorf("result for %s: %w", jobID, ErrUnknownJob)
 	}
-	if old, dup := s.results[jobID]; dup && old.Attempt >= r.Attempt || j.Attempt != r.Attempt {
+	if j.Attempt != r.Attempt {
 		return false, nil
 	}
 	switch j.State {
 	case job.Waiting, job.Cancelled, job.Skipped:
 		return false, nil
 	}
+	// The current attempt's: only its own sandbox knows the token. A
+	// repeat with the right token is acknowledged below; a wrong one is
+	// refused even when a verdict is in, so a forger learns nothing.
+	if !resulttoken.Equal(r.Token, j.ResultToken) {
+		return false, fmt.Errorf("result for %s attempt %d: %w", jobID, r.Attempt, ErrWrongToken)
+	}
+	if old, dup := s.results[jobID]; dup && old.Attempt >= r.Attempt {
+		return false, nil
+	}
+	r.Token = ""
 	if s.results == nil {
 		s.results = map[string]Result{}
 	}

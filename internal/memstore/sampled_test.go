@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/evalsched/evalsched/internal/job"
+	"github.com/evalsched/evalsched/internal/resulttoken"
 	"github.com/evalsched/evalsched/internal/sampling"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -31,7 +32,7 @@ func sampledSpec(name string, n, minPer int) job.BatchSpec {
 func finish(t *testing.T, s *Store, j scheduler.Job, pass bool) {
 	t.Helper()
 	ctx := context.Background()
-	if ok, err := s.RecordResult(ctx, j.ID, Result{Attempt: j.Attempt, Pass: pass, At: t0}); !ok || err != nil {
+	if ok, err := s.RecordResult(ctx, j.ID, Result{Attempt: j.Attempt, Pass: pass, At: t0, Token: j.ResultToken}); !ok || err != nil {
 		t.Fatalf("RecordResult(%s): %v, %v", j.Key, ok, err)
 	}
 	if err := s.TaskStopped(ctx, j.ID, j.Attempt, job.Exit{}, t0); err != nil {
@@ -109,20 +110,62 @@ func TestRecordResultStaleAndRepeated(t *testing.T) {
 	s := New(scheduler.ModelConfig{})
 	s.Submit(ctx, spec("b", "gpt", 1), t0)
 	j := claim(t, s, "gpt", "b", 1)[0]
-	if ok, _ := s.RecordResult(ctx, j.ID, Result{Attempt: 2, Pass: true}); ok {
+	tok := j.ResultToken
+	if !resulttoken.Valid(tok.Reveal()) {
+		t.Fatalf("the claimed job's token %q has not a token's form", tok.Reveal())
+	}
+	if ok, _ := s.RecordResult(ctx, j.ID, Result{Attempt: 2, Pass: true, Token: tok}); ok {
 		t.Error("a result of another attempt was recorded")
 	}
-	if ok, err := s.RecordResult(ctx, j.ID, Result{Attempt: 1, Pass: false}); !ok || err != nil {
+	if ok, err := s.RecordResult(ctx, j.ID, Result{Attempt: 1, Pass: false, Token: tok}); !ok || err != nil {
 		t.Fatalf("RecordResult: %v, %v", ok, err)
 	}
-	if ok, _ := s.RecordResult(ctx, j.ID, Result{Attempt: 1, Pass: true}); ok {
+	if ok, _ := s.RecordResult(ctx, j.ID, Result{Attempt: 1, Pass: true, Token: tok}); ok {
 		t.Error("a repeated result was recorded")
 	}
-	if r, _ := s.JobResult(j.ID); r.Pass {
-		t.Error("the repeat replaced the first result")
+	if r, _ := s.JobResult(j.ID); r.Pass || r.Token != "" {
+		t.Errorf("JobResult = %+v: the repeat replaced the first result, or the token was kept", r)
 	}
-	if _, err := s.RecordResult(ctx, strings.Repeat("0", 32), Result{Attempt: 1}); err == nil {
+	if _, err := s.RecordResult(ctx, strings.Repeat("0", 32), Result{Attempt: 1, Token: tok}); err == nil {
 		t.Error("a result for an unknown job was accepted")
+	}
+}
+
+// TestRecordResultNeedsTheAttemptsToken: a result naming the job's
+// current attempt with another attempt's token, a guessed one or none is
+// refused with ErrWrongToken and records nothing; the next attempt gets a
+// new token, and the earlier one no longer speaks for the job.
+func TestRecordResultNeedsTheAttemptsToken(t *testing.T) {
+	ctx := context.Background()
+	s := New(scheduler.ModelConfig{})
+	s.Submit(ctx, spec("b", "gpt", 2), t0)
+	jobs := claim(t, s, "gpt", "b", 2)
+	j, sibling := jobs[0], jobs[1]
+	if j.ResultToken == sibling.ResultToken {
+		t.Fatal("two claims drew the same token")
+	}
+	for name, tok := range map[string]resulttoken.Token{"none": "", "sibling's": sibling.ResultToken, "guessed": resulttoken.New()} {
+		ok, err := s.RecordResult(ctx, j.ID, Result{Attempt: 1, Pass: true, Token: tok})
+		if ok || !errors.Is(err, ErrWrongToken) {
+			t.Errorf("%s token: %v, %v; want refused with ErrWrongToken", name, ok, err)
+		}
+	}
+	if _, ok := s.JobResult(j.ID); ok {
+		t.Fatal("a refused result was recorded")
+	}
+	// The task is lost; attempt 2's claim draws a new token.
+	if err := s.TaskStopped(ctx, j.ID, 1, job.Exit{Infrastructure: true}, t0); err != nil {
+		t.Fatal(err)
+	}
+	j2 := claim(t, s, "gpt", "b", 1)[0]
+	if j2.ID != j.ID || j2.Attempt != 2 || j2.ResultToken == j.ResultToken {
+		t.Fatalf("claimed %s attempt %d (same token: %v), want %s attempt 2 with a new token", j2.ID, j2.Attempt, j2.ResultToken == j.ResultToken, j.ID)
+	}
+	if ok, err := s.RecordResult(ctx, j.ID, Result{Attempt: 2, Pass: true, Token: j.ResultToken}); ok || !errors.Is(err, ErrWrongToken) {
+		t.Errorf("attempt 1's token for attempt 2: %v, %v; want ErrWrongToken", ok, err)
+	}
+	if ok, err := s.RecordResult(ctx, j.ID, Result{Attempt: 2, Pass: true, Token: j2.ResultToken}); !ok || err != nil {
+		t.Errorf("attempt 2's own result: %v, %v; want recorded", ok, err)
 	}
 }
 

@@ -13,11 +13,16 @@ import (
 	"github.com/evalsched/evalsched/internal/breaker"
 	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/priority"
+	"github.com/evalsched/evalsched/internal/resulttoken"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
 // ErrUnknownJob is returned for a job id the store has never seen.
 var ErrUnknownJob = errors.New("unknown job")
+
+// ErrWrongToken refuses a result that names the job's current attempt
+// but not its result token: a sandbox speaking for a job not its own.
+var ErrWrongToken = errors.New("result_token does not match the job's attempt")
 
 // Job is a copy of one job's record.
 type Job struct {
@@ -61,6 +66,7 @@ type Store struct {
 	loads    map[int]scheduler.ShardLoad // by shard: what each reported last
 	sampled  map[string]*sampledBatch    // by account/project/batch (sampled.go)
 	results  map[string]Result           // by job id: the current attempt's verdict
+	tokens   resulttoken.Source          // draws each claim's result token
 }
 
 // batchRecord is what a batch's later messages are checked against: the
@@ -109,7 +115,16 @@ func New(defaults scheduler.ModelConfig) *Store {
 		pauses:   map[string]scheduler.Pause{},
 		parts:    map[string]*partsSeen{},
 		batches:  map[string]*batchRecord{},
+		tokens:   resulttoken.New,
 	}
+}
+
+// SetTokenSource replaces crypto/rand as the source of the claims' result
+// tokens: the simulator's seeded one keeps a run the same for its seed.
+func (s *Store) SetTokenSource(src resulttoken.Source) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tokens = src
 }
 
 // PutModel writes a model's operator item.
@@ -345,6 +360,7 @@ func (s *Store) Commit(_ context.Context, plan scheduler.Plan, _ scheduler.Versi
 				}
 				s.apply(j, c, job.Exit{}, plan.At)
 				j.LaunchedAt, j.Tier = plan.At, g.Tier
+				j.ResultToken = s.tokens() // a new one per attempt
 				claimed = append(claimed, j.Job)
 			}
 		}

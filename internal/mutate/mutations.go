@@ -236,6 +236,18 @@ var Mutations = []Mutation{
 		Pkg: "./internal/dynamostore", Tests: []string{"TestRecordResultPerAttempt"},
 	},
 	{
+		Name: "result-token", Why: "a verdict is kept only with its attempt's result token: a sandbox speaks for its own job alone",
+		File:  "internal/dynamostore/results.go",
+		Edits: []Edit{{`cond = cond.And(name(attrResultToken).Equal(value(r.Token.Reveal())))`, `cond = cond.And(` + always + `)`}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestForgedResultsRaceTheTrueOne", "TestRecordResultNeedsTheAttemptsToken"},
+	},
+	{
+		Name: "memstore-result-token", Why: "the in-memory store (simulator, local mode) refuses a result without its attempt's token",
+		File:  "internal/memstore/sampled.go",
+		Edits: []Edit{{`if !resulttoken.Equal(r.Token, j.ResultToken) {`, `if false {`}},
+		Pkg:   "./internal/memstore", Tests: []string{"TestRecordResultNeedsTheAttemptsToken"},
+	},
+	{
 		Name: "result-counted-once", Why: "a sampled job's verdict counts toward its stratum once",
 		File:  "internal/dynamostore/results.go",
 		Edits: []Edit{{`cond = cond.And(name("result_attempt").AttributeNotExists())`, `cond = cond.And(` + always + `)`}},

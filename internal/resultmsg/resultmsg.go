@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/evalsched/evalsched/internal/resulttoken"
 )
 
 // Version is the only version Parse reads.
@@ -27,6 +29,10 @@ type Message struct {
 	Attempt int
 	Pass    bool // outcome "pass"; "fail" is false
 	Score   *float64
+	// Token is the attempt's result token (EVALSCHED_RESULT_TOKEN), the
+	// sender's credential: the store records the verdict only if it is
+	// the one drawn when the attempt was claimed.
+	Token resulttoken.Token
 }
 
 // Outcome is the message's outcome field: "pass" or "fail".
@@ -45,7 +51,8 @@ func (m Message) MarshalJSON() ([]byte, error) {
 		Attempt int      `json:"attempt"`
 		Outcome string   `json:"outcome"`
 		Score   *float64 `json:"score,omitempty"`
-	}{m.Version, m.JobID, m.Attempt, m.Outcome(), m.Score})
+		Token   string   `json:"result_token"`
+	}{m.Version, m.JobID, m.Attempt, m.Outcome(), m.Score, m.Token.Reveal()})
 }
 
 // Error is a broken rule of the message: invalid, never worth a retry.
@@ -56,7 +63,7 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Field + ": " + e.Rule }
 
-var fields = []string{"version", "job_id", "attempt", "outcome", "score"}
+var fields = []string{"version", "job_id", "attempt", "outcome", "score", "result_token"}
 
 // Parse reads one result message; an error is an *Error, or several
 // joined, each naming the field and its rule.
@@ -132,6 +139,13 @@ func Parse(data []byte) (Message, error) {
 			default:
 				fail(name, `%s must be "pass" or "fail"`, clip(raw))
 			}
+		case "result_token":
+			// Never quoted back: a reason goes to the dead-letter queue.
+			var s string
+			if json.Unmarshal(raw, &s) != nil || !resulttoken.Valid(s) {
+				fail(name, "must be the %d base64url characters of EVALSCHED_RESULT_TOKEN", resulttoken.Len)
+			}
+			m.Token = resulttoken.Token(s)
 		case "score":
 			var f float64
 			if json.Unmarshal(raw, &f) != nil || math.IsNaN(f) || math.IsInf(f, 0) {
@@ -147,7 +161,7 @@ func Parse(data []byte) (Message, error) {
 	if len(bytes.TrimSpace(data[dec.InputOffset():])) > 0 {
 		return Message{}, whole("trailing data after the object")
 	}
-	for _, f := range []string{"version", "job_id", "attempt", "outcome"} {
+	for _, f := range []string{"version", "job_id", "attempt", "outcome", "result_token"} {
 		if !seen[f] {
 			fail(f, "required")
 		}

@@ -13,9 +13,15 @@ import (
 	"github.com/evalsched/evalsched/sandboxkit"
 
 	"github.com/evalsched/evalsched/internal/job"
+	"github.com/evalsched/evalsched/internal/resulttoken"
 )
 
-const id = "0123456789abcdef0123456789abcdef"
+const (
+	id  = "0123456789abcdef0123456789abcdef"
+	tok = "resultmsg-test-result-token-0001"
+	// tk is tok as a field: `,"result_token":"…"`.
+	tk = `,"result_token":"` + tok + `"`
+)
 
 func TestParse(t *testing.T) {
 	score := 0.83
@@ -25,23 +31,29 @@ func TestParse(t *testing.T) {
 		want Message
 		errs []string
 	}{
-		{"pass with score", `{"version":1,"job_id":"` + id + `","attempt":2,"outcome":"pass","score":0.83}`,
-			Message{Version: 1, JobID: id, Attempt: 2, Pass: true, Score: &score}, nil},
-		{"fail, null score", `{"version":1,"job_id":"` + id + `","attempt":1,"outcome":"fail","score":null}` + "\n",
-			Message{Version: 1, JobID: id, Attempt: 1}, nil},
+		{"pass with score", `{"version":1,"job_id":"` + id + `","attempt":2,"outcome":"pass","score":0.83` + tk + `}`,
+			Message{Version: 1, JobID: id, Attempt: 2, Pass: true, Score: &score, Token: tok}, nil},
+		{"fail, null score", `{"version":1,"job_id":"` + id + `","attempt":1,"outcome":"fail","score":null` + tk + `}` + "\n",
+			Message{Version: 1, JobID: id, Attempt: 1, Token: tok}, nil},
 		{"not an object", `[1]`, Message{}, []string{"message: must be a JSON object"}},
-		{"trailing", `{"version":1,"job_id":"` + id + `","attempt":1,"outcome":"fail"} {}`, Message{}, []string{"message: trailing data after the object"}},
-		{"unknown and repeated", `{"version":1,"job_id":"` + id + `","attempt":1,"attempt":1,"outcome":"fail","pass":true}`, Message{},
+		{"trailing", `{"version":1,"job_id":"` + id + `","attempt":1,"outcome":"fail"` + tk + `} {}`, Message{}, []string{"message: trailing data after the object"}},
+		{"unknown and repeated", `{"version":1,"job_id":"` + id + `","attempt":1,"attempt":1,"outcome":"fail","pass":true` + tk + `}`, Message{},
 			[]string{"attempt: repeated", `message: unknown field "pass"`}},
-		{"bad fields", `{"version":2,"job_id":"ABC","attempt":1.0,"outcome":"ok","score":"high"}`, Message{}, []string{
+		{"bad fields", `{"version":2,"job_id":"ABC","attempt":1.0,"outcome":"ok","score":"high"` + tk + `}`, Message{}, []string{
 			"version: 2 is not a supported version (only 1)",
 			`job_id: "ABC" must be 32 lowercase hex characters`,
 			"attempt: 1.0 must be an integer in 1..10",
 			`outcome: "ok" must be "pass" or "fail"`,
 			`score: "high" must be a number`,
 		}},
-		{"missing", `{"job_id":null}`, Message{}, []string{"version: required", "job_id: required", "attempt: required", "outcome: required"}},
-		{"attempt range", `{"version":1,"job_id":"` + id + `","attempt":11,"outcome":"pass"}`, Message{}, []string{"attempt: 11 must be an integer in 1..10"}},
+		{"missing", `{"job_id":null}`, Message{}, []string{"version: required", "job_id: required", "attempt: required", "outcome: required", "result_token: required"}},
+		{"attempt range", `{"version":1,"job_id":"` + id + `","attempt":11,"outcome":"pass"` + tk + `}`, Message{}, []string{"attempt: 11 must be an integer in 1..10"}},
+		// A bad token is never quoted back: the reason goes to the dead-letter queue.
+		{"token form", `{"version":1,"job_id":"` + id + `","attempt":1,"outcome":"pass","result_token":"a-secret-one-char-short-of-32ch"}`, Message{},
+			[]string{"result_token: must be the 32 base64url characters of EVALSCHED_RESULT_TOKEN"}},
+		{"token not a string", `{"version":1,"job_id":"` + id + `","attempt":1,"outcome":"pass","result_token":12345}`, Message{},
+			[]string{"result_token: must be the 32 base64url characters of EVALSCHED_RESULT_TOKEN"}},
+		{"token missing", `{"version":1,"job_id":"` + id + `","attempt":1,"outcome":"pass"}`, Message{}, []string{"result_token: required"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := Parse([]byte(tc.in))
@@ -95,7 +107,7 @@ func TestParsesTheKitsMessage(t *testing.T) {
 	score := 0.5
 	for _, outcome := range []sandboxkit.Outcome{sandboxkit.Pass, sandboxkit.Fail} {
 		var s sender
-		job := sandboxkit.Job{ID: id, Attempt: 3, Account: "acme", Project: "p", Batch: "b", Model: "m"}
+		job := sandboxkit.Job{ID: id, Attempt: 3, Account: "acme", Project: "p", Batch: "b", Model: "m", ResultToken: tok}
 		r := sandboxkit.NewResult(job, outcome, &score, nil, nil)
 		if err := (sandboxkit.SQSReporter{Client: &s, QueueURL: "http://q"}).Report(context.Background(), r); err != nil {
 			t.Fatal(err)
@@ -107,7 +119,7 @@ func TestParsesTheKitsMessage(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Parse(%s): %v", s.bodies[0], err)
 		}
-		want := Message{Version: 1, JobID: id, Attempt: 3, Pass: outcome == sandboxkit.Pass, Score: &score}
+		want := Message{Version: 1, JobID: id, Attempt: 3, Pass: outcome == sandboxkit.Pass, Score: &score, Token: tok}
 		if !same(m, want) {
 			t.Errorf("Parse(%s) = %+v, want %+v", s.bodies[0], m, want)
 		}
@@ -120,8 +132,8 @@ func TestParsesTheKitsMessage(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	f.Add([]byte(`{"version":1,"job_id":"` + id + `","attempt":2,"outcome":"pass","score":0.83}`))
-	f.Add([]byte(`{"version":1,"job_id":"` + id + `","attempt":1,"outcome":"fail"}`))
+	f.Add([]byte(`{"version":1,"job_id":"` + id + `","attempt":2,"outcome":"pass","score":0.83` + tk + `}`))
+	f.Add([]byte(`{"version":1,"job_id":"` + id + `","attempt":1,"outcome":"fail"` + tk + `}`))
 	f.Add([]byte(`{"version":1,"version":1}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := Parse(data)
@@ -134,7 +146,7 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if m.Version != 1 || !validJobID(m.JobID) || m.Attempt < 1 || m.Attempt > MaxAttempts {
+		if m.Version != 1 || !validJobID(m.JobID) || m.Attempt < 1 || m.Attempt > MaxAttempts || !resulttoken.Valid(m.Token.Reveal()) {
 			t.Fatalf("accepted %+v", m)
 		}
 		// What Parse accepts it writes back to the same message.

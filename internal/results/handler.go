@@ -57,10 +57,14 @@ func (h *Handler) record(ctx context.Context, r *events.SQSMessage, c *Counts) b
 	if err != nil {
 		return h.reject(ctx, r, reason(err), c)
 	}
-	ok, err := h.Store.RecordResult(ctx, m.JobID, memstore.Result{Attempt: m.Attempt, Pass: m.Pass, Score: m.Score, At: h.now()})
+	ok, err := h.Store.RecordResult(ctx, m.JobID, memstore.Result{Attempt: m.Attempt, Pass: m.Pass, Score: m.Score, At: h.now(), Token: m.Token})
 	switch {
 	case errors.Is(err, memstore.ErrUnknownJob):
 		return h.reject(ctx, r, "job_id: "+m.JobID+" is no job of this deployment", c)
+	case errors.Is(err, memstore.ErrWrongToken):
+		// Right id and attempt, wrong token: a sandbox speaking for a job
+		// not its own (or a harness that did not pass its token on).
+		return h.reject(ctx, r, fmt.Sprintf("result_token: not the token of job %s attempt %d (EVALSCHED_RESULT_TOKEN of that attempt's task)", m.JobID, m.Attempt), c)
 	case err != nil:
 		h.log().Warn("results: record failed; SQS delivers it again", "message_id", r.MessageId, "job_id", m.JobID, "attempt", m.Attempt, "err", err)
 		return false

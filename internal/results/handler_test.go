@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/evalsched/evalsched/internal/dynamostore/dynamotest"
 	"github.com/evalsched/evalsched/internal/intake"
 	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/localaws"
@@ -23,13 +24,15 @@ var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
 // TestHandleEventFile drives the handler with events/sqs-results.json
 // against a store holding the batch of events/sqs-batch.json and a
-// dead-letter queue on fauxqs: the valid verdict is recorded, the
-// malformed message and the one naming no job are dead-lettered with
-// their reasons, nothing is retried; the same delivery again records
-// nothing new.
+// dead-letter queue on fauxqs: the valid verdict is recorded; the
+// malformed message, the one naming no job, and the two naming the job's
+// attempt with a forged token or none are dead-lettered with their
+// reasons; nothing is retried; the same delivery again records nothing
+// new.
 func TestHandleEventFile(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New(scheduler.ModelConfig{})
+	store.SetTokenSource(dynamotest.SampleTokens)
 	b := job.BatchSpec{Account: "acme", Project: "search-evals", Batch: "2026-11-29-sweep-17", Model: "gpt-5.5", Tier: 1,
 		Jobs: []job.JobSpec{{Key: "task-000123"}}}
 	if _, err := store.Submit(ctx, b, t0); err != nil {
@@ -66,18 +69,26 @@ func TestHandleEventFile(t *testing.T) {
 		t.Errorf("recorded %+v, %v; want attempt 1's pass with score 0.83", r, ok)
 	}
 
-	out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: dlq.QueueUrl, MaxNumberOfMessages: 10,
-		MessageAttributeNames: []string{"All"}, WaitTimeSeconds: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
 	reasons := map[string]int{}
-	for _, m := range out.Messages {
-		reasons[aws.ToString(m.MessageAttributes[intake.AttrReason].StringValue)]++
+	for n := 0; n < 8; {
+		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: dlq.QueueUrl, MaxNumberOfMessages: 10,
+			MessageAttributeNames: []string{"All"}, WaitTimeSeconds: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Messages) == 0 {
+			break
+		}
+		for _, m := range out.Messages {
+			reasons[aws.ToString(m.MessageAttributes[intake.AttrReason].StringValue)]++
+			n++
+		}
 	}
 	want := map[string]int{
-		`attempt: 1.0 must be an integer in 1..10; outcome: "ok" must be "pass" or "fail"`: 2,
-		"job_id: 00000000000000000000000000000000 is no job of this deployment":            2,
+		`attempt: 1.0 must be an integer in 1..10; outcome: "ok" must be "pass" or "fail"; result_token: required`: 2,
+		"job_id: 00000000000000000000000000000000 is no job of this deployment":                                    2,
+		"result_token: not the token of job " + id + " attempt 1 (EVALSCHED_RESULT_TOKEN of that attempt's task)":  2,
+		"result_token: required": 2,
 	}
 	if len(reasons) != len(want) {
 		t.Fatalf("dead-lettered %v, want %v", reasons, want)

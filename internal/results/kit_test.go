@@ -53,7 +53,8 @@ func TestKitToStore(t *testing.T) {
 	score := 1.0
 	send := func(attempt int, outcome sandboxkit.Outcome) {
 		t.Helper()
-		job := sandboxkit.Job{ID: j.ID, Attempt: attempt, Account: b.Account, Project: b.Project, Batch: b.Batch, Model: b.Model}
+		job := sandboxkit.Job{ID: j.ID, Attempt: attempt, Account: b.Account, Project: b.Project, Batch: b.Batch, Model: b.Model,
+			ResultToken: j.ResultToken.Reveal()}
 		if err := reporter.Report(ctx, sandboxkit.NewResult(job, outcome, &score, nil, nil)); err != nil {
 			t.Fatal(err)
 		}

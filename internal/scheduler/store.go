@@ -9,6 +9,7 @@ import (
 	"github.com/evalsched/evalsched/internal/breaker"
 	"github.com/evalsched/evalsched/internal/limits"
 	"github.com/evalsched/evalsched/internal/priority"
+	"github.com/evalsched/evalsched/internal/resulttoken"
 )
 
 // Store is the scheduler's view of its persistent state. Implementations:
@@ -210,6 +211,11 @@ type Job struct {
 	TimeoutSeconds int
 	Env            map[string]string
 	SubmittedAt    time.Time // when the intake accepted it: the start of its wait
+	// ResultToken is the attempt's result token, drawn by the store's
+	// claim and stored with it: the launcher gives it to the sandbox
+	// (EVALSCHED_RESULT_TOKEN), the results function requires it. Set
+	// only on the jobs a Commit claims; it never prints.
+	ResultToken resulttoken.Token
 }
 
 // LaunchStatus says what became of a launch.

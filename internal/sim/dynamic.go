@@ -13,6 +13,7 @@ import (
 	"github.com/evalsched/evalsched/internal/limits"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/priority"
+	"github.com/evalsched/evalsched/internal/resulttoken"
 	"github.com/evalsched/evalsched/internal/scheduler"
 	"github.com/evalsched/evalsched/internal/sim/faults"
 	"github.com/evalsched/evalsched/internal/sim/scenario"
@@ -108,6 +109,9 @@ func newDynamic(e *engine, opt Options) (*dynamicPolicy, error) {
 		}),
 		sh: newShadow(len(e.jobs), len(e.models)),
 	}
+	// The claims' result tokens from the seed, not crypto/rand: a run is
+	// the same for its seed.
+	d.store.SetTokenSource(resulttoken.Seeded(uint64(e.sc.Seed)))
 	for i, m := range e.sc.Models {
 		d.index[m.Name] = i
 		_ = d.store.PutModel(d.ctx, scheduler.ModelConfig{

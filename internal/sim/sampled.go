@@ -12,6 +12,7 @@ import (
 	domain "github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/sampling/montecarlo"
+	"github.com/evalsched/evalsched/internal/resulttoken"
 	"github.com/evalsched/evalsched/internal/scheduler"
 	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
@@ -89,6 +90,7 @@ func runOnSlots(sc *scenario.Sampled, b domain.BatchSpec, draws map[string]sampl
 	ctx := context.Background()
 	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	s := memstore.New(scheduler.ModelConfig{})
+	s.SetTokenSource(resulttoken.Seeded(0)) // deterministic; the tokens draw on no seed's stream
 	if _, err := s.Submit(ctx, b, t0); err != nil {
 		panic(fmt.Sprintf("sim-sampled: submit: %v", err)) // the scenario was checked
 	}
@@ -101,7 +103,7 @@ func runOnSlots(sc *scenario.Sampled, b domain.BatchSpec, draws map[string]sampl
 		for len(ends) > 0 && !ends[0].at.After(now) {
 			e := heap.Pop(&ends).(end)
 			d := draws[e.job.ID]
-			s.RecordResult(ctx, e.job.ID, memstore.Result{Attempt: e.job.Attempt, Pass: d.pass, At: e.at})
+			s.RecordResult(ctx, e.job.ID, memstore.Result{Attempt: e.job.Attempt, Pass: d.pass, At: e.at, Token: e.job.ResultToken})
 			s.TaskStopped(ctx, e.job.ID, e.job.Attempt, domain.Exit{}, e.at)
 			last = e.at
 		}

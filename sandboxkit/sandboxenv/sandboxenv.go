@@ -17,6 +17,11 @@ const (
 	Model       = "EVALSCHED_MODEL"        // the job's model, else its batch message's
 	Attempt     = "EVALSCHED_ATTEMPT"      // 1, 2, …: a job runs again after an infrastructure stop
 	SubmittedAt = "EVALSCHED_SUBMITTED_AT" // RFC 3339 in UTC; the job entered the queue
+	// ResultToken is the attempt's result token: a secret the result
+	// message must carry (sandboxkit sends it), so a sandbox speaks for its
+	// own job and attempt alone. A harness reads it and keeps it from the
+	// code it grades (SECURITY.md).
+	ResultToken = "EVALSCHED_RESULT_TOKEN"
 	// ResultQueueURL is where sandboxkit's SQSReporter sends the verdict. The
 	// task definition sets it, not the launcher.
 	ResultQueueURL = "EVALSCHED_RESULT_QUEUE_URL"

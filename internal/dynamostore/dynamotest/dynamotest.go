@@ -6,6 +6,7 @@ import (
 
 	"github.com/evalsched/evalsched/internal/dynamostore"
 	"github.com/evalsched/evalsched/internal/job"
+	"github.com/evalsched/evalsched/internal/resulttoken"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -40,19 +41,29 @@ func SampleBatch() job.BatchSpec {
 		Jobs: []job.JobSpec{{Key: "task-000123"}}}
 }
 
+// SampleResultToken is the result token the verdict of
+// events/sqs-results.json carries: ClaimedSampleJob's claim draws it.
+const SampleResultToken resulttoken.Token = "events-fixture-result-token-0001"
+
+// SampleTokens is a token source that always draws SampleResultToken.
+func SampleTokens() resulttoken.Token { return SampleResultToken }
+
 // ClaimedSampleJob submits SampleBatch to store and claims its job as a
-// pass would (attempt 1), returning the job's id: the world a task event or
-// a result of events/ starts from.
+// pass would (attempt 1, result token SampleResultToken), returning the
+// job's id: the world a task event or a result of events/ starts from.
 func ClaimedSampleJob(t T, store *dynamostore.Store) string {
 	t.Helper()
 	return ClaimedJob(t, store, SampleBatch())
 }
 
 // ClaimedJob submits a batch of one job to store and claims the job as a
-// pass would (attempt 1), returning its id.
+// pass would (attempt 1, result token SampleResultToken), returning its id.
 func ClaimedJob(t T, store *dynamostore.Store, b job.BatchSpec) string {
 	t.Helper()
 	ctx := context.Background()
+	prev := store.Tokens
+	store.Tokens = SampleTokens
+	defer func() { store.Tokens = prev }()
 	if _, err := store.Submit(ctx, b, time.Now()); err != nil {
 		t.Fatalf("submit batch %s: %v", b.Batch, err)
 	}
