@@ -3,7 +3,6 @@ package bill
 import (
 	"context"
 	"fmt"
-	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -300,7 +299,7 @@ func (m *Meter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWri
 	units := 0.0
 	for i, r := range refs {
 		b, a := before[i], after[i]
-		units += 2 * kb(max(ItemBytes(b), ItemBytes(a)), 1024)
+		units += 2 * kb(max(dynamostore.ItemBytes(b), dynamostore.ItemBytes(a)), 1024)
 		if in.TransactItems[i].ConditionCheck != nil {
 			continue
 		}
@@ -439,66 +438,20 @@ func (x index) upkeep(before, after map[string]types.AttributeValue) float64 {
 	case b == nil && a == nil:
 		return 0
 	case b == nil:
-		return kb(ItemBytes(a), 1024)
+		return kb(dynamostore.ItemBytes(a), 1024)
 	case a == nil:
-		return kb(ItemBytes(b), 1024)
+		return kb(dynamostore.ItemBytes(b), 1024)
 	}
 	for _, k := range x.keys {
 		if !reflect.DeepEqual(b[k], a[k]) {
-			return kb(ItemBytes(b), 1024) + kb(ItemBytes(a), 1024) // a delete and a put
+			return kb(dynamostore.ItemBytes(b), 1024) + kb(dynamostore.ItemBytes(a), 1024) // a delete and a put
 		}
 	}
 	if reflect.DeepEqual(b, a) {
 		return 0
 	}
-	return kb(max(ItemBytes(b), ItemBytes(a)), 1024)
+	return kb(max(dynamostore.ItemBytes(b), dynamostore.ItemBytes(a)), 1024)
 }
 
 // kb is how many units of size unit n bytes take (at least 1).
 func kb(n, unit int) float64 { return math.Max(1, math.Ceil(float64(n)/float64(unit))) }
-
-// ItemBytes is an item's size as DynamoDB bills it: each attribute's name
-// and value; a number about one byte per two significant digits plus one;
-// a map or list 3 bytes plus one per element (nil item: 0).
-func ItemBytes(item map[string]types.AttributeValue) int {
-	n := 0
-	for _, name := range slices.Sorted(maps.Keys(item)) {
-		n += len(name) + valueBytes(item[name])
-	}
-	return n
-}
-
-func valueBytes(v types.AttributeValue) int {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return len(v.Value)
-	case *types.AttributeValueMemberN:
-		return (len(v.Value)+1)/2 + 1
-	case *types.AttributeValueMemberB:
-		return len(v.Value)
-	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
-		return 1
-	case *types.AttributeValueMemberM:
-		return 3 + ItemBytes(v.Value) + len(v.Value)
-	case *types.AttributeValueMemberL:
-		n := 3
-		for _, e := range v.Value {
-			n += 1 + valueBytes(e)
-		}
-		return n
-	case *types.AttributeValueMemberSS:
-		n := 0
-		for _, e := range v.Value {
-			n += len(e)
-		}
-		return n
-	case *types.AttributeValueMemberNS:
-		n := 0
-		for _, e := range v.Value {
-			n += (len(e)+1)/2 + 1
-		}
-		return n
-	default:
-		return 0
-	}
-}
