@@ -253,46 +253,33 @@ func (m *Meter) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInp
 // TransactWriteItems reads the items before and after the call (unmetered)
 // and bills the transaction from their sizes (Meter's doc).
 func (m *Meter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	type ref struct {
-		table string
-		key   map[string]types.AttributeValue
-		put   map[string]types.AttributeValue
-	}
-	refs := make([]ref, len(in.TransactItems))
+	// Each item's table and key (a Put's key read from its item).
+	refs := make([]tableKey, len(in.TransactItems))
 	for i, it := range in.TransactItems {
+		var err error
 		switch {
 		case it.Put != nil:
-			refs[i] = ref{table: aws.ToString(it.Put.TableName), put: it.Put.Item}
+			refs[i].table = aws.ToString(it.Put.TableName)
+			refs[i].key, err = m.keyOf(ctx, refs[i].table, it.Put.Item)
 		case it.Update != nil:
-			refs[i] = ref{table: aws.ToString(it.Update.TableName), key: it.Update.Key}
+			refs[i] = tableKey{aws.ToString(it.Update.TableName), it.Update.Key}
 		case it.Delete != nil:
-			refs[i] = ref{table: aws.ToString(it.Delete.TableName), key: it.Delete.Key}
+			refs[i] = tableKey{aws.ToString(it.Delete.TableName), it.Delete.Key}
 		case it.ConditionCheck != nil:
-			refs[i] = ref{table: aws.ToString(it.ConditionCheck.TableName), key: it.ConditionCheck.Key}
+			refs[i] = tableKey{aws.ToString(it.ConditionCheck.TableName), it.ConditionCheck.Key}
 		}
-	}
-	keyOf := func(r ref) (map[string]types.AttributeValue, error) {
-		if r.key != nil {
-			return r.key, nil
-		}
-		return m.keyOf(ctx, r.table, r.put)
-	}
-	keys := make([]map[string]types.AttributeValue, len(refs))
-	for i, r := range refs {
-		k, err := keyOf(r)
 		if err != nil {
 			return nil, err
 		}
-		keys[i] = k
 	}
-	before, err := m.items(ctx, refs2(refs, keys, func(r ref) string { return r.table }))
+	before, err := m.items(ctx, refs)
 	if err != nil {
 		return nil, err
 	}
 	out, err := m.next.TransactWriteItems(ctx, in, o...)
-	after := before
+	after := before // a refused transaction is billed on the items as they are
 	if err == nil {
-		if after, err = m.items(ctx, refs2(refs, keys, func(r ref) string { return r.table })); err != nil {
+		if after, err = m.items(ctx, refs); err != nil {
 			return nil, err
 		}
 	}
@@ -312,7 +299,7 @@ func (m *Meter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWri
 		}
 	}
 	op := "TransactWriteItems"
-	if len(keys) > 0 && strings.HasPrefix(text(keys[0]["pk"]), modelStatePrefix) {
+	if len(refs) > 0 && strings.HasPrefix(text(refs[0].key["pk"]), modelStatePrefix) {
 		op = OpModelStates
 	}
 	m.record(op, false, units)
@@ -337,14 +324,6 @@ func text(v types.AttributeValue) string {
 type tableKey struct {
 	table string
 	key   map[string]types.AttributeValue
-}
-
-func refs2[R any](refs []R, keys []map[string]types.AttributeValue, table func(R) string) []tableKey {
-	out := make([]tableKey, len(refs))
-	for i, r := range refs {
-		out[i] = tableKey{table(r), keys[i]}
-	}
-	return out
 }
 
 // items reads each item by key, consistently, without metering (nil: none).
