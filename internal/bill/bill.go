@@ -66,6 +66,8 @@ func Compute(load Load, ms Measured, dep Deployment, br Bridge) Bill {
 	if otherR > 0.01 {
 		add("DynamoDB", "pass: reads beyond the fitted Snapshot (the states written since)", otherR*passes*rru, "%.1f RRU a pass × %s passes × $%.3f/M", otherR, num(passes), DynamoRead.USD)
 	}
+	add("DynamoDB", "scheduler lease", minutes*(ms.Lease.WRU*wru+ms.Lease.RRU*rru),
+		"%s invocations × (%.0f WRU + %.0f RRU: %d requests an invocation)", num(minutes), ms.Lease.WRU, ms.Lease.RRU, ms.Lease.Requests)
 	perJob := func(u Usage, n float64) (float64, float64) { return u.WRU / n, u.RRU / n }
 	sw, sr := perJob(ms.Submit, float64(load.JobsPerMessage))
 	cw, cr := perJob(ms.Claim.Plus(ms.Record), k)
@@ -111,9 +113,10 @@ func Compute(load Load, ms Measured, dep Deployment, br Bridge) Bill {
 
 	// CloudWatch.
 	perModel, account := len(ms.EMF.PerModel), ms.EMF.Account
-	metrics := perModel*load.ActiveModels + account
-	add("CloudWatch", "EMF custom metrics", float64(metrics)*CWMetric.USD,
-		"(%d a model [%s] × %d active models + %d others) = %d metrics × $%.2f", perModel, strings.Join(ms.EMF.PerModel, ", "), load.ActiveModels, account, metrics, CWMetric.USD)
+	metrics := perModel*load.ActiveModels + account + dep.MetricFilters
+	add("CloudWatch", "custom metrics (EMF, log metric filters)", float64(metrics)*CWMetric.USD,
+		"(%d a model [%s] × %d active models + %d others + %d from metric filters) = %d metrics × $%.2f",
+		perModel, strings.Join(ms.EMF.PerModel, ", "), load.ActiveModels, account, dep.MetricFilters, metrics, CWMetric.USD)
 	q := float64(ms.MetricQueries) * float64(load.ActiveModels) / float64(max(1, ms.BusyModels))
 	add("CloudWatch", "GetMetricData (gateway depth)", q*passes*CWGetMetricData.USD/1000,
 		"%.0f queries a pass (%d models with work, %d calls) × %s passes × $%.2f/1,000", q, ms.BusyModels, ms.MetricCalls, num(passes), CWGetMetricData.USD)

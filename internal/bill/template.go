@@ -16,6 +16,7 @@ type Deployment struct {
 	ModelMetrics                                   emf.Detail
 	TaskStatuses                                   []string // the rule's detail.lastStatus filter (nil: none)
 	Alarms, Dashboards                             int
+	MetricFilters                                  int // metrics made from log lines (custom metrics too)
 }
 
 // ReadTemplate reads the deployment from the SAM template at path.
@@ -58,6 +59,10 @@ func ReadTemplate(path string) (Deployment, error) {
 				d.Alarms++
 			case t.Value == "AWS::CloudWatch::Dashboard":
 				d.Dashboards++
+			case t.Value == "AWS::Logs::MetricFilter":
+				if tr := at(res.Content[i], "Properties", "MetricTransformations"); tr != nil {
+					d.MetricFilters += len(tr.Content)
+				}
 			}
 		}
 	}
