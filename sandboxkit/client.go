@@ -115,12 +115,35 @@ type ChatRequest struct {
 }
 
 // Response is a call's answer.
+//
+// Reasoning models stream their reasoning before the answer, in
+// choices[0].delta.reasoning_content (DeepSeek, vLLM) or delta.reasoning
+// (OpenRouter, Ollama), and count it in usage.completion_tokens, with
+// usage.completion_tokens_details.reasoning_tokens saying how much of it was
+// reasoning. The times are measured on the client's Clock:
+//
+//   - TTFT is request sent → the first token of any kind, reasoning
+//     included: what the provider took to start producing.
+//   - TimeToAnswer is request sent → the first answer token (content); the
+//     TTFT when no reasoning was streamed.
+//   - TPOT is (last token − first token) / (tokens in that span − 1): the
+//     span's tokens are all completion tokens when the reasoning was
+//     streamed, and the answer's alone when the provider kept its
+//     reasoning hidden (reasoning_tokens counted but none streamed).
+//   - AnswerTPOT is the same over the answer tokens alone.
+//
+// Token counts come from the stream's usage; without one, each chunk
+// counts one token (gateways stream one token per chunk).
 type Response struct {
 	Content          string
+	Reasoning        string // the streamed reasoning, if any
 	FinishReason     string
-	CompletionTokens int           // from the stream's usage, else the content chunks counted
-	TTFT             time.Duration // request sent → first content chunk
-	TPOT             time.Duration // (last chunk − first chunk) / (tokens − 1); 0 for one token
+	CompletionTokens int // from the stream's usage, else the chunks counted; reasoning included
+	ReasoningTokens  int // usage's reasoning_tokens, else the reasoning chunks counted
+	TTFT             time.Duration
+	TimeToAnswer     time.Duration
+	TPOT             time.Duration // 0 for a span of one token
+	AnswerTPOT       time.Duration // 0 for an answer of one token
 	Attempts         int
 
 	release func()
@@ -201,9 +224,10 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest) (*Response, error) {
 	}
 	for attempt := 1; ; {
 		// 1. The breaker: an open one makes the call wait, not fail, while the budget lasts.
-		if ok, d := c.breaker.Allow(c.clock.Now()); !ok {
+		permit, ok, hold := c.breaker.Allow(c.clock.Now())
+		if !ok {
 			c.count(func(s *Stats) { s.BreakerRefusals++ })
-			if err := wait(d, ErrBreakerOpen, attempt-1, 0); err != nil {
+			if err := wait(hold, ErrBreakerOpen, attempt-1, 0); err != nil {
 				return nil, err
 			}
 			continue
@@ -211,7 +235,7 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest) (*Response, error) {
 		// 2. The limiter.
 		if c.limiter != nil {
 			if err := c.limiter.Wait(ctx); err != nil {
-				c.breaker.Record(c.clock.Now(), Abandoned)
+				c.breaker.Record(c.clock.Now(), permit, Abandoned)
 				return nil, err
 			}
 		}
@@ -221,21 +245,23 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest) (*Response, error) {
 		verdict := Answered
 		switch {
 		case err == nil:
-			c.breaker.Record(c.clock.Now(), Answered)
+			c.breaker.Record(c.clock.Now(), permit, Answered)
 			resp.Attempts = attempt
-			c.latency.Record(resp.TTFT, resp.TPOT)
+			c.latency.Record(resp.TTFT, resp.TimeToAnswer, resp.TPOT)
 			c.count(func(s *Stats) { s.Succeeded++ })
 			return resp, nil
 		case ctx.Err() != nil:
-			c.breaker.Record(c.clock.Now(), Abandoned)
+			c.breaker.Record(c.clock.Now(), permit, Abandoned)
 			return nil, ctx.Err()
 		case status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable:
 			verdict = Overloaded
 			c.count(func(s *Stats) { s.Overloaded++ })
+		case status >= 500:
+			verdict = Failed
 		case status == 0:
 			verdict = Abandoned // the gateway did not answer: no word on its load
 		}
-		c.breaker.Record(c.clock.Now(), verdict)
+		c.breaker.Record(c.clock.Now(), permit, verdict)
 		var reqErr *RequestError
 		if errors.As(err, &reqErr) {
 			return nil, err
@@ -269,7 +295,7 @@ func (c *Client) do(ctx context.Context, body []byte) (*Response, int, time.Dura
 	if c.apiKey != "" {
 		hreq.Header.Set("Authorization", "Bearer "+c.apiKey)
 	}
-	sent := time.Now() // latency is measured on the wall clock whatever Clock is
+	sent := c.clock.Now()
 	hresp, err := c.http.Do(hreq)
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("send: %w", err)
@@ -302,7 +328,9 @@ func (c *Client) do(ctx context.Context, body []byte) (*Response, int, time.Dura
 type chunk struct {
 	Choices []struct {
 		Delta struct {
-			Content string `json:"content"`
+			Content          string `json:"content"`
+			ReasoningContent string `json:"reasoning_content"`
+			Reasoning        string `json:"reasoning"`
 		} `json:"delta"`
 		Message struct {
 			Content string `json:"content"`
@@ -310,21 +338,49 @@ type chunk struct {
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
 	Usage *struct {
-		CompletionTokens int `json:"completion_tokens"`
+		CompletionTokens        int `json:"completion_tokens"`
+		CompletionTokensDetails *struct {
+			ReasoningTokens int `json:"reasoning_tokens"`
+		} `json:"completion_tokens_details"`
 	} `json:"usage"`
 	Error *struct {
 		Message string `json:"message"`
 	} `json:"error"`
 }
 
-// readStream assembles the answer from the SSE stream, timing its chunks.
+// span is when one kind of token (reasoning, answer, either) came, and how
+// many chunks of it.
+type span struct {
+	first, last time.Time
+	chunks      int
+}
+
+func (s *span) add(at time.Time) {
+	if s.chunks == 0 {
+		s.first = at
+	}
+	s.last = at
+	s.chunks++
+}
+
+// perToken is the span's time over the tokens after its first; 0 for one.
+func (s span) perToken(tokens int) time.Duration {
+	if s.chunks == 0 || tokens < 2 {
+		return 0
+	}
+	return s.last.Sub(s.first) / time.Duration(tokens-1)
+}
+
+// readStream assembles the answer from the SSE stream, timing its chunks
+// (Response says what each time covers).
 func (c *Client) readStream(body io.Reader, sent time.Time) (*Response, error) {
 	sse := NewSSEReader(body, c.maxBytes)
 	var (
-		content       strings.Builder
-		first, last   time.Time
-		chunks, usage int
-		finish        string
+		content, reasoning    strings.Builder
+		tokens, think, answer span
+		usage, usageReasons   int
+		usageDetails          bool
+		finish                string
 	)
 	for {
 		ev, err := sse.Next()
@@ -335,41 +391,70 @@ func (c *Client) readStream(body io.Reader, sent time.Time) (*Response, error) {
 			if errors.Is(err, ErrEventTooLarge) {
 				return nil, &RequestError{Status: http.StatusOK, Body: err.Error()}
 			}
-			return nil, fmt.Errorf("stream cut after %d chunks: %w", chunks, err)
+			return nil, fmt.Errorf("stream cut after %d chunks: %w", tokens.chunks, err)
 		}
-		at := time.Now()
+		at := c.clock.Now()
 		var ch chunk
 		if err := json.Unmarshal([]byte(ev.Data), &ch); err != nil {
-			return nil, fmt.Errorf("stream chunk %d is not JSON: %w", chunks+1, err)
+			return nil, fmt.Errorf("stream chunk %d is not JSON: %w", tokens.chunks+1, err)
 		}
 		if ch.Error != nil {
 			return nil, fmt.Errorf("error event in the stream: %s", ch.Error.Message)
 		}
 		if ch.Usage != nil {
 			usage = ch.Usage.CompletionTokens
+			if d := ch.Usage.CompletionTokensDetails; d != nil {
+				usageReasons, usageDetails = d.ReasoningTokens, true
+			}
 		}
 		for _, choice := range ch.Choices {
 			finish = cmp.Or(choice.FinishReason, finish)
-			if choice.Delta.Content == "" {
-				continue
+			thought := choice.Delta.ReasoningContent + choice.Delta.Reasoning
+			said := choice.Delta.Content
+			if thought == "" && said == "" {
+				continue // a role or finish chunk: no token
 			}
-			if content.Len()+len(choice.Delta.Content) > c.maxBytes {
+			if content.Len()+reasoning.Len()+len(thought)+len(said) > c.maxBytes {
 				return nil, &RequestError{Status: http.StatusOK, Body: fmt.Sprintf("the answer exceeds %d bytes", c.maxBytes)}
 			}
-			content.WriteString(choice.Delta.Content)
-			if chunks == 0 {
-				first = at
+			tokens.add(at)
+			if thought != "" {
+				reasoning.WriteString(thought)
+				think.add(at)
 			}
-			last = at
-			chunks++
+			if said != "" {
+				content.WriteString(said)
+				answer.add(at)
+			}
 		}
 	}
-	r := &Response{Content: content.String(), FinishReason: finish, CompletionTokens: cmp.Or(usage, chunks)}
-	if chunks > 0 {
-		r.TTFT = first.Sub(sent)
-		if r.CompletionTokens > 1 {
-			r.TPOT = last.Sub(first) / time.Duration(r.CompletionTokens-1)
+	r := &Response{Content: content.String(), Reasoning: reasoning.String(), FinishReason: finish}
+	// The counts: usage's when the stream gave one, else the chunks.
+	r.CompletionTokens, r.ReasoningTokens = think.chunks+answer.chunks, think.chunks
+	answerTokens := answer.chunks
+	if usage > 0 {
+		r.CompletionTokens = usage
+		switch {
+		case usageDetails:
+			r.ReasoningTokens = usageReasons
+			answerTokens = max(usage-usageReasons, 0)
+		case think.chunks == 0:
+			answerTokens = usage // no reasoning, streamed or counted
 		}
+	}
+	// The span's tokens: all of them when the reasoning was streamed (or
+	// there was none); the answer's alone when it was kept hidden.
+	spanTokens := r.CompletionTokens
+	if think.chunks == 0 && r.ReasoningTokens > 0 {
+		spanTokens = answerTokens
+	}
+	if tokens.chunks > 0 {
+		r.TTFT = tokens.first.Sub(sent)
+		r.TPOT = tokens.perToken(spanTokens)
+	}
+	if answer.chunks > 0 {
+		r.TimeToAnswer = answer.first.Sub(sent)
+		r.AnswerTPOT = answer.perToken(answerTokens)
 	}
 	c.hold(r)
 	return r, nil
@@ -392,9 +477,13 @@ func (c *Client) readWhole(body io.Reader, sent time.Time) (*Response, error) {
 	if len(ch.Choices) == 0 {
 		return nil, errors.New("answer has no choices")
 	}
-	r := &Response{Content: ch.Choices[0].Message.Content, FinishReason: ch.Choices[0].FinishReason, TTFT: time.Since(sent)}
+	took := c.clock.Now().Sub(sent)
+	r := &Response{Content: ch.Choices[0].Message.Content, FinishReason: ch.Choices[0].FinishReason, TTFT: took, TimeToAnswer: took}
 	if ch.Usage != nil {
 		r.CompletionTokens = ch.Usage.CompletionTokens
+		if d := ch.Usage.CompletionTokensDetails; d != nil {
+			r.ReasoningTokens = d.ReasoningTokens
+		}
 	}
 	c.hold(r)
 	return r, nil
@@ -405,7 +494,7 @@ func (c *Client) hold(r *Response) {
 	if c.memory == nil {
 		return
 	}
-	n := int64(len(r.Content))
+	n := int64(len(r.Content) + len(r.Reasoning))
 	c.memory.Add(n)
 	r.release = func() { c.memory.Release(n) }
 }

@@ -31,9 +31,7 @@ func newTestClient(t *testing.T, g *fakeGateway, cfg Config) (*Client, *fakeCloc
 var hello = ChatRequest{Model: "gpt-5.5", Messages: []Message{{Role: "user", Content: "Say hello."}}}
 
 func TestChatStreams(t *testing.T) {
-	answer := stream("Hel", "lo", ",", " world")
-	answer.delay = 20 * time.Millisecond
-	g := newFakeGateway(t, answer)
+	g := newFakeGateway(t, stream("Hel", "lo", ",", " world"))
 	c, _ := newTestClient(t, g, Config{APIKey: "sk-test"})
 
 	r, err := c.Chat(context.Background(), hello)
@@ -43,13 +41,9 @@ func TestChatStreams(t *testing.T) {
 	if r.Content != "Hello, world" || r.FinishReason != "stop" || r.CompletionTokens != 4 || r.Attempts != 1 {
 		t.Errorf("got %q finish %q tokens %d attempts %d; want \"Hello, world\", stop, 4, 1", r.Content, r.FinishReason, r.CompletionTokens, r.Attempts)
 	}
-	// The gateway held the first token 20 ms: TTFT cannot be shorter (a lower
-	// bound, which no scheduling delay can break).
-	if r.TTFT < 20*time.Millisecond {
-		t.Errorf("TTFT %s, under the gateway's 20 ms delay", r.TTFT)
-	}
-	if s := c.Latency(); s.TTFT.Count != 1 || s.TPOT.Count != 1 {
-		t.Errorf("histogram counts TTFT %d TPOT %d, want 1 each", s.TTFT.Count, s.TPOT.Count)
+	// The times are the fake clock's, which did not move (TestChatTimesReasoningAndAnswer times them).
+	if s := c.Latency(); s.TTFT.Count != 1 || s.TimeToAnswer.Count != 1 {
+		t.Errorf("histogram counts TTFT %d time to answer %d, want 1 each", s.TTFT.Count, s.TimeToAnswer.Count)
 	}
 	req := g.requests[0]
 	if req.auth != "Bearer sk-test" || req.body["stream"] != true || req.body["model"] != "gpt-5.5" {
@@ -159,7 +153,7 @@ func TestChatStreamCutIsRetried(t *testing.T) {
 // cooldown before it sends anything, then goes as the half-open probe.
 func TestChatRetriesRespectTheBreaker(t *testing.T) {
 	g := newFakeGateway(t, status(429), status(429), status(429), status(429), stream("back"))
-	b, _ := NewBreaker(BreakerConfig{MinSamples: 4, Seed: 3})
+	b, _ := NewBreaker(BreakerConfig{Consecutive: 4, Seed: 3})
 	c, clock := newTestClient(t, g, Config{Breaker: b, Retry: RetryPolicy{MaxAttempts: 4}})
 
 	if _, err := c.Chat(context.Background(), hello); ExitCode(err) != ExitProviderFailed {
@@ -185,11 +179,38 @@ func TestChatRetriesRespectTheBreaker(t *testing.T) {
 	}
 }
 
+// A 502 answer to the half-open probe reopens the breaker: the retry waits
+// out a second cooldown instead of going as the next probe.
+func TestChatProbeAnswered502Reopens(t *testing.T) {
+	g := newFakeGateway(t, status(429), status(429), status(502), stream("back"))
+	b, _ := NewBreaker(BreakerConfig{Consecutive: 2, Seed: 3})
+	c, clock := newTestClient(t, g, Config{Breaker: b, Retry: RetryPolicy{MaxAttempts: 2}})
+	if _, err := c.Chat(context.Background(), hello); ExitCode(err) != ExitProviderFailed {
+		t.Fatalf("error %v, want a provider failure after two 429s", err)
+	}
+	before := len(clock.slept())
+	if _, err := c.Chat(context.Background(), hello); err != nil {
+		t.Fatal(err)
+	}
+	var cooldowns int
+	for _, d := range clock.slept()[before:] {
+		if d >= 5*time.Second {
+			cooldowns++
+		}
+	}
+	if cooldowns != 2 || g.requestCount() != 4 {
+		t.Errorf("%d cooldowns and %d requests, want 2 and 4: the 502 probe must reopen the breaker", cooldowns, g.requestCount())
+	}
+	if st := b.State(clock.Now()); st != HalfOpen {
+		t.Errorf("breaker %s after one answered probe of 3, want HALF_OPEN", st)
+	}
+}
+
 // An open breaker whose cooldown does not fit the call's wait budget ends
 // the call at once, as a provider failure, without a request.
 func TestChatBreakerOpenBeyondBudget(t *testing.T) {
 	g := newFakeGateway(t, status(503))
-	b, _ := NewBreaker(BreakerConfig{MinSamples: 1, Seed: 3})
+	b, _ := NewBreaker(BreakerConfig{Consecutive: 1, Seed: 3})
 	c, _ := newTestClient(t, g, Config{Breaker: b, Retry: RetryPolicy{MaxAttempts: 1, MaxWait: 2 * time.Second}})
 	c.Chat(context.Background(), hello) // one 503 trips it
 	_, err := c.Chat(context.Background(), hello)

@@ -11,7 +11,7 @@
 //	       Limiter.Wait (sliding window) ◀────────┤
 //	       POST /v1/chat/completions, stream ─────┤ transport: TCP_NODELAY, keep-alive pool
 //	       SSEReader: TTFT, TPOT ─▶ Latency ◀─────┤ (HDR histograms)
-//	       429/503 ─▶ Breaker.Record; 5xx, cut stream ─▶ backoff ∨ Retry-After, then again
+//	       429/5xx ─▶ Breaker.Record; cut stream ─▶ backoff ∨ Retry-After, then again
 //
 // It lives at the module root, not under internal/, so that sandboxes in
 // other modules can import it (github.com/evalsched/evalsched/sandboxkit);
@@ -42,13 +42,29 @@
 // # Limiter, breaker, retries
 //
 // Limiter allows at most N calls in any sliding window. Breaker is three-state
-// (CLOSED, OPEN, HALF_OPEN) over the calls of this sandbox: it trips when
-// 429/503 answers are ≥ 25 % of at least 20 calls in 10 s, stays open a
-// jittered 5–10 s, then lets 3 probes through. Client.Chat retries 429, 5xx,
-// network errors and cut streams up to 5 requests with full-jitter backoff,
-// waiting at least Retry-After; an open breaker makes it wait, not send; all
-// waits of one call share a 2-minute budget. Time is an input (Clock), so the
-// tests advance a fake clock and never sleep.
+// (CLOSED, OPEN, HALF_OPEN) over the calls of this sandbox; a failure is a
+// 429 or any 5xx. It trips on 5 failures in a row (so a sandbox making few
+// calls stops too), or when at least 20 calls in 10 s fail at ≥ 25 % and
+// by more than a provider failing at 12.5 % would show by chance (a
+// Chernoff bound at 1e-4: 11 of 20, 29 of 100; the share alone tripped on
+// random 10 % errors in a third of one-minute runs). It stays open a
+// jittered 5–10 s, then lets 3 probes through: only calls started in
+// HALF_OPEN are probes, and any failure among them reopens it. Client.Chat
+// retries 429, 5xx, network errors and cut streams up to 5 requests with
+// full-jitter backoff, waiting at least Retry-After; an open breaker makes it
+// wait, not send; all waits of one call share a 2-minute budget. Time is an
+// input (Clock), so the tests advance a fake clock and never sleep.
+//
+// # Latency
+//
+// The client times each answer on its Clock. TTFT is request sent → first
+// token of any kind, a reasoning model's reasoning included; TimeToAnswer is
+// request sent → first answer token; TPOT is the measured span (first token
+// → last token) over the tokens inside it, less one: all completion tokens
+// when the reasoning streams (delta.reasoning_content or delta.reasoning),
+// the answer's alone when the provider hides its reasoning and only counts
+// it (usage.completion_tokens_details.reasoning_tokens). Response documents
+// each field; the log line carries the three histograms.
 //
 // # Memory
 //

@@ -24,7 +24,7 @@ const (
 
 // ErrBreakerOpen is returned when the call-level breaker refuses a call and
 // the retry budget does not cover the wait.
-var ErrBreakerOpen = errors.New("sandboxkit: breaker open: the gateway answers 429/503 to too many calls")
+var ErrBreakerOpen = errors.New("sandboxkit: breaker open: the gateway answers 429/5xx to too many calls")
 
 // ProviderError is a failure of the model's provider as seen through the
 // gateway: what the job cannot fix by itself, and what the scheduler's breaker

@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
-	"time"
 )
 
 // fakeGateway is an OpenAI-compatible chat-completions endpoint on
@@ -29,8 +28,7 @@ type reply struct {
 	header map[string]string
 	body   string   // a whole body (an error or a non-streamed answer)
 	events []string // SSE events, each written in two flushed pieces
-	delay  time.Duration
-	cut    bool // close the connection after the events, without [DONE]
+	cut    bool     // close the connection after the events, without [DONE]
 }
 
 type seen struct {
@@ -83,7 +81,6 @@ func (g *fakeGateway) serve(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	f := w.(http.Flusher)
 	f.Flush()
-	time.Sleep(rep.delay)
 	for _, ev := range rep.events {
 		half := len(ev) / 2
 		for _, piece := range []string{ev[:half], ev[half:]} {

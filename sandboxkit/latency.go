@@ -8,14 +8,17 @@ import (
 )
 
 // Latency records, per successful call, the time to first token (request
-// sent → first content chunk) and the time per output token (first → last
-// chunk over the tokens after the first) into HDR histograms: microsecond
+// sent → first token of any kind, reasoning included), the time to the
+// answer (request sent → first answer token; the TTFT when the model does
+// not stream its reasoning) and the time per output token (Response.TPOT)
+// into HDR histograms: microsecond
 // values from 1 µs to 10 min at 3 significant digits, so p99 and max are exact
 // to 0.1 % at any scale with fixed memory (~40 KB each) however many calls.
 type Latency struct {
-	mu   sync.Mutex
-	ttft *hdrhistogram.Histogram
-	tpot *hdrhistogram.Histogram
+	mu     sync.Mutex
+	ttft   *hdrhistogram.Histogram
+	answer *hdrhistogram.Histogram
+	tpot   *hdrhistogram.Histogram
 }
 
 const latencyMaxMicros = int64(10 * time.Minute / time.Microsecond)
@@ -23,16 +26,18 @@ const latencyMaxMicros = int64(10 * time.Minute / time.Microsecond)
 // NewLatency returns empty histograms.
 func NewLatency() *Latency {
 	return &Latency{
-		ttft: hdrhistogram.New(1, latencyMaxMicros, 3),
-		tpot: hdrhistogram.New(1, latencyMaxMicros, 3),
+		ttft:   hdrhistogram.New(1, latencyMaxMicros, 3),
+		answer: hdrhistogram.New(1, latencyMaxMicros, 3),
+		tpot:   hdrhistogram.New(1, latencyMaxMicros, 3),
 	}
 }
 
-// Record adds one call; a zero tpot (a one-token answer) records TTFT only.
-func (l *Latency) Record(ttft, tpot time.Duration) {
+// Record adds one call; a zero tpot (a one-token answer) is not recorded.
+func (l *Latency) Record(ttft, toAnswer, tpot time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	_ = l.ttft.RecordValue(micros(ttft)) // micros clamps to the range: no error
+	_ = l.answer.RecordValue(micros(toAnswer))
 	if tpot > 0 {
 		_ = l.tpot.RecordValue(micros(tpot))
 	}
@@ -54,15 +59,16 @@ type Quantiles struct {
 
 // LatencySummary is what a job reports of its calls' latency.
 type LatencySummary struct {
-	TTFT Quantiles `json:"ttft"`
-	TPOT Quantiles `json:"tpot"`
+	TTFT         Quantiles `json:"ttft"`
+	TimeToAnswer Quantiles `json:"time_to_answer"`
+	TPOT         Quantiles `json:"tpot"`
 }
 
 // Summary reads the histograms.
 func (l *Latency) Summary() LatencySummary {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return LatencySummary{TTFT: quantiles(l.ttft), TPOT: quantiles(l.tpot)}
+	return LatencySummary{TTFT: quantiles(l.ttft), TimeToAnswer: quantiles(l.answer), TPOT: quantiles(l.tpot)}
 }
 
 func quantiles(h *hdrhistogram.Histogram) Quantiles {

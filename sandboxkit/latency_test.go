@@ -10,7 +10,7 @@ import (
 func TestLatencyQuantiles(t *testing.T) {
 	l := NewLatency()
 	for i := 1; i <= 1000; i++ {
-		l.Record(time.Duration(i)*time.Millisecond, time.Duration(i)*time.Microsecond*10)
+		l.Record(time.Duration(i)*time.Millisecond, time.Duration(i)*time.Millisecond, time.Duration(i)*time.Microsecond*10)
 	}
 	s := l.Summary()
 	// HDR at 3 significant digits: each value within 0.1 % of the exact one.
@@ -37,8 +37,8 @@ func TestLatencyEdges(t *testing.T) {
 	if s := l.Summary(); s.TTFT.Count != 0 || s.TTFT.Max != 0 {
 		t.Errorf("empty summary %+v, want zeros", s)
 	}
-	l.Record(0, 0)         // a zero TTFT is clamped to 1 µs; a zero TPOT (one token) is not recorded
-	l.Record(time.Hour, 0) // over the 10-minute range: clamped, not dropped
+	l.Record(0, 0, 0)                 // a zero TTFT is clamped to 1 µs; a zero TPOT (one token) is not recorded
+	l.Record(time.Hour, time.Hour, 0) // over the 10-minute range: clamped, not dropped
 	s := l.Summary()
 	if s.TTFT.Count != 2 || s.TPOT.Count != 0 {
 		t.Errorf("counts TTFT %d TPOT %d, want 2 and 0", s.TTFT.Count, s.TPOT.Count)

@@ -39,11 +39,12 @@ type Result struct {
 }
 
 // NewResult is the result of a job that ended with err (nil: it judged the
-// answers and outcome is its verdict).
+// answers and outcome is its verdict). A job that ended with an error has no
+// verdict and no score: a score of 0 would read as a judged failure.
 func NewResult(job Job, outcome Outcome, score *float64, err error, c *Client) Result {
 	r := Result{Job: job, Outcome: outcome, Score: score, ExitCode: ExitCode(err), Err: err}
-	if err != nil {
-		r.Outcome = NoVerdict
+	if err != nil || outcome == NoVerdict {
+		r.Outcome, r.Score = NoVerdict, nil
 	}
 	if c != nil {
 		r.Latency, r.Stats = c.Latency(), c.Stats()
@@ -77,7 +78,7 @@ func Finish(ctx context.Context, r Result, reporters ...Reporter) (int, error) {
 //
 //	{"evalsched_result":1,"job_id":"…","attempt":1,"batch":"acme/search/b1","model":"gpt-5.5",
 //	 "outcome":"pass","score":0.83,"exit_code":0,"error":"",
-//	 "latency":{"ttft":{"count":40,"p50_ms":…,"p90_ms":…,"p99_ms":…,"max_ms":…,"mean_ms":…},"tpot":{…}},
+//	 "latency":{"ttft":{"count":40,"p50_ms":…,"p90_ms":…,"p99_ms":…,"max_ms":…,"mean_ms":…},"time_to_answer":{…},"tpot":{…}},
 //	 "calls":{"calls":40,"succeeded":40,"requests":43,"overloaded":3,"breaker_refusals":0},
 //	 "report_errors":["send result: …"]}
 //

@@ -19,7 +19,7 @@ var testJob = Job{ID: "0123456789abcdef0123456789abcdef", Account: "acme", Proje
 func TestLogLineReporter(t *testing.T) {
 	score := 0.75
 	l := NewLatency()
-	l.Record(120_000_000, 15_000_000) // 120 ms, 15 ms
+	l.Record(120_000_000, 120_000_000, 15_000_000) // 120 ms, 120 ms, 15 ms
 	r := Result{Job: testJob, Outcome: Pass, Score: &score, Latency: l.Summary(), Stats: Stats{Calls: 1, Succeeded: 1, Requests: 2, Overloaded: 1}}
 	var out bytes.Buffer
 	out.WriteString("earlier output\n")
@@ -55,7 +55,8 @@ func TestLogLineReporter(t *testing.T) {
 
 func TestLogLineOfAFailedJob(t *testing.T) {
 	var out bytes.Buffer
-	r := NewResult(testJob, Pass, nil, &ProviderError{Status: 503, Attempts: 5, Err: errors.New("HTTP 503")}, nil)
+	zero := 0.0 // the score of the answers counted before the error: not a verdict
+	r := NewResult(testJob, Pass, &zero, &ProviderError{Status: 503, Attempts: 5, Err: errors.New("HTTP 503")}, nil)
 	code, err := Finish(context.Background(), r, LogLineReporter{W: &out})
 	if code != ExitProviderFailed || err != nil {
 		t.Fatalf("Finish = %d, %v; want %d, nil", code, err, ExitProviderFailed)
@@ -66,6 +67,9 @@ func TestLogLineOfAFailedJob(t *testing.T) {
 	}
 	if got.Outcome != NoVerdict || got.ExitCode != 75 || !strings.Contains(got.Error, "HTTP 503") {
 		t.Errorf("got %+v; want no verdict, exit 75, the error", got)
+	}
+	if got.Score != nil || strings.Contains(out.String(), `"score"`) {
+		t.Errorf("a result without a verdict logs a score: %s", out.String())
 	}
 }
 

@@ -38,6 +38,7 @@ var commands = []command{
 	whyCommand,
 	localCommand,
 	costCommand,
+	bridgeCommand,
 }
 
 // Exit codes.

@@ -28,7 +28,7 @@ var simCommand = command{
 }
 
 const simUsage = `usage: evalsched sim --scenario FILE [flags]
-       evalsched sim --family N --seed S [--lane K] [--family-out DIR] [--oracle-cache DIR] [--oracle-start] [--json]
+       evalsched sim --family N --seed S [--lane K] [--family-out DIR] [--oracle-cache DIR] [--oracle-start | --warm] [--json]
        evalsched sim --family N --seed S --twin [--lane K] [--json]
 
 Runs the real scheduler pass against a simulated gateway, providers and
@@ -55,7 +55,9 @@ simulator's engine or to policy static is not seen: empty DIR after one.
 --oracle-start starts policy dynamic at each model's oracle cap (its
 initial limit), which no controller knows in advance: judged as usual, the
 family then bounds what a perfect ramp is worth (scenarios/README.md, "The
-ramp bound").
+ramp bound"). --warm runs each lane twice and judges the second run, which
+starts with the provider concurrency the first learned, as a model state
+kept from one run to the next does.
 
 --twin, with --family, measures instead each lane's twin bound
 (scenarios/README.md, "The twin bound"): for a lane whose provider's
@@ -94,6 +96,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	oracleCache := fs.String("oracle-cache", "", "with --family: keep each lane's oracle in `DIR` and reuse it (only policy dynamic runs again)")
 	oracleStart := fs.Bool("oracle-start", false, "with --family: start policy dynamic at each model's oracle cap (the ramp bound: what a perfect ramp is worth)")
 	twin := fs.Bool("twin", false, "with --family: measure each lane's twin bound (the best a policy that cannot foresee a capacity drop can do) instead of dynamic")
+	warm := fs.Bool("warm", false, "with --family: judge a second run of each lane that starts with what a first run learned (the model state's learned concurrency)")
 	configured := fs.Bool("configured-concurrency", false, "with --family: the operator gives each model its provider's concurrency at the start (the model item's provider_concurrency)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -106,16 +109,18 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitUsage
 	}
-	if *family != 0 || *lane >= 0 || *familyOut != "" || *oracleCache != "" || *configured || *twin || *oracleStart {
+	if *family != 0 || *lane >= 0 || *familyOut != "" || *oracleCache != "" || *configured || *twin || *oracleStart || *warm {
 		switch {
 		case fs.NArg() > 0:
 			return usageErr("unexpected argument %q", fs.Arg(0))
 		case *twin && *family <= 0:
 			return usageErr("--twin needs --family")
 		case *family <= 0:
-			return usageErr("--family must be at least 1 (--lane, --family-out, --oracle-cache, --oracle-start, --configured-concurrency and --twin need it)")
+			return usageErr("--family must be at least 1 (--lane, --family-out, --oracle-cache, --oracle-start, --warm, --configured-concurrency and --twin need it)")
 		case *twin && *oracleCache != "":
 			return usageErr("--oracle-cache and --twin exclude each other (the twin bound sweeps twins of the lanes)")
+		case *twin && *warm:
+			return usageErr("--warm and --twin exclude each other (the twin bound runs no dynamic lane)")
 		case *twin && *oracleStart:
 			return usageErr("--oracle-start and --twin exclude each other (the twin bound runs no dynamic lane)")
 		case *scenarioFile != "":
@@ -127,7 +132,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		case *workers < 1 || *workers > 2:
 			return usageErr("--workers must be 1 or 2")
 		}
-		return runFamily(familyRun{seed: *seed, n: *family, lane: *lane, outDir: *familyOut, oracleCache: *oracleCache, workers: *workers, configured: *configured, twin: *twin, oracleStart: *oracleStart}, *asJSON, *quiet, stdout, stderr)
+		return runFamily(familyRun{seed: *seed, n: *family, lane: *lane, outDir: *familyOut, oracleCache: *oracleCache, workers: *workers, configured: *configured, twin: *twin, oracleStart: *oracleStart, warm: *warm}, *asJSON, *quiet, stdout, stderr)
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -237,6 +242,7 @@ type familyRun struct {
 	configured       bool   // the operator configured each provider's concurrency
 	twin             bool   // the lanes' twin bounds instead of dynamic against the oracle
 	oracleStart      bool   // dynamic starts at the oracle's caps (sim.RunFamily)
+	warm             bool   // dynamic's second run, with what the first learned
 }
 
 // runFamily draws the lanes, writes their files when asked, runs them and
@@ -296,7 +302,7 @@ func runFamily(f familyRun, asJSON, quiet bool, stdout, stderr io.Writer) int {
 			return exitFailed
 		}
 	}
-	results, err := sim.RunFamily(lanes, ks, f.workers, sim.OracleCache(f.oracleCache), f.oracleStart, progress)
+	results, err := sim.RunFamily(lanes, ks, f.workers, sim.OracleCache(f.oracleCache), sim.LaneMode{OracleStart: f.oracleStart, Warm: f.warm}, progress)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitFailed
@@ -310,9 +316,10 @@ func runFamily(f familyRun, asJSON, quiet bool, stdout, stderr io.Writer) int {
 			// OracleStart: dynamic started at the oracle's caps, so
 			// the verdict is the ramp bound's, not the controller's.
 			OracleStart bool              `json:"oracle_start,omitempty"`
+			Warm        bool              `json:"warm,omitempty"`
 			Summary     sim.FamilySummary `json:"summary"`
 			Lanes       []sim.LaneResult  `json:"lanes"`
-		}{f.oracleStart, sum, results}); err != nil {
+		}{f.oracleStart, f.warm, sum, results}); err != nil {
 			fmt.Fprintf(stderr, "evalsched sim: %v\n", err)
 			return exitFailed
 		}
@@ -321,6 +328,9 @@ func runFamily(f familyRun, asJSON, quiet bool, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "family seed %d: wall %s on %d worker(s)\n", f.seed, human(sum.WallS), f.workers)
 		if f.oracleStart {
 			fmt.Fprintf(stdout, "family seed %d: dynamic started at each model's oracle cap (--oracle-start): the ramp bound, not the controller's verdict\n", f.seed)
+		}
+		if f.warm {
+			fmt.Fprintf(stdout, "family seed %d: warm (--warm): each lane's second run, started with the concurrency its first run learned\n", f.seed)
 		}
 	}
 	if f.lane < 0 && !sum.Pass {

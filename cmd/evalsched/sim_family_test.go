@@ -33,8 +33,8 @@ func TestSimFamilyLane(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
 	}
-	if l := fam.Lanes[0]; l.AnyCapJobs < l.OracleJobs || l.OracleBlock > 0.10 && l.AnyCapJobs != l.OracleJobs || l.ThroughputAny <= 0 {
-		t.Errorf("lane 3: oracle %d jobs blocked %.3f, the most of any cap %d (thr %.3f): want the oracle within the blocked bar and at most the any-cap's jobs", l.OracleJobs, l.OracleBlock, l.AnyCapJobs, l.ThroughputAny)
+	if l := fam.Lanes[0]; l.AnyCapWork < l.OracleWork || l.OracleBlock > l.OracleBar && l.AnyCapWork != l.OracleWork || l.ThroughputAny <= 0 {
+		t.Errorf("lane 3: oracle %.1f work blocked %.3f (bar %.3f), the most of any cap %.1f (thr %.3f): want the oracle within its bar and at most the any-cap's work", l.OracleWork, l.OracleBlock, l.OracleBar, l.AnyCapWork, l.ThroughputAny)
 	}
 	if r.Totals.Succeeded != fam.Lanes[0].Succeeded {
 		t.Errorf("replayed lane 3 finished %d jobs, the family run %d", r.Totals.Succeeded, fam.Lanes[0].Succeeded)

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -56,19 +57,27 @@ type modelView struct {
 	Depth       float64 `json:"depth"`
 	DepthAgeS   float64 `json:"depth_age_s"` // -1: never seen
 	Target      float64 `json:"target_depth"`
+	// SteerTarget is the target depth the controller steers to: the
+	// operator's, at most 5 % of the jobs running (limits.State.SteerTarget).
+	SteerTarget float64 `json:"steer_target_depth"`
 	// ProviderConc is the model item's provider_concurrency (0: not
-	// given); SeenConc the concurrency the gateway showed in a period that
-	// queued a call (0: not seen, or the provider has since served more).
-	// The limit controller's knee comes from the seen one, else the set one.
-	ProviderConc int     `json:"provider_concurrency"`
-	SeenConc     float64 `json:"seen_concurrency"`
-	Running      int     `json:"running"`
-	Starting     int     `json:"starting"`
-	Waiting      int     `json:"waiting"`
-	Breaker      string  `json:"breaker"`
-	NextAdmit    int     `json:"next_pass_admits"`
-	Why          string  `json:"why_waiting,omitempty"`
-	Paused       int     `json:"paused"`
+	// given); SeenConc the concurrency learned from the gateway, the calls
+	// in service in a period that queued a call (0: not learned, or the
+	// provider has since served more), kept on the model's state item as
+	// learned_concurrency, and SeenConcAgeS how long ago (-1: no time).
+	// The limit controller's knee comes from the learned one, else the set
+	// one; a learned one is used as a set one while fresh (SeenConcFresh).
+	ProviderConc  int     `json:"provider_concurrency"`
+	SeenConc      float64 `json:"seen_concurrency"`
+	SeenConcAgeS  float64 `json:"seen_concurrency_age_s"`
+	SeenConcFresh bool    `json:"seen_concurrency_fresh"`
+	Running       int     `json:"running"`
+	Starting      int     `json:"starting"`
+	Waiting       int     `json:"waiting"`
+	Breaker       string  `json:"breaker"`
+	NextAdmit     int     `json:"next_pass_admits"`
+	Why           string  `json:"why_waiting,omitempty"`
+	Paused        int     `json:"paused"`
 	// EndedPerMin is the rate jobs end, smoothed over ~30 minutes
 	// (forecast.EndRate); DrainS the time the waiting jobs take at that rate (-1:
 	// unknown).
@@ -171,10 +180,17 @@ func look(ctx context.Context, sf storeFlags, now time.Time, counts *scheduler.S
 			drain = float64(mp.Waiting) / rate * 60
 		}
 		mc := configs[mp.Model]
+		ls := mp.State.Limit
+		concAge := -1.0
+		if ls.Conc > 0 && !ls.ConcAt.IsZero() {
+			concAge = now.Sub(ls.ConcAt).Seconds()
+		}
 		v.Models = append(v.Models, modelView{
 			EndedPerMin: rate, DrainS: drain,
-			Model: mp.Model, Limit: mp.State.Limit.Limit, LimitReason: mp.Limit.Reason, Depth: mp.Depth.Value, DepthAgeS: age,
-			Target: mc.TargetDepth, ProviderConc: mc.ProviderConcurrency, SeenConc: mp.State.Limit.Conc, Running: mp.Running, Starting: mp.Starting, Waiting: mp.Waiting,
+			Model: mp.Model, Limit: ls.Limit, LimitReason: mp.Limit.Reason, Depth: mp.Depth.Value, DepthAgeS: age,
+			Target: mc.TargetDepth, SteerTarget: ls.SteerTarget(sc.Limits, mc.TargetDepth, mp.Running),
+			ProviderConc: mc.ProviderConcurrency, SeenConc: ls.Conc, SeenConcAgeS: concAge, SeenConcFresh: ls.LearnedFresh(sc.Limits, now),
+			Running: mp.Running, Starting: mp.Starting, Waiting: mp.Waiting,
 			Breaker: phase, NextAdmit: mp.Admitted, Why: mp.Why, Paused: mp.Paused, Enabled: mc.Enabled,
 		})
 		for _, g := range mp.Grants {
@@ -327,9 +343,9 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	for _, m := range v.Models {
 		depth := "-"
 		if m.DepthAgeS >= 0 {
-			depth = fmt.Sprintf("%.0f/%.0f (%s ago)", m.Depth, m.Target, human(m.DepthAgeS))
+			depth = fmt.Sprintf("%s/%s (%s ago)", num(m.Depth), targetText(m.SteerTarget, m.Target), human(m.DepthAgeS))
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%d\t%.1f\t%s\t%s\t+%d\t%s\t\n", m.Model, m.Limit, depth, concText(m.ProviderConc, m.SeenConc), m.Running, m.Starting, m.Waiting, m.EndedPerMin, human(m.DrainS), m.Breaker, m.NextAdmit, m.note())
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%d\t%.1f\t%s\t%s\t+%d\t%s\t\n", m.Model, m.Limit, depth, concText(m.ProviderConc, m.SeenConc, m.SeenConcAgeS), m.Running, m.Starting, m.Waiting, m.EndedPerMin, human(m.DrainS), m.Breaker, m.NextAdmit, m.note())
 	}
 	tw.Flush()
 	if len(v.Batches) > 0 {
@@ -477,6 +493,7 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "  model %s: no model item, so its jobs wait: add one (see docs/operator.md, Models: limits and targets)\n", m.Model)
 		default:
 			fmt.Fprintf(stdout, "  model %s: limit %d (%s)\n", m.Model, m.Limit, m.LimitReason)
+			fmt.Fprintf(stdout, "  provider concurrency: %s%s; target depth steered to %s\n", concText(m.ProviderConc, m.SeenConc, m.SeenConcAgeS), freshText(m), targetText(m.SteerTarget, m.Target))
 			fmt.Fprintf(stdout, "  %d running, %d starting, %d waiting across its batches; breaker %s\n", m.Running, m.Starting, m.Waiting, m.Breaker)
 		}
 		switch {
@@ -516,8 +533,8 @@ type whyAnswer struct {
 	Model modelView `json:"model"`
 }
 
-// jobsText is "2 waiting, 1 running, 7 succeeded of 10; parts 2/3 arrived",
-// naming only the states some job is in.
+// jobsText is "2 waiting, 1 running, 7 succeeded of 10; 3 provider
+// retries; parts 2/3 arrived", naming only the states some job is in.
 func jobsText(r batchRow) string {
 	var parts []string
 	for _, c := range []struct {
@@ -529,6 +546,9 @@ func jobsText(r batchRow) string {
 		}
 	}
 	text := strings.Join(parts, ", ") + fmt.Sprintf(" of %d", r.Registered)
+	if r.ProviderRetries > 0 {
+		text += fmt.Sprintf("; %d provider retries", r.ProviderRetries)
+	}
 	if r.PartsExpected > 0 {
 		text += fmt.Sprintf("; parts %d/%d arrived", r.PartsArrived, r.PartsExpected)
 	}
@@ -611,17 +631,47 @@ func batchParts(ctx context.Context, st partsReader, queues []scheduler.Queue) (
 }
 
 // concText shows the provider's concurrency as the operator set it and as
-// the gateway showed it: "250 set", "240 seen", "250 set, 240 seen", "-".
-func concText(set int, seen float64) string {
+// the controller learned it from the gateway, with how long ago (ageS < 0:
+// no time): "250 set", "240 learned 3m ago", "250 set, 240 learned 3m
+// ago", "-".
+func concText(set int, seen, ageS float64) string {
 	var parts []string
 	if set > 0 {
 		parts = append(parts, fmt.Sprintf("%d set", set))
 	}
 	if seen > 0 {
-		parts = append(parts, fmt.Sprintf("%.0f seen", seen))
+		when := "at no time given"
+		if ageS >= 0 {
+			when = human(ageS) + " ago"
+		}
+		parts = append(parts, fmt.Sprintf("%.0f learned %s", seen, when))
 	}
 	if len(parts) == 0 {
 		return "-"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// targetText is the DEPTH/TARGET column's target: the one the controller
+// steers to, and the operator's beside it when the bound lowered it
+// ("2 of 40": at most 5 % of the jobs running).
+func targetText(steer, operator float64) string {
+	if steer < operator {
+		return fmt.Sprintf("%s of %s", num(steer), num(operator))
+	}
+	return num(operator)
+}
+
+// num prints a depth without noise: 3, 40, 2.5.
+func num(v float64) string { return strconv.FormatFloat(v, 'g', 3, 64) }
+
+// freshText says how the limit controller uses a learned concurrency.
+func freshText(m modelView) string {
+	switch {
+	case m.SeenConc <= 0:
+		return ""
+	case m.SeenConcFresh:
+		return " (fresh: used as a set one, its knee reached in one raise)"
+	}
+	return " (old: its knee bounds raises of ×4 at most; edit or delete learned_concurrency on the model's state item to correct it)"
 }

@@ -100,7 +100,7 @@ func TestPinStatusWhy(t *testing.T) {
 		Models  []modelView `json:"models"`
 		Batches []batchView `json:"batches"`
 	}
-	if code != exitOK || json.Unmarshal([]byte(out), &v) != nil || len(v.Models) != 1 || v.Models[0].Waiting != 6 || v.Models[0].Limit != 4 || v.Models[0].NextAdmit != 4 || v.Models[0].ProviderConc != 3 || v.Models[0].SeenConc != 0 {
+	if code != exitOK || json.Unmarshal([]byte(out), &v) != nil || len(v.Models) != 1 || v.Models[0].Waiting != 6 || v.Models[0].Limit != 4 || v.Models[0].NextAdmit != 4 || v.Models[0].ProviderConc != 3 || v.Models[0].SeenConc != 0 || v.Models[0].SeenConcAgeS != -1 || v.Models[0].SteerTarget != 0.05 {
 		t.Fatalf("status --json: got %d %+v from %s", code, v, out)
 	}
 	for _, b := range v.Batches {
@@ -112,9 +112,18 @@ func TestPinStatusWhy(t *testing.T) {
 		set  int
 		seen float64
 		want string
-	}{{0, 0, "-"}, {250, 0, "250 set"}, {0, 240, "240 seen"}, {250, 240.4, "250 set, 240 seen"}} {
-		if got := concText(c.set, c.seen); got != c.want {
-			t.Errorf("concText(%d, %g) = %q, want %q", c.set, c.seen, got, c.want)
+		age  float64
+	}{{0, 0, "-", -1}, {250, 0, "250 set", -1}, {0, 240, "240 learned 3m ago", 180}, {250, 240.4, "250 set, 240 learned 3m ago", 180}, {0, 12, "12 learned at no time given", -1}} {
+		if got := concText(c.set, c.seen, c.age); got != c.want {
+			t.Errorf("concText(%d, %g, %g) = %q, want %q", c.set, c.seen, c.age, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		steer, operator float64
+		want            string
+	}{{10, 10, "10"}, {2, 40, "2 of 40"}, {0.25, 10, "0.25 of 10"}} {
+		if got := targetText(c.steer, c.operator); got != c.want {
+			t.Errorf("targetText(%g, %g) = %q, want %q", c.steer, c.operator, got, c.want)
 		}
 	}
 	if got := admittedOf(412, 1000); got != "412/1000 (41%)" {
@@ -122,7 +131,8 @@ func TestPinStatusWhy(t *testing.T) {
 	}
 
 	out, _, code = cli(t, "why", "acme/search/b17")
-	if code != exitOK || !strings.Contains(out, "tier 0 (account pin)") || !strings.Contains(out, "limit 4") {
+	if code != exitOK || !strings.Contains(out, "tier 0 (account pin)") || !strings.Contains(out, "limit 4") ||
+		!strings.Contains(out, "provider concurrency: 3 set; target depth steered to 0.05 of 10") {
 		t.Errorf("why: got %d\n%s", code, out)
 	}
 	jobID := scheduler.JobID("acme", "search", "b17", "a")
@@ -241,6 +251,20 @@ func TestFinishedBatchesStay(t *testing.T) {
 	if _, _, code := cli(t, "cancel", "lab/bulk/big"); code != exitOK {
 		t.Fatal("cancel failed")
 	}
+	// lab/bulk/flaky: its one job's provider failed (exit 75): it waits
+	// again, a provider retry, not a failure.
+	flaky := domain.BatchSpec{Account: "lab", Project: "bulk", Batch: "flaky", Model: "gpt-5.5", Tier: -1, Jobs: []domain.JobSpec{{Key: "f"}}}
+	if _, err := st.Submit(ctx, flaky, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	committed, err = st.Commit(ctx, scheduler.Plan{At: time.Now(), Models: []scheduler.ModelPlan{{Model: "gpt-5.5", Grants: []scheduler.Grant{{
+		Queue: scheduler.QueueKey{Account: "lab", Project: "bulk", Batch: "flaky", Model: "gpt-5.5"}, Count: 1}}}}}, nil)
+	if err != nil || len(committed.Claimed) != 1 {
+		t.Fatalf("claim flaky: %v %d", err, len(committed.Claimed))
+	}
+	if err := st.TaskStopped(ctx, committed.Claimed[0].ID, 1, domain.Exit{Code: 75, ProviderError: true}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
 	// A batch of two parts of which one arrived.
 	part := domain.BatchSpec{Account: "acme", Project: "search", Batch: "split", Model: "gpt-5.5", Tier: -1, Part: 1, Parts: 2, Jobs: []domain.JobSpec{{Key: "x"}}}
 	if _, err := st.Submit(ctx, part, time.Now()); err != nil {
@@ -260,6 +284,7 @@ func TestFinishedBatchesStay(t *testing.T) {
 		"lab/bulk/big":      {Batch: "lab/bulk/big", Model: "gpt-5.5", State: "finished", Registered: 3, Succeeded: 1, Failed: 1, Cancelled: 1},
 		"acme/search/b17":   {Batch: "acme/search/b17", Model: "gpt-5.5", State: "waiting", Registered: 3, Waiting: 3},
 		"acme/search/split": {Batch: "acme/search/split", Model: "gpt-5.5", State: "waiting", Registered: 1, Waiting: 1, PartsArrived: 1, PartsExpected: 2},
+		"lab/bulk/flaky":    {Batch: "lab/bulk/flaky", Model: "gpt-5.5", State: "waiting", Registered: 1, Waiting: 1, ProviderRetries: 1},
 	}
 	if len(rows) != len(wantRows) {
 		t.Errorf("batches: got %d rows %+v, want %d", len(rows), rows, len(wantRows))
@@ -269,8 +294,11 @@ func TestFinishedBatchesStay(t *testing.T) {
 			t.Errorf("batches: %s\n got %+v\nwant %+v", name, byName[name], w)
 		}
 	}
-	if out, _ := cliOut(t, "batches", "lab"); !strings.Contains(out, "lab/bulk/big") || strings.Contains(out, "acme/") || !strings.Contains(out, "finished") {
+	if out, _ := cliOut(t, "batches", "lab"); !strings.Contains(out, "lab/bulk/big") || strings.Contains(out, "acme/") || !strings.Contains(out, "finished") || !strings.Contains(out, "PROVIDER RETRIES") {
 		t.Errorf("batches lab:\n%s", out)
+	}
+	if out, _ := cliOut(t, "status", "--all"); !strings.Contains(out, "1 waiting of 1; 1 provider retries") {
+		t.Errorf("status does not count lab/bulk/flaky's provider retry:\n%s", out)
 	}
 
 	// status --all lists the finished batch; plain status does not.

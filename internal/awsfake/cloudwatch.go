@@ -14,10 +14,11 @@ import (
 	"github.com/aws/smithy-go/encoding/cbor"
 )
 
-// CloudWatch fakes GetMetricData over smithy RPC v2 CBOR. Datapoints are
-// put per metric name and dimension value (the model); the fake answers the
-// query's statistic (Maximum, Sum or Average) of each period, newest first,
-// like CloudWatch with ScanBy TimestampDescending.
+// CloudWatch fakes GetMetricData and PutMetricData over smithy RPC v2 CBOR.
+// Datapoints are put per metric name and dimension value (the model), by a
+// test's Put or by the SDK's PutMetricData (see putmetricdata.go); the fake
+// answers the query's statistic (Maximum, Sum or Average) of each period,
+// newest first, like CloudWatch with ScanBy TimestampDescending.
 type CloudWatch struct {
 	mu     sync.Mutex
 	srv    *httptest.Server
@@ -29,6 +30,8 @@ type CloudWatch struct {
 	Calls, Queries int
 	// Requests keeps the decoded request bodies, for assertions on them.
 	Requests []cbor.Map
+	// puts keeps each PutMetricData call as received (Puts reads them).
+	puts []Put
 }
 
 // series is one metric of one model.
@@ -70,6 +73,10 @@ func (c *CloudWatch) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if strings.HasSuffix(r.URL.Path, "/operation/PutMetricData") {
+		c.putMetricData(w, r, body)
+		return
+	}
 	if !strings.HasSuffix(r.URL.Path, "/operation/GetMetricData") {
 		cwFail(w, "InvalidParameterValue", "awsfake: unsupported operation "+r.URL.Path)
 		return

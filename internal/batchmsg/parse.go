@@ -601,6 +601,13 @@ var nameChar = func() (t [256]bool) {
 	return t
 }()
 
+// NameChar reports whether c may appear in an account, project, batch,
+// model or job key name (the depth bridge maps gateway names onto it).
+func NameChar(c byte) bool { return nameChar[c] }
+
+// NameRule returns the rule s breaks as a name, or "" (see nameRule).
+func NameRule(s string) string { return nameRule(s) }
+
 // nameRule returns the rule s breaks as an account, project, batch, model or
 // job key, or "".
 func nameRule(s string) string {

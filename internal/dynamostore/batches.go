@@ -41,6 +41,9 @@ type BatchCounts struct {
 	Succeeded, Failed, Cancelled   int
 	Skipped                        int // a sampled batch's jobs its stop rule left out
 	PartsSeen, Parts               int // Parts 0: a batch of one message
+	// ProviderRetries: attempts the provider failed (exit 75) that sent a
+	// job back to waiting; its last attempt's failure counts in Failed.
+	ProviderRetries int
 }
 
 // Batches lists the queues (a batch's jobs of one model) inside scope with
@@ -104,6 +107,7 @@ func (s *Store) Batches(ctx context.Context, scope scheduler.Scope) ([]BatchCoun
 			Account: c.Account, Project: c.Project, Batch: c.Batch, Model: c.Model, Seq: c.Seq,
 			Registered: int(q.Size), Waiting: int(q.Waiting), Running: int(q.Running),
 			Succeeded: int(q.Succeeded), Failed: int(q.Failed), Cancelled: int(q.Cancelled), Skipped: int(q.Skipped),
+			ProviderRetries: int(q.ProviderRetries),
 		}
 		bc.Starting = max(0, bc.Registered-bc.Waiting-bc.Running-bc.Succeeded-bc.Failed-bc.Cancelled-bc.Skipped)
 		if b, ok := byPK[batchPK(c.Account, c.Project, c.Batch)]; ok {

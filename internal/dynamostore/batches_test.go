@@ -21,7 +21,8 @@ func TestBatchesCountsEveryState(t *testing.T) {
 	if len(jobs) != 5 {
 		t.Fatalf("claimed %d, want 5", len(jobs))
 	}
-	// 0 succeeds, 1 fails, 2 is retried (back to waiting), 3 runs, 4 starts.
+	// 0 succeeds, 1 fails, 2 is retried (back to waiting) after the
+	// provider failed it (exit 75, delivered twice), 3 runs, 4 starts.
 	for _, j := range jobs[:4] {
 		if err := s.TaskStarted(ctx, j.ID, j.Attempt, t0); err != nil {
 			t.Fatal(err)
@@ -34,7 +35,8 @@ func TestBatchesCountsEveryState(t *testing.T) {
 	}
 	stop(0, job.Exit{Code: 0})
 	stop(1, job.Exit{Code: 3})
-	stop(2, job.Exit{Code: -1, Infrastructure: true, Reason: "spot"})
+	stop(2, job.Exit{Code: 75, ProviderError: true, Reason: "exit code 75: provider error"})
+	stop(2, job.Exit{Code: 75, ProviderError: true, Reason: "exit code 75: provider error"})
 	want := func(label string, w BatchCounts) {
 		t.Helper()
 		got, err := s.Batches(ctx, scheduler.Scope{Account: "lab"})
@@ -48,7 +50,7 @@ func TestBatchesCountsEveryState(t *testing.T) {
 			t.Errorf("%s:\n got %+v\nwant %+v", label, g, w)
 		}
 	}
-	want("mid-way", BatchCounts{Waiting: 2, Starting: 1, Running: 1, Succeeded: 1, Failed: 1})
+	want("mid-way", BatchCounts{Waiting: 2, Starting: 1, Running: 1, Succeeded: 1, Failed: 1, ProviderRetries: 1})
 	// Cancel the waiting ones and stop the rest: the batch is finished, and
 	// still listed.
 	if n, err := s.Cancel(ctx, scheduler.Scope{Account: "lab"}, t0); err != nil || n != 2 {
@@ -56,7 +58,7 @@ func TestBatchesCountsEveryState(t *testing.T) {
 	}
 	stop(3, job.Exit{Code: 0})
 	stop(4, job.Exit{Code: -1, Cancelled: true})
-	want("finished", BatchCounts{Succeeded: 2, Failed: 1, Cancelled: 3})
+	want("finished", BatchCounts{Succeeded: 2, Failed: 1, Cancelled: 3, ProviderRetries: 1})
 	all, err := s.Batches(ctx, scheduler.Scope{})
 	if err != nil || len(all) != 2 || all[0].Account != "acme" || all[0].Waiting != 2 {
 		t.Errorf("all batches: got %+v %v", all, err)

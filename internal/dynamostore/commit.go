@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -136,17 +137,35 @@ func (s *Store) commitStates(ctx context.Context, plan scheduler.Plan, v *versio
 	var models []string // of each item
 	for _, mp := range plan.Models {
 		sm, known := v.models[mp.Model]
-		av, err := packedState{mp.State}.MarshalDynamoDBAttributeValue()
+		// The learned concurrency is the item's own attributes, which
+		// the operator may edit (decodeLearned), not part of the state.
+		state := mp.State
+		lc, la := state.Limit.Conc, state.Limit.ConcAt
+		state.Limit.Conc, state.Limit.ConcAt = 0, time.Time{}
+		av, err := packedState{state}.MarshalDynamoDBAttributeValue()
 		if err != nil {
 			return nil, fmt.Errorf("commit state of %s: %w", mp.Model, err)
 		}
-		if known && mp.Ack.OK == 0 && mp.Ack.ProviderFailed == 0 && sm.state != nil && reflect.DeepEqual(av, sm.state) {
+		learnedSame := known && lc == sm.learned.conc && la.Equal(sm.learned.at)
+		if known && mp.Ack.OK == 0 && mp.Ack.ProviderFailed == 0 && sm.state != nil && reflect.DeepEqual(av, sm.state) && learnedSame {
 			continue
 		}
 		u := expression.Set(name(attrModel), value(mp.Model)).
 			Set(name("state"), value(av)).
 			Set(name("plan_at"), value(stamp(plan.At))).
 			Set(name("commit_id"), value(commitID))
+		switch {
+		case learnedSame: // as read: an operator's edit since stays
+		case lc > 0:
+			u = u.Set(name(attrLearnedConc), value(lc))
+			if la.IsZero() {
+				u = u.Remove(name(attrLearnedAt))
+			} else {
+				u = u.Set(name(attrLearnedAt), value(stamp(la)))
+			}
+		default:
+			u = u.Remove(name(attrLearnedConc)).Remove(name(attrLearnedAt))
+		}
 		var cond expression.ConditionBuilder
 		if known {
 			u = u.Set(name("ver"), value(sm.ver+1)).

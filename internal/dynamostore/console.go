@@ -24,6 +24,14 @@ import (
 //	        initial_limit, limit_pin, provider_concurrency (Number,
 //	        integers), target_depth (Number), note (String, free text)
 //	pins:   scope (key), tier, expires_at, note
+//
+// and on each model's state item (state table, pk MODELS#<bucket>, sk the
+// model), written by the scheduler: learned_concurrency (Number, > 0) and
+// learned_at (String, RFC 3339), the provider's concurrency as the gateway
+// showed it (limits.State.Conc) and when. The operator may edit them (a
+// value the provider no longer has) or delete them (forget it); a malformed
+// edit is skipped with a warning, the model going on as if none were
+// learned, and stays until fixed or until the pass learns a new one.
 const (
 	attrEnabled      = "enabled"
 	attrMinLimit     = "min_limit"
@@ -36,7 +44,69 @@ const (
 	attrTier         = "tier"
 	attrExpiresAt    = "expires_at"
 	attrPaused       = "paused"
+	attrLearnedConc  = "learned_concurrency"
+	attrLearnedAt    = "learned_at"
 )
+
+// learned is a model's learned concurrency as its state item keeps it.
+type learned struct {
+	set  bool // read from the item's attributes (Snapshot)
+	conc float64
+	at   time.Time
+}
+
+// decodeLearned reads a state item's learned_concurrency and learned_at,
+// as the operator may have edited them. Both missing: none (set false,
+// and an older item's own state stands). A malformed edit is skipped: none
+// is learned, and the warning says why. learned_at may be missing (a
+// value the operator typed without a time): the value is then old
+// (limits.State.LearnedFresh).
+func decodeLearned(model string, it map[string]types.AttributeValue) (learned, string) {
+	cav, hasConc := it[attrLearnedConc]
+	aav, hasAt := it[attrLearnedAt]
+	if !hasConc && !hasAt {
+		return learned{}, ""
+	}
+	bad := func(format string, a ...any) (learned, string) {
+		return learned{set: true}, fmt.Sprintf("model %q: state item's %s; the learned concurrency is skipped until it is fixed or learned again", model, fmt.Sprintf(format, a...))
+	}
+	if !hasConc {
+		return bad("%s without %s", attrLearnedAt, attrLearnedConc)
+	}
+	var conc float64
+	switch x := cav.(type) {
+	case *types.AttributeValueMemberN:
+		v, err := strconv.ParseFloat(x.Value, 64)
+		if err != nil || math.IsInf(v, 0) || math.IsNaN(v) || v < 0 {
+			return bad("%s %s must be a number ≥ 0", attrLearnedConc, x.Value)
+		}
+		conc = v
+	case *types.AttributeValueMemberS:
+		d, ok := priority.Decimal(x.Value)
+		if !ok {
+			return bad("%s is %s, want a Number", attrLearnedConc, describe(cav))
+		}
+		conc = float64(d)
+	default:
+		return bad("%s is %s, want a Number", attrLearnedConc, describe(cav))
+	}
+	l := learned{set: true, conc: conc}
+	if hasAt {
+		str, ok := aav.(*types.AttributeValueMemberS)
+		if !ok {
+			return bad("%s is %s, want a String (RFC 3339)", attrLearnedAt, describe(aav))
+		}
+		at, err := time.Parse(time.RFC3339Nano, str.Value)
+		if err != nil {
+			return bad("%s %q is not an RFC 3339 time", attrLearnedAt, str.Value)
+		}
+		l.at = at
+	}
+	if conc == 0 {
+		l.at = time.Time{} // 0: none learned
+	}
+	return l, ""
+}
 
 var modelAttrs = []string{attrModel, attrEnabled, attrMinLimit, attrMaxLimit, attrTargetDepth, attrLimitPin, attrInitialLimit, attrProviderConc, attrNote}
 

@@ -353,6 +353,9 @@ func (s *Store) apply(ctx context.Context, j jobItem, c job.Change, exit *job.Ex
 		qu = qu.Add(name(outcomeAttr[c.To]), value(1))
 	case job.Waiting:
 		qu = qu.Add(name("waiting"), value(c.Waiting)).Set(name(attrActive), value(activeKey(j.Model)))
+		if c.ProviderRetry { // make mutate: provider-retry-counted
+			qu = qu.Add(name("provider_retries"), value(1))
+		}
 		if j.Stratum == "" { // a sampled batch's job waits in its stratum, not as a back item
 			qu = qu.Add(name("backs"), value(c.Backs))
 		}

@@ -78,6 +78,57 @@ func TestSampledCountsResults(t *testing.T) {
 	}
 }
 
+// A provider failure (exit 75) has no verdict: the job waits again in its
+// stratum, released no more, so the estimate neither counts it as measured
+// nor drops it from the sample; claimed again, its verdict counts once.
+func TestSampledProviderFailureIsNotMeasured(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	b := job.BatchSpec{Account: "acme", Project: "p", Batch: "pf", Model: "gpt", Tier: 1,
+		Sampling: &sampling.Params{MOE: 0.1, Confidence: 0.9, MinPerStratum: 2}}
+	for i := range 10 {
+		b.Jobs = append(b.Jobs, job.JobSpec{Key: fmt.Sprintf("k%02d", i), Stratum: "only"})
+	}
+	submit(t, s, b)
+	jobs := commit(t, s, grant(t0, b, 2))
+	stratum := func() sampling.Stratum {
+		t.Helper()
+		sb, _, err := s.Sampled(ctx, "acme/p/pf")
+		if err != nil || len(sb.Strata) != 1 {
+			t.Fatalf("Sampled: %+v, %v", sb, err)
+		}
+		return sb.Strata[0].Stratum
+	}
+	failed := jobs[0]
+	for range 2 { // delivered twice: one retry
+		if err := s.TaskStopped(ctx, failed.ID, 1, job.Exit{Code: 75, ProviderError: true}, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := stratum(); st.Released != 1 || st.Results != 0 {
+		t.Errorf("after exit 75: released %d, results %d; want 1 and 0", st.Released, st.Results)
+	}
+	// The result message of the failed attempt, had one come, is stale.
+	if ok, err := s.RecordResult(ctx, failed.ID, memstore.Result{Attempt: 1, Pass: true, At: t0}); ok || err != nil {
+		t.Errorf("a verdict for the provider-failed attempt: %v, %v; want refused as stale", ok, err)
+	}
+	again := commit(t, s, grant(t0, b, 1))
+	if len(again) != 1 || again[0].ID != failed.ID || again[0].Attempt != 2 {
+		t.Fatalf("the next claim took %+v, want %s at attempt 2", again, failed.Key)
+	}
+	if ok, err := s.RecordResult(ctx, failed.ID, memstore.Result{Attempt: 2, Pass: true, At: t0}); !ok || err != nil {
+		t.Fatalf("the verdict of attempt 2: %v, %v", ok, err)
+	}
+	if st := stratum(); st.Released != 2 || st.Results != 1 || st.Passes != 1 {
+		t.Errorf("after attempt 2's verdict: %+v; want released 2, 1 result, 1 pass", st)
+	}
+	rows, err := s.Batches(ctx, scheduler.Scope{Account: "acme", Project: "p", Batch: "pf"})
+	if err != nil || len(rows) != 1 || rows[0].ProviderRetries != 1 || rows[0].Failed != 0 {
+		t.Errorf("Batches: %+v, %v; want 1 provider retry, no failure", rows, err)
+	}
+	check(t, s)
+}
+
 // TestSampledStopSkipsTheRest: once the results make the stop rule hold,
 // the batch's waiting jobs end SKIPPED with the estimate as the reason,
 // its queue leaves the pass's snapshot, its counts say skipped, and a

@@ -68,6 +68,11 @@ func (s *Store) Snapshot(ctx context.Context, _ time.Time) (scheduler.Snapshot, 
 	if err != nil {
 		return snap, err
 	}
+	for _, name := range slices.Sorted(maps.Keys(states)) {
+		if w := states[name].learnedWarning; w != "" && s.owns(name) {
+			snap.Warnings = append(snap.Warnings, w)
+		}
+	}
 	names := map[string]bool{}
 	for name, c := range configs {
 		names[name] = c != nil
@@ -98,7 +103,11 @@ func (s *Store) Snapshot(ctx context.Context, _ time.Time) (scheduler.Snapshot, 
 		cfg.Name = name
 		st := states[name]
 		c := counters[name]
-		read.models[name] = seenModel{ver: st.item.Ver, okAcked: st.item.OKAcked, pfAcked: st.item.PFAcked, state: st.raw}
+		if st.learned.set {
+			st.item.State.Limit.Conc, st.item.State.Limit.ConcAt = st.learned.conc, st.learned.at
+		}
+		read.models[name] = seenModel{ver: st.item.Ver, okAcked: st.item.OKAcked, pfAcked: st.item.PFAcked, state: st.raw,
+			learned: learned{conc: st.item.State.Limit.Conc, at: st.item.State.Limit.ConcAt}}
 		m := scheduler.Model{
 			Config:   cfg,
 			State:    st.item.State.ModelState,
@@ -147,6 +156,11 @@ func (s *Store) Snapshot(ctx context.Context, _ time.Time) (scheduler.Snapshot, 
 type readState struct {
 	item stateItem
 	raw  types.AttributeValue // the state attribute as stored: Commit skips unchanged writes
+	// learned is the item's learned_concurrency and learned_at (set: the
+	// attributes are there and well formed); learnedWarning says why an
+	// edit of them was skipped.
+	learned        learned
+	learnedWarning string
 }
 
 // readStates reads the model state items: one Query of each "MODELS#<b>"
@@ -169,7 +183,9 @@ func (s *Store) readStates(ctx context.Context) (map[string]readState, error) {
 		if err := attributevalue.UnmarshalMap(it, &st); err != nil {
 			return nil, fmt.Errorf("read model states: item %v: %w", it[attrSK], err)
 		}
-		out[st.Model] = readState{item: st, raw: it["state"]}
+		rs := readState{item: st, raw: it["state"]}
+		rs.learned, rs.learnedWarning = decodeLearned(st.Model, it)
+		out[st.Model] = rs
 	}
 	return out, nil
 }

@@ -68,6 +68,7 @@ type seenModel struct {
 	ver              int64
 	okAcked, pfAcked int64
 	state            types.AttributeValue
+	learned          learned // as read (none for a malformed edit): Commit writes it only when the pass changed it
 }
 
 // New returns a store on the given tables. Models with waiting jobs but no
@@ -263,6 +264,9 @@ type queueItem struct {
 	Failed    int64 `dynamodbav:"failed,omitempty"`
 	Cancelled int64 `dynamodbav:"cancelled,omitempty"`
 	Skipped   int64 `dynamodbav:"skipped,omitempty"` // a sampled batch's rest (sampled.go)
+	// ProviderRetries counts the attempts the provider failed (exit 75)
+	// that sent a job back to waiting: not an outcome of the batch.
+	ProviderRetries int64 `dynamodbav:"provider_retries,omitempty"`
 }
 
 // chunkItem lists the job ids of up to chunkSize consecutive positions of a

@@ -62,6 +62,10 @@ type Change struct {
 	// most MaxAttemptNumber: the attempt it took is not spent), and the
 	// store writes it with the state and attempt.
 	MaxAttempts int
+	// ProviderRetry: the provider failed the attempt (exit 75) and the
+	// job waits again; the store counts it in its queue's provider
+	// retries (status shows them apart from the job's own failures).
+	ProviderRetry bool
 	Deltas
 }
 
@@ -130,8 +134,9 @@ func Apply(cur Current, ev Event) (c Change, ok bool) {
 
 // stop ends an attempt by how its task stopped: an operator's stop cancels
 // (no outcome), a yield sends the job back to waiting without spending
-// the attempt, an infrastructure stop retries, exit 0 succeeds, any other
-// exit fails — on the provider (the breaker counts it) or on its own.
+// the attempt, an infrastructure stop retries, a provider failure retries
+// too (the breaker counts it), exit 0 succeeds, any other exit fails on
+// the job's own account.
 func stop(cur Current, exit Exit) Change {
 	var c Change
 	switch {
@@ -150,17 +155,25 @@ func stop(cur Current, exit Exit) Change {
 		c.Reason = cmp.Or(exit.Reason, OperatorCancelReason)
 	case exit.Infrastructure:
 		return retry(cur, exit.Reason)
+	case exit.ProviderError:
+		// The provider failed (exit 75): the job did nothing wrong, and its
+		// item has no verdict (a sampled batch must not count it as
+		// measured). It waits again at its next attempt while it has one,
+		// ahead of newer jobs; the breaker counts the failure, and an open
+		// breaker admits none of the model's jobs, so the retry waits for
+		// the provider (make mutate: lifecycle-provider-retry).
+		c = retry(cur, cmp.Or(exit.Reason, fmt.Sprintf("exit code %d", exit.Code)))
+		c.ProviderFailed = 1
+		c.ProviderRetry = c.To == Waiting
+		c.Exit = c.To == Failed // the last attempt: the job ends with its exit
+		return c
 	case exit.Code == 0:
 		c = leave(cur, Succeeded)
 		c.OK = 1
 	default:
 		c = leave(cur, Failed)
 		c.Reason = cmp.Or(exit.Reason, fmt.Sprintf("exit code %d", exit.Code))
-		if exit.ProviderError {
-			c.ProviderFailed = 1
-		} else {
-			c.OK = 1 // the provider answered; the job failed on its own
-		}
+		c.OK = 1 // the provider answered; the job failed on its own
 	}
 	c.Exit = true
 	return c

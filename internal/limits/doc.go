@@ -103,8 +103,9 @@
 //     operator's configured concurrency (Model.Conc, the gateway's own
 //     setting) stands in for it, unless the gateway serves more; its knee
 //     is reached in one raise, however far (FastFactor bounds a step
-//     toward a knee nobody knows; a learned C may be old or from a corrupt
-//     period, so its knee keeps the bound), in the slots its jobs need; once
+//     toward a knee nobody knows), and so is a learned C's while it is
+//     younger than CeilingTTL (State.LearnedFresh: an older one may be
+//     another provider's, so its knee keeps the bound), in the slots its jobs need; once
 //     those are known from the turnover averages, which are young, the
 //     step is at most ×FastFactor: short jobs behind long starts make it a
 //     cohort several times the knee. Near the target (some reading
@@ -115,6 +116,10 @@
 //     period that queued already had the provider full: its knee is the
 //     jobs running then plus the calls short of the target.
 //     A raise toward a knee, too, goes to the slots its running jobs need.
+//     A cold model (no knee known, nor ever: no concurrency configured or
+//     learned, no lowering) grows the jobs that ran through the period
+//     ×FastFactor, in the slots they need, not the limit: a period in
+//     which 1–2 of its first 10 jobs ran says nothing of 40.
 //     No raise reads a period that began with none of the model's jobs
 //     running (a model's first jobs, or the first after it had none
 //     running): its calls were the first calls of jobs that came up within

@@ -702,7 +702,7 @@ func step(cfg Config, m Model, st State, in Input) Decision {
 			next.Ceiling = 0 // an old saturation says little about the provider now
 		}
 		fastTo := cfg.FastUpTo * float64(next.Ceiling)
-		kst, configured := withConc(next, m, in)
+		kst, configured := withConc(cfg, next, m, in)
 		oneRaise := false
 		k := knee(cfg, kst, in, m.Target, measured)
 		if k > 0 {
@@ -757,10 +757,10 @@ func step(cfg Config, m Model, st State, in Input) Decision {
 				f = cfg.ProbeFactor
 			case oneRaise && base > 0 && r == 0:
 				// FastFactor bounds a step toward a knee nobody knows;
-				// one from the gateway's own setting is the step's end,
+				// one from the gateway's own setting, or a concurrency
+				// learned lately (State.LearnedFresh), is the step's end,
 				// however far: a large provider's ramp takes one cycle,
-				// not six. A concurrency learned from a queue may be old
-				// or from a corrupt period: its knee keeps the bound.
+				// not six. An old learned one keeps the bound.
 				// Once the slots a running job needs are known (r > 0)
 				// the step is theirs too, and they come from turnover
 				// averages young after one Turnover: where a job starts
@@ -774,6 +774,18 @@ func step(cfg Config, m Model, st State, in Input) Decision {
 				f = max(1, fastTo/float64(base), min(cfg.FastFactor, slotsFor(fastTo)/float64(cur)))
 			case fastTo > 0 && base > 0:
 				f = max(1, min(f, slotsFor(fastTo)/float64(cur)))
+			case fastTo == 0 && base > 0:
+				// A cold model: no knee known, nor ever was. The
+				// period's evidence is the jobs that ran through it,
+				// not the limit: ×FastFactor of the limit on a period
+				// in which 1–2 of its 10 jobs ran puts 40 slots on a
+				// provider nobody measured (make local: 10 → 40 → 160
+				// on a provider of 20, its queue at 100–130 for 90 s).
+				// The step grows the jobs running then ×FastFactor, in
+				// the slots they need (the datapoint's slots ran
+				// measured of base): the full ×FastFactor once the
+				// limit's jobs run, the normal step while most start.
+				f = max(1, min(f, slotsFor(cfg.FastFactor*float64(measured))/float64(cur)))
 			}
 		} else if k > 0 && r > 0 && float64(base) < k {
 			// Near the target with the knee measured: step to it, not
@@ -906,14 +918,38 @@ func concurrency(st State, in Input) (float64, time.Time) {
 }
 
 // withConc is st with the operator's configured concurrency standing in
-// for a measured one, and whether it does: not measured yet, and the
-// gateway serves no more than the configuration says (else it is stale).
-func withConc(st State, m Model, in Input) (State, bool) {
+// for a learned one (not learned yet, and the gateway serves no more than
+// the configuration says, else it is stale), and whether the concurrency
+// is trusted as a configured one: the operator's, or a learned one younger
+// than CeilingTTL (LearnedFresh).
+func withConc(cfg Config, st State, m Model, in Input) (State, bool) {
 	if st.Conc <= 0 && m.Conc > 0 && in.InService <= m.Conc {
 		st.Conc = m.Conc
 		return st, true
 	}
-	return st, false
+	return st, st.LearnedFresh(cfg, in.Now)
+}
+
+// LearnedFresh reports whether the learned concurrency (State.Conc, set
+// by a queued period or by the operator's edit of the model state) is
+// young enough to be used as a configured one is: its knee reached in one
+// raise, however far. An old one may be another provider's: a provider
+// that lost capacity since shows it only in a period that queues, and a
+// model idle since shows nothing. Its knee still bounds a raise, at
+// ×FastFactor a step, as a knee nobody configured does (a one raise to an
+// hour-old knee went ×6.12 to 588 slots in make chaos, depth 474 on a
+// target of 6, where ×4 put 384). A learned value without its time is old.
+func (s State) LearnedFresh(cfg Config, now time.Time) bool {
+	cfg = cfg.withDefaults()
+	return s.Conc > 0 && !s.ConcAt.IsZero() && !now.Before(s.ConcAt) && now.Sub(s.ConcAt) <= cfg.CeilingTTL
+}
+
+// SteerTarget is the target depth the controller steers to for an
+// operator's target: at most MaxBlocked of the running jobs, averaged over
+// Turnover (blockedBound), or of running while no average is known.
+func (s State) SteerTarget(cfg Config, target float64, running int) float64 {
+	cfg = cfg.withDefaults()
+	return blockedBound(cfg, target, max(1, cmp.Or(s.AvgRunning, float64(running))))
 }
 
 // knee returns the running jobs at which the depth reaches the target, as

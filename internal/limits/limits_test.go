@@ -945,3 +945,99 @@ func TestAYoungRaiseCountsTheSlotsShortJobsNeed(t *testing.T) {
 		t.Errorf("15-s lives behind 60-s starts, a lowering's knee: got %s to %d (%s), want 400", dec.Action, dec.State.Limit, dec.Reason)
 	}
 }
+
+// A concurrency learned from a queue lately is used as the operator's
+// configured one: its knee is reached in one raise. An old one keeps the
+// ×FastFactor bound: make chaos met a tiers-saturated run whose crash left
+// 20 jobs running on a limit of 96, and a one raise to a concurrency
+// learned an hour before went ×6.12 to 588 slots (depth 474 on a target of
+// 6).
+func TestALearnedConcurrencyIsUsedAsConfiguredWhileFresh(t *testing.T) {
+	m := Model{Target: 6, Min: 1, Max: 10000}
+	// 20 jobs hold 10 calls: knee 20 × 290/10 + 6 = 586 running, which
+	// the 96 slots of then (20 running, 76 starting) approach.
+	input := withInService(in(0, 20, 76, 5000), 10)
+	input.PendingRaise = 76
+	for _, c := range []struct {
+		name string
+		age  time.Duration
+		want int
+	}{
+		{"learned 5 min ago", 5 * time.Minute, 586},
+		{"learned at the CeilingTTL", 15 * time.Minute, 586},
+		{"learned an hour ago", time.Hour, 384},
+	} {
+		st := State{Limit: 96, Conc: 290, ConcAt: t0.Add(-c.age)}
+		dec := Next(DefaultConfig(), m, st, input)
+		if dec.Action != Raised || dec.State.Limit != c.want {
+			t.Errorf("%s: got %s to %d (%s), want %d", c.name, dec.Action, dec.State.Limit, dec.Reason, c.want)
+		}
+		if got, fresh := dec.State.Limit, c.age <= DefaultConfig().CeilingTTL; !fresh && float64(got) > DefaultConfig().FastFactor*96 {
+			t.Errorf("%s: a stale learned value jumped ×%.2f", c.name, float64(got)/96)
+		}
+	}
+	// Without its time a learned value is old (an operator's edit that
+	// gave none).
+	if dec := Next(DefaultConfig(), m, State{Limit: 96, Conc: 290}, input); dec.State.Limit != 384 {
+		t.Errorf("a learned value without its time: got %d (%s), want ×4 to 384", dec.State.Limit, dec.Reason)
+	}
+	// The operator's configured one stands in only until one is learned.
+	if dec := Next(DefaultConfig(), Model{Target: 6, Min: 1, Max: 10000, Conc: 290}, State{Limit: 96}, input); dec.State.Limit != 586 {
+		t.Errorf("configured: got %d (%s), want one raise to 586", dec.State.Limit, dec.Reason)
+	}
+}
+
+// A cold model (no knee known, nor ever) steps from what the period
+// measured, the jobs that ran through it, not from the limit: a depth
+// series of the first minutes of make local's fresh model (limit 10, its
+// launches coming up one or two at a time) gives no ×4 on a period with
+// 1–2 jobs running, and the full ×4 once the limit's jobs run.
+func TestAColdRampStepsFromTheJobsThatRan(t *testing.T) {
+	cfg := DefaultConfig()
+	m := Model{Target: 2, Min: 1, Max: 10000}
+	// As the pass starts a model it never steered: its initial limit,
+	// counted as a raise (scheduler.Decide).
+	st := State{Limit: 10, RaisedAt: t0, RaisedBy: 10}
+	// The jobs up by each pass: the limit's launches come up one or two
+	// at a time, then the jobs fill whatever limit there is.
+	up := []int{0, 0, 1, 1, 2, 2, 2, 3, 5, 8, 10, 12, 15, 20, 25, 30, 40, 50, 60, 70, 80}
+	var limits []int
+	for k, u := range up {
+		r := min(u, st.Limit)
+		now := t0.Add(time.Duration(10*(k+1)) * time.Second)
+		input := Input{Now: now, Depth: 0, DepthAt: now.Add(-20 * time.Second), InServiceAt: now.Add(-20 * time.Second),
+			Running: r, Starting: st.Limit - r, Waiting: 3000, PendingRaise: st.Limit - r}
+		input.InService = float64(r) / 2
+		measured := st.sampleAt(input.DepthAt, Sample{Running: r}).Running
+		dec := Next(cfg, m, st, input)
+		if dec.Action == Raised && dec.State.Limit >= 4*st.Limit && measured <= 2 {
+			t.Errorf("pass %d: ×4 to %d on a datapoint with %d jobs running", k, dec.State.Limit, measured)
+		}
+		if dec.Action == Raised && float64(dec.State.Limit) > cfg.FastFactor*float64(max(measured, 1))+float64(st.Limit) {
+			t.Errorf("pass %d: raise %d → %d past ×4 the %d jobs that ran", k, st.Limit, dec.State.Limit, measured)
+		}
+		st = dec.State
+		limits = append(limits, st.Limit)
+	}
+	if st.Limit < 40 {
+		t.Errorf("limits %v: want the ramp to go on as the jobs run", limits)
+	}
+	// A state never raised (every datapoint counts): the old ×4 of the
+	// limit on 2 of 10 jobs running is a step of the normal gain now.
+	dec := Next(cfg, m, State{Limit: 10}, Input{Now: t0, DepthAt: t0.Add(-20 * time.Second), Running: 2, Starting: 8, PendingRaise: 8, Waiting: 3000})
+	if dec.Action != Raised || dec.State.Limit > 11 {
+		t.Errorf("2 of 10 running: got %s to %d (%s), want a step of the normal gain", dec.Action, dec.State.Limit, dec.Reason)
+	}
+}
+
+// SteerTarget is the operator's target bounded by MaxBlocked of the jobs
+// running (status shows it).
+func TestSteerTarget(t *testing.T) {
+	cfg := DefaultConfig()
+	if got := (State{}).SteerTarget(cfg, 40, 100); got != 5 {
+		t.Errorf("100 running, target 40: got %g, want 5", got)
+	}
+	if got := (State{AvgRunning: 2000}).SteerTarget(cfg, 40, 100); got != 40 {
+		t.Errorf("2,000 running averaged, target 40: got %g, want 40", got)
+	}
+}

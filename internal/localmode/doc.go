@@ -3,8 +3,10 @@
 //
 // It runs the three functions' code in one process against DynamoDB Local and
 // fauxqs, with a small simulated world — a gateway and providers per model,
-// and Fargate starting sandboxes that call them — standing in for CloudWatch
-// and ECS. A developer submits a batch to the local queue with `evalsched
+// and Fargate starting sandboxes that call them — standing in for the LLM
+// gateway and ECS. The gateway's depth reaches the pass as on AWS
+// (metrics.go): the world serves /metrics in vLLM's format, the bridge's code
+// publishes it to awsfake's CloudWatch, and gatewaydepth reads it back. A developer submits a batch to the local queue with `evalsched
 // submit` and watches `evalsched status` move.
 //
 // What runs is the real code: the intake handler polls the local queue, the

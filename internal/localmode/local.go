@@ -144,7 +144,12 @@ func Run(ctx context.Context, opt Options) error {
 		return fmt.Errorf("serve the local ECS endpoint: %w", err)
 	}
 	defer ecsAPI.Close()
-	printStart(opt, queueURL, dlqURL, resultsURL, ecsAPI.url)
+	depth, err := startDepthPath(ctx, world, cfg, log)
+	if err != nil {
+		return fmt.Errorf("start the gateway's depth path: %w", err)
+	}
+	defer depth.Close()
+	printStart(opt, queueURL, dlqURL, resultsURL, ecsAPI.url, depth)
 	// One scheduler, a pass every opt.Interval; the world publishes no
 	// gateway error rate, so the breaker goes by exit codes alone.
 	cfg.PassInterval, cfg.Shards = opt.Interval, 1
@@ -153,7 +158,7 @@ func Run(ctx context.Context, opt Options) error {
 	// The yield step stops tasks still starting as on AWS: the real ECS
 	// client's StopTask, over HTTP, to the world's endpoint.
 	stopper := &ecslauncher.Stopper{API: localECS(ecsAPI.url), Cluster: "local", Reason: taskevent.YieldReason, Log: log}
-	sched := &scheduler.Scheduler{Store: store, Depths: world, Launcher: world, Clock: runner.RealClock{}, Config: sc, Log: log,
+	sched := &scheduler.Scheduler{Store: store, Depths: depth.reader, Launcher: world, Clock: runner.RealClock{}, Config: sc, Log: log,
 		Yield: &scheduler.Yield{InFlight: store, Tiers: store, Stopper: stopper}}
 	run := &runner.Runner{
 		Scheduler: sched,
@@ -188,9 +193,10 @@ func Run(ctx context.Context, opt Options) error {
 
 // printStart names the stand-ins, the queues and the log, and what to
 // export in another shell for evalsched, boto3 and the AWS CLI.
-func printStart(opt Options, queueURL, dlqURL, resultsURL, ecsURL string) {
+func printStart(opt Options, queueURL, dlqURL, resultsURL, ecsURL string, depth *depthPath) {
 	w, region := opt.Out, dynamostore.LocalRegion
 	fmt.Fprintf(w, "evalsched local: DynamoDB Local %s, fauxqs %s (127.0.0.1 only), world speed %g×, a pass every %v\n", opt.DynamoDB, opt.SQS, opt.Speed, opt.Interval)
+	fmt.Fprintf(w, "  gateway /metrics  %s (vLLM's format; the bridge publishes it every second to the CloudWatch fake at %s, which the pass reads)\n", depth.metricsURL, depth.cw.URL())
 	fmt.Fprintf(w, "  intake queue      %s\n  dead-letter queue %s\n", queueURL, dlqURL)
 	fmt.Fprintf(w, "  results queue     %s (the simulated sandboxes send their verdicts there; a sandbox of yours may too)\n", resultsURL)
 	if opt.LogFile != "" {
@@ -301,8 +307,12 @@ func progress(ctx context.Context, store *dynamostore.Store, out io.Writer, ever
 			if m.Running+m.Starting+waiting[m.Config.Name] == 0 {
 				continue
 			}
-			fmt.Fprintf(out, "%s  %-20s limit %4d  running %4d  starting %4d  waiting %6d\n",
-				time.Now().Format("15:04:05"), m.Config.Name, m.State.Limit.Limit, m.Running, m.Starting, waiting[m.Config.Name])
+			learned := ""
+			if c := m.State.Limit.Conc; c > 0 {
+				learned = fmt.Sprintf("  provider concurrency %.0f learned", c)
+			}
+			fmt.Fprintf(out, "%s  %-20s limit %4d  running %4d  starting %4d  waiting %6d%s\n",
+				time.Now().Format("15:04:05"), m.Config.Name, m.State.Limit.Limit, m.Running, m.Starting, waiting[m.Config.Name], learned)
 		}
 	}
 }

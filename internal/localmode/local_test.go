@@ -5,8 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,11 +18,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/evalsched/evalsched/internal/dynamostore"
+	"github.com/evalsched/evalsched/internal/gatewaydepth"
 	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/localaws"
 	"github.com/evalsched/evalsched/internal/scheduler"
@@ -243,6 +249,70 @@ func TestLocalYields(t *testing.T) {
 	}
 	t.Logf("%d of %d jobs relaunched after a yield", relaunched, total)
 
+}
+
+// TestLocalDepthReachesThePassThroughTheBridge: the gateway's depth takes
+// the production path. The world's gateway serves /metrics in vLLM's
+// format, the bridge publishes it to the CloudWatch fake with the SDK's
+// PutMetricData, and the pass reads it back with gatewaydepth's reader (the
+// world no longer hands the pass its queue): a model whose provider serves
+// one call at a time queues calls, and the pass log shows that depth.
+func TestLocalDepthReachesThePassThroughTheBridge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the local mode for several seconds")
+	}
+	ddb, sqsURL := localaws.DynamoDB(t), localaws.SQS(t)
+	ctx, queueURL, out, logFile := startLocal(t, ddb, sqsURL, "depth-", 20,
+		Model{Name: "deep", Concurrency: 1, Call: 4 * time.Second, Think: time.Second, Calls: 20, Start: 5 * time.Second})
+	m := regexp.MustCompile(`gateway /metrics  (http://127\.0\.0\.1:\d+/metrics) .* CloudWatch fake at (http://127\.0\.0\.1:\d+),`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("the output names no /metrics and CloudWatch fake on 127.0.0.1:\n%s", out)
+	}
+	sq := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(sqsURL), Credentials: credentials.NewStaticCredentialsProvider("l", "l", "")})
+	var jobs []map[string]any
+	for i := range 6 {
+		jobs = append(jobs, map[string]any{"key": fmt.Sprint(i)})
+	}
+	body, _ := json.Marshal(map[string]any{"version": 1, "account": "dev", "project": "deep", "batch": "d1", "model": "deep", "jobs": jobs})
+	if _, err := sq.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String(string(body))}); err != nil {
+		t.Fatal(err)
+	}
+	// 1. The pass log shows a queue on the model.
+	depth := regexp.MustCompile(`"deep":\{"depth":([0-9.]+)`)
+	deadline, seen := time.Now().Add(60*time.Second), 0.0
+	for seen == 0 {
+		b, _ := os.ReadFile(logFile)
+		for _, d := range depth.FindAllStringSubmatch(string(b), -1) {
+			if v, _ := strconv.ParseFloat(d[1], 64); v > seen {
+				seen = v
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pass read a depth above 0 for deep after 60 s; the pass log:\n%s", b)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// 2. The gateway serves vLLM's exposition of the model.
+	resp, err := http.Get(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(exp), `vllm:num_requests_waiting{engine="0",model_name="deep"}`) {
+		t.Errorf("/metrics serves\n%s\nwant vLLM's num_requests_waiting of deep", exp)
+	}
+	// 3. The CloudWatch fake holds the bridge's datapoints, read as the pass
+	// reads them.
+	cw := cloudwatch.New(cloudwatch.Options{Region: "us-east-1", BaseEndpoint: aws.String(m[2]), Credentials: credentials.NewStaticCredentialsProvider("l", "l", "")})
+	got, err := gatewaydepth.New(cw, gatewaydepth.Config{Period: time.Second, InServiceMetricName: "InService"}).Depths(ctx, []string{"deep"}, time.Now())
+	if err != nil || got["deep"].At.Before(time.Now().Add(-5*time.Second)) {
+		t.Errorf("CloudWatch fake: %+v, %v; want a datapoint of the last seconds", got, err)
+	}
+	if got["deep"].InServiceAt.IsZero() {
+		t.Errorf("CloudWatch fake: %+v; want the calls in service beside the depth (the controller learns the concurrency from them)", got["deep"])
+	}
+	t.Logf("the pass read depths up to %g", seen)
 }
 
 // startLocal runs the local mode with one model against the given DynamoDB

@@ -41,7 +41,8 @@ type eventHandler interface {
 }
 
 // world is the simulated gateway and Fargate. It implements
-// scheduler.DepthReader and scheduler.Launcher.
+// scheduler.Launcher; its gateway's depth reaches the pass as on AWS,
+// through its /metrics, the bridge and CloudWatch (metrics.go).
 type world struct {
 	speed  float64
 	events eventHandler
@@ -100,16 +101,6 @@ func (w *world) sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
-}
-
-// Depths implements scheduler.DepthReader: the gateway's queue now.
-func (w *world) Depths(_ context.Context, models []string, now time.Time) (map[string]scheduler.Depth, error) {
-	out := map[string]scheduler.Depth{}
-	for _, name := range models {
-		_, g := w.model(name)
-		out[name] = scheduler.Depth{Value: float64(g.waiting.Load()), At: now}
-	}
-	return out, nil
 }
 
 // Launch implements scheduler.Launcher: every task starts (Fargate never

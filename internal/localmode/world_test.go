@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -120,4 +122,25 @@ func stoppableWorld(t *testing.T, ctx context.Context, start time.Duration, rec 
 	}
 	t.Cleanup(api.Close)
 	return w, &ecslauncher.Stopper{API: localECS(api.url), Cluster: "local", Reason: reason, Log: slog.New(slog.DiscardHandler)}
+}
+
+// TestTheWorldPublishesItsCallsInService: the world's gateway serves, in
+// vLLM's exposition, the depth and the calls in service of the same
+// instant, so the limit controller learns a model's provider concurrency
+// from a standing queue (make local's models have no provider_concurrency).
+func TestTheWorldPublishesItsCallsInService(t *testing.T) {
+	w := newWorld(context.Background(), 1, []Model{{Name: "m", Concurrency: 3}}, nil)
+	_, g := w.model("m")
+	for range 3 {
+		g.slots <- struct{}{}
+	}
+	g.waiting.Store(2)
+	rec := httptest.NewRecorder()
+	w.serveMetrics(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{`vllm:num_requests_running{engine="0",model_name="m"} 3.0`, `vllm:num_requests_waiting{engine="0",model_name="m"} 2.0`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics serves\n%s\nwant the line %s", body, want)
+		}
+	}
 }

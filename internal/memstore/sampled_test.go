@@ -179,6 +179,7 @@ func TestSampledRetryAfterStopIsSkipped(t *testing.T) {
 	for name, exit := range map[string]job.Exit{
 		"infrastructure": {Infrastructure: true, Reason: "spot"},
 		"yield":          {Yielded: true, Reason: "yielded"},
+		"provider":       {Code: 75, ProviderError: true, Reason: "exit code 75: provider error"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
@@ -213,6 +214,50 @@ func TestSampledRetryAfterStopIsSkipped(t *testing.T) {
 				t.Error(err)
 			}
 		})
+	}
+}
+
+// A provider failure (exit 75) has no verdict: the job goes back to its
+// stratum's waiting jobs, released no more, so the estimate neither counts
+// it as measured nor leaves it out of the sample; it runs again and its
+// verdict then counts once.
+func TestSampledProviderFailureIsNotMeasured(t *testing.T) {
+	ctx := context.Background()
+	s := New(scheduler.ModelConfig{})
+	s.Submit(ctx, sampledSpec("b", 20, 2), t0)
+	jobs := claim(t, s, "gpt", "b", 4)
+	strata := func() (released, results int) {
+		got, _ := s.Sampled("lab/sweep/b")
+		for _, st := range got.Strata {
+			released += st.Released
+			results += st.Results
+		}
+		return released, results
+	}
+	failed := jobs[0]
+	if err := s.TaskStopped(ctx, failed.ID, 1, job.Exit{Code: 75, ProviderError: true}, t0); err != nil {
+		t.Fatal(err)
+	}
+	if j, _ := s.Job(failed.ID); j.State != job.Waiting || j.Attempt != 2 || j.ProviderRetries != 1 {
+		t.Fatalf("after exit 75: %s attempt %d, %d provider retries; want WAITING attempt 2, 1", j.State, j.Attempt, j.ProviderRetries)
+	}
+	if released, results := strata(); released != 3 || results != 0 {
+		t.Errorf("released %d, results %d after a provider failure; want 3 and 0", released, results)
+	}
+	if c := s.Counts(); c.ProviderRetries != 1 || c.Failed != 0 {
+		t.Errorf("counts %+v, want 1 provider retry and no failure", c)
+	}
+	// Its stratum's lowest rank again: the next claim of that stratum takes it.
+	again := claim(t, s, "gpt", "b", 1)
+	if len(again) != 1 || again[0].ID != failed.ID || again[0].Attempt != 2 {
+		t.Fatalf("the next claim took %v, want %s at attempt 2", again, failed.Key)
+	}
+	finish(t, s, again[0], true)
+	if released, results := strata(); released != 4 || results != 1 {
+		t.Errorf("released %d, results %d after it ran again; want 4 and 1", released, results)
+	}
+	if err := s.Check(); err != nil {
+		t.Error(err)
 	}
 }
 

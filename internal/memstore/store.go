@@ -31,14 +31,18 @@ type Job struct {
 	TaskARN    string
 	Exit       job.Exit
 	Reason     string // why it failed, when it did
+	// ProviderRetries: attempts the provider failed (exit 75) that sent
+	// the job back to waiting.
+	ProviderRetries int
 
 	queue   *queue
 	stratum string // in a sampled batch
 }
 
-// Counts is the number of jobs per state.
+// Counts is the number of jobs per state, and the provider retries of all.
 type Counts struct {
 	Waiting, Claimed, Launched, Running, Succeeded, Failed, Cancelled, Skipped int
+	ProviderRetries                                                            int
 }
 
 // Store is the in-memory store. It is safe for concurrent use.
@@ -115,6 +119,16 @@ func (s *Store) PutModel(_ context.Context, cfg scheduler.ModelConfig) error {
 	m := s.model(cfg.Name)
 	m.cfg, m.explicit = cfg, true
 	return nil
+}
+
+// SetLearned sets a model's learned provider concurrency and when it was
+// learned (limits.State.Conc; 0 forgets it), as an operator's edit of the
+// model's state item does; the rest of its state stays.
+func (s *Store) SetLearned(name string, conc float64, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.model(name)
+	m.state.Limit.Conc, m.state.Limit.ConcAt = conc, at
 }
 
 // PutPin writes a pin item, replacing the one of the same scope.
@@ -426,6 +440,9 @@ func (s *Store) apply(j *Job, c job.Change, exit job.Exit, now time.Time) {
 	m.outcomes.OK += c.OK
 	m.outcomes.ProviderFailed += c.ProviderFailed
 	j.State, j.Attempt = c.To, c.Attempt
+	if c.ProviderRetry {
+		j.ProviderRetries++
+	}
 	switch {
 	case c.To == job.Running:
 		j.StartedAt = now
@@ -625,6 +642,7 @@ func (s *Store) Counts() Counts {
 	defer s.mu.Unlock()
 	var c Counts
 	for _, j := range s.jobs {
+		c.ProviderRetries += j.ProviderRetries
 		switch j.State {
 		case job.Waiting:
 			c.Waiting++

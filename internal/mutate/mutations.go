@@ -104,6 +104,18 @@ var Mutations = []Mutation{
 		Pkg:   "./internal/job", Tests: []string{"TestTranscripts", "TestYield"},
 	},
 	{
+		Name: "lifecycle-provider-retry", Why: "a provider failure (exit 75) sends the job back to waiting within its attempts, unmeasured, instead of failing it",
+		File:  "internal/job/transition.go",
+		Edits: []Edit{{`c = retry(cur, cmp.Or(exit.Reason, fmt.Sprintf("exit code %d", exit.Code)))`, `c = leave(cur, Failed)`}},
+		Pkg:   "./internal/job", Tests: []string{"TestTranscripts"},
+	},
+	{
+		Name: "provider-retry-counted", Why: "status counts the provider retries of a batch apart from its failures",
+		File:  "internal/dynamostore/events.go",
+		Edits: []Edit{{`if c.ProviderRetry { // make mutate: provider-retry-counted`, `if false {`}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestBatchesCountsEveryState", "TestSampledProviderFailureIsNotMeasured"},
+	},
+	{
 		Name: "taskevent-attempt-1", Why: "the handler passes on the attempt the task's overrides carry",
 		File: "internal/taskevent/handler.go",
 		Edits: []Edit{

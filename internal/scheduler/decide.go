@@ -161,8 +161,10 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 		if m.State.Limit.Limit == 0 {
 			// A model never steered starts at its initial limit, counted as a
 			// raise so the next one waits for these launches to run.
+			// A concurrency learned before (an operator's edit, a state
+			// kept across runs) stays.
 			l := initialLimit(m.Config)
-			m.State.Limit = limits.State{Limit: l, RaisedAt: now, RaisedBy: l}
+			m.State.Limit = limits.State{Limit: l, RaisedAt: now, RaisedBy: l, Conc: m.State.Limit.Conc, ConcAt: m.State.Limit.ConcAt}
 		}
 		mp.State = m.State
 		mp.Ack = m.Outcomes

@@ -383,3 +383,16 @@ func TestAdmissionsFollowTheLimitsPace(t *testing.T) {
 		t.Errorf("why %q, want the pace named", mp.Why)
 	}
 }
+
+// A model the pass never steered starts at its initial limit, keeping a
+// concurrency learned before (an operator's edit of its state item, or a
+// state kept across runs).
+func TestDecideKeepsALearnedConcurrencyAtTheInitialLimit(t *testing.T) {
+	m := Model{Config: ModelConfig{Name: "a", Enabled: true, MinLimit: 1, MaxLimit: 1000, InitialLimit: 10, TargetDepth: 2}}
+	m.State.Limit.Conc, m.State.Limit.ConcAt = 250, now.Add(-time.Minute)
+	plan := Decide(DefaultConfig(), Snapshot{Models: []Model{m}, Queues: []Queue{queue("a", "lab", "p", "b", 1, 50)}}, nil, now)
+	got := plan.Models[0].State.Limit
+	if got.Limit != 10 || got.Conc != 250 || !got.ConcAt.Equal(now.Add(-time.Minute)) {
+		t.Errorf("got limit %d, learned %g at %v; want the initial 10 with 250 learned a minute ago", got.Limit, got.Conc, got.ConcAt)
+	}
+}

@@ -116,6 +116,11 @@ func newDynamic(e *engine, opt Options) (*dynamicPolicy, error) {
 			ProviderConcurrency: m.ConfiguredConcurrency,
 		})
 		e.models[i].limit = m.InitialLimit
+		if c := opt.Learned[m.Name]; c > 0 {
+			// A warm start: the concurrency a run before learned, kept
+			// on the model's state as learned just now.
+			d.store.SetLearned(m.Name, c, Epoch)
+		}
 	}
 	// Job ids are known up front (they derive from batch and key), so a
 	// message or an event naming a job maps to it whenever it comes.
@@ -598,4 +603,14 @@ func (d *dynamicPolicy) finish(r *Result) {
 	r.Violations = append(r.Violations, d.violations...)
 	r.ViolationCount += d.nViolations
 	r.Warnings = append(r.Warnings, d.warnings...)
+	if snap, err := d.store.Snapshot(d.ctx, d.Now()); err == nil {
+		for _, m := range snap.Models {
+			if m.State.Limit.Conc > 0 {
+				if r.Learned == nil {
+					r.Learned = map[string]float64{}
+				}
+				r.Learned[m.Config.Name] = m.State.Limit.Conc
+			}
+		}
+	}
 }

@@ -31,36 +31,39 @@ func smallLane(t *testing.T) *scenario.Scenario {
 // same result.
 func TestFamilyOracle(t *testing.T) {
 	sc := smallLane(t)
-	o, err := findOracle(sc, false)
+	o, err := findOracle(sc, false, familyRule)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(o.Points) < len(oracleGrid) {
 		t.Fatalf("%d points swept, want at least the grid's %d", len(o.Points), len(oracleGrid))
 	}
-	best := sweep{Caps: o.Caps, Succeeded: o.Best.Totals.Succeeded, BlockedShare: round(laneBlocked(o.Best), 4)}
-	if k := pick(o.Points); !reflect.DeepEqual(o.Points[k].Caps, best.Caps) || o.Points[k].Succeeded != best.Succeeded {
-		t.Errorf("the oracle's run %v (%d jobs) is not the sweep's pick %v (%d)", best.Caps, best.Succeeded, o.Points[k].Caps, o.Points[k].Succeeded)
+	best := sweep{Caps: o.Caps, Succeeded: o.Best.Totals.Succeeded, Work: round(o.Best.Work, 2), BlockedShare: round(laneBlocked(o.Best), 4)}
+	if k := pickAt(o.Points, laneMaxBlocked, workOf); !reflect.DeepEqual(o.Points[k].Caps, best.Caps) || o.Points[k].Work != best.Work {
+		t.Errorf("the oracle's run %v (%.1f work) is not the sweep's pick %v (%.1f)", best.Caps, best.Work, o.Points[k].Caps, o.Points[k].Work)
 	}
 	if best.BlockedShare > laneMaxBlocked {
 		t.Errorf("the oracle's caps %v block %.4f, beyond the bar %.2f, though the sweep's lowest caps are within it", best.Caps, best.BlockedShare, laneMaxBlocked)
 	}
 	for _, p := range o.Points {
-		if p.BlockedShare <= laneMaxBlocked && float64(p.Succeeded) > (1+oracleTie)*float64(best.Succeeded) {
-			t.Errorf("caps %v finished %d jobs within the blocked bar, more than the oracle's %d beyond the tie", p.Caps, p.Succeeded, best.Succeeded)
+		if p.BlockedShare <= laneMaxBlocked && p.Work > (1+oracleTie)*best.Work {
+			t.Errorf("caps %v did %.1f work within the blocked bar, more than the oracle's %.1f beyond the tie", p.Caps, p.Work, best.Work)
 		}
-		if float64(p.Succeeded) > (1+oracleTie)*float64(o.AnyCap.Succeeded) {
-			t.Errorf("caps %v finished %d jobs, more than the most of any cap, %v's %d, beyond the tie", p.Caps, p.Succeeded, o.AnyCap.Caps, o.AnyCap.Succeeded)
+		if p.Work > (1+oracleTie)*o.AnyCap.Work {
+			t.Errorf("caps %v did %.1f work, more than the most of any cap, %v's %.1f, beyond the tie", p.Caps, p.Work, o.AnyCap.Caps, o.AnyCap.Work)
+		}
+		if p.Work < float64(p.Succeeded) {
+			t.Errorf("caps %v: work %.1f below its %d succeeded jobs", p.Caps, p.Work, p.Succeeded)
 		}
 	}
-	if o.AnyCap.Succeeded < best.Succeeded {
-		t.Errorf("the most jobs of any cap, %d, is below the oracle's %d", o.AnyCap.Succeeded, best.Succeeded)
+	if o.AnyCap.Work < best.Work {
+		t.Errorf("the most work of any cap, %.1f, is below the oracle's %.1f", o.AnyCap.Work, best.Work)
 	}
-	a, err := runLane(sc, 7, "", false)
+	a, err := runLane(sc, 7, "", LaneMode{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := runLane(sc, 7, "", false)
+	b, err := runLane(sc, 7, "", LaneMode{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,8 +73,8 @@ func TestFamilyOracle(t *testing.T) {
 	}
 	testOracleCache(t, sc, a)
 	testOracleStart(t, sc, a)
-	if a.OracleJobs != best.Succeeded {
-		t.Errorf("lane's oracle finished %d, the sweep's best %d", a.OracleJobs, best.Succeeded)
+	if want, _ := laneOracleAt(laneOracle{Points: o.Points}, a.Blocked); a.OracleWork != want.Work || a.OldOracleJobs != o.Points[pick(o.Points)].Succeeded {
+		t.Errorf("lane's oracle did %.1f work (old: %d jobs), the sweep's best at its bar %.1f (old %d)", a.OracleWork, a.OldOracleJobs, want.Work, o.Points[pick(o.Points)].Succeeded)
 	}
 }
 
@@ -114,7 +117,7 @@ func TestFamilyPick(t *testing.T) {
 func TestOracleLowersToTheBar(t *testing.T) {
 	sc := scenario.FamilyLane(1, 150)
 	lowest := sum(scaled(scenario.BusyCaps(sc), oracleGrid[0]))
-	o, err := findOracle(sc, false)
+	o, err := findOracle(sc, false, familyRule)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,6 +151,7 @@ func TestFamilyJudge(t *testing.T) {
 		{"burst lane never recovered", LaneResult{Burst: true, Blocked: 0.05, Throughput: 1}, false},
 		{"burst lane below 0.8", LaneResult{Burst: true, Blocked: 0.05, Throughput: 0.79, RecoveryS: sec(10)}, false},
 	} {
+		c.lr.MaxBlocked = laneMaxBlocked
 		got, why := c.lr.judge()
 		if got != c.want {
 			t.Errorf("%s: meets = %v (%s), want %v", c.name, got, why, c.want)
@@ -159,7 +163,7 @@ func TestFamilyJudge(t *testing.T) {
 
 	lanes := make([]LaneResult, 10)
 	for i := range lanes {
-		lanes[i] = LaneResult{Lane: i, Blocked: 0.01 * float64(i), Throughput: 1, ThroughputAny: 0.8 + 0.01*float64(i)}
+		lanes[i] = LaneResult{Lane: i, Blocked: 0.01 * float64(i), Throughput: 1, ThroughputAny: 0.8 + 0.01*float64(i), MaxBlocked: laneMaxBlocked, FamilyMax: FamilyMaxBlocked}
 		lanes[i].Meets, _ = lanes[i].judge()
 	}
 	if s := Summarize(1, lanes); !s.Pass || s.Meeting != 10 || s.MedianBlock != 0.045 || s.MaxLane != 9 || s.MedianAny != 0.845 {
@@ -236,7 +240,7 @@ func testOracleStart(t *testing.T, sc *scenario.Scenario, plain LaneResult) {
 	for i, m := range sc.Models {
 		initial[i] = m.InitialLimit
 	}
-	got, err := runLane(sc, 7, "", true)
+	got, err := runLane(sc, 7, "", LaneMode{OracleStart: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,13 +249,14 @@ func testOracleStart(t *testing.T, sc *scenario.Scenario, plain LaneResult) {
 			t.Fatalf("model %d's initial limit %d after the run, was %d: the lane's scenario changed", i, m.InitialLimit, initial[i])
 		}
 	}
-	if got.OracleJobs != plain.OracleJobs || !reflect.DeepEqual(got.OracleCaps, plain.OracleCaps) {
-		t.Fatalf("oracle %d jobs at %v, want the plain lane's %d at %v", got.OracleJobs, got.OracleCaps, plain.OracleJobs, plain.OracleCaps)
+	o, err := findOracle(sc, false, familyRule)
+	if err != nil {
+		t.Fatal(err)
 	}
-	started := startAt(sc, plain.OracleCaps)
+	started := startAt(sc, o.Caps)
 	for i, m := range started.Models {
-		if m.InitialLimit != plain.OracleCaps[i] || m.InitialLimit == initial[i] {
-			t.Fatalf("model %d starts at %d, want the oracle's cap %d (the lane's own: %d)", i, m.InitialLimit, plain.OracleCaps[i], initial[i])
+		if m.InitialLimit != o.Caps[i] || m.InitialLimit == initial[i] {
+			t.Fatalf("model %d starts at %d, want the oracle's cap %d (the lane's own: %d)", i, m.InitialLimit, o.Caps[i], initial[i])
 		}
 	}
 	want, err := runPolicy(started, Dynamic, Options{})
@@ -271,7 +276,7 @@ func testOracleCache(t *testing.T, sc *scenario.Scenario, want LaneResult) {
 	dir := t.TempDir()
 	cache := OracleCache(dir)
 	for run := range 2 {
-		got, err := runLane(sc, 7, cache, false)
+		got, err := runLane(sc, 7, cache, LaneMode{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -291,11 +296,13 @@ func testOracleCache(t *testing.T, sc *scenario.Scenario, want LaneResult) {
 	if err := json.Unmarshal(b, &kept); err != nil {
 		t.Fatal(err)
 	}
-	kept.Succeeded *= 2
+	for i := range kept.Points {
+		kept.Points[i].Work *= 2
+	}
 	b, _ = json.Marshal(kept)
 	os.WriteFile(files[0], b, 0o644)
-	if got, err := runLane(sc, 7, cache, false); err != nil || got.OracleJobs != 2*want.OracleJobs {
-		t.Fatalf("oracle jobs %d (err %v) after the kept file doubled them: want %d, read from the file", got.OracleJobs, err, 2*want.OracleJobs)
+	if got, err := runLane(sc, 7, cache, LaneMode{}); err != nil || got.OracleWork != 2*want.OracleWork {
+		t.Fatalf("oracle work %.1f (err %v) after the kept file doubled it: want %.1f, read from the file", got.OracleWork, err, 2*want.OracleWork)
 	}
 
 	configured := *sc
@@ -310,7 +317,7 @@ func testOracleCache(t *testing.T, sc *scenario.Scenario, want LaneResult) {
 
 	os.WriteFile(files[0], []byte("{"), 0o644)
 	os.WriteFile(files[1], []byte("{"), 0o644)
-	if _, err := runLane(sc, 7, cache, false); err == nil || !strings.Contains(err.Error(), filepath.Base(files[0])) && !strings.Contains(err.Error(), filepath.Base(files[1])) || !strings.Contains(err.Error(), "delete it") {
+	if _, err := runLane(sc, 7, cache, LaneMode{}); err == nil || !strings.Contains(err.Error(), filepath.Base(files[0])) && !strings.Contains(err.Error(), filepath.Base(files[1])) || !strings.Contains(err.Error(), "delete it") {
 		t.Fatalf("a corrupt kept file: err %v, want one naming the file and what to do", err)
 	}
 }

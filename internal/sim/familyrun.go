@@ -19,10 +19,26 @@ const (
 	burstMaxRecoveryS  = 180  // … and back to the pre-burst limit within this of the provider healing
 	FamilyMinMeeting   = 0.90 // share of lanes that meet
 	FamilyMaxMedian    = 0.05 // median blocked share
-	FamilyMaxBlocked   = 0.25 // no lane above
+	FamilyMaxBlocked   = 0.25 // no lane above (a drop lane: dropMaxBlocked)
+
+	// A lane whose provider's capacity drops (twin.go) is judged against
+	// its twin bound: blocked ≤ max(laneMaxBlocked, twin + dropLaneSlack),
+	// the family's max ≤ max(FamilyMaxBlocked, twin + dropFamilySlack).
+	dropLaneSlack   = 0.03
+	dropFamilySlack = 0.05
+	// dropPasses is how many passes from the first that can see a drop the
+	// limit has to reach the dropped knee (dropKneeMet).
+	dropPasses = 2
 )
 
 // LaneResult is one lane: dynamic against its oracle.
+//
+// Throughput is work (Result.Work: succeeded jobs and the share of calls
+// made of the jobs still running), dynamic's over the oracle's; the
+// oracle is the best fixed cap whose blocked share is at most dynamic's on
+// the lane, or oracleFloor (laneOracleAt). The old judge (the oracle held
+// to laneMaxBlocked, succeeded jobs only, drop lanes as any other) is
+// reported beside it, Old*.
 type LaneResult struct {
 	Lane        int     `json:"lane"`
 	Scenario    string  `json:"scenario"`
@@ -30,15 +46,17 @@ type LaneResult struct {
 	Concurrency []int   `json:"provider_concurrency"`
 	DurationS   int     `json:"duration_s"`
 	Succeeded   int     `json:"succeeded"`
-	OracleJobs  int     `json:"oracle_succeeded"`
-	Throughput  float64 `json:"throughput_vs_oracle"` // dynamic / oracle succeeded jobs
+	Work        float64 `json:"work"`
+	OracleWork  float64 `json:"oracle_work"`
+	Throughput  float64 `json:"throughput_vs_oracle"` // dynamic / oracle work
 	Blocked     float64 `json:"blocked_share"`
+	OracleBar   float64 `json:"oracle_bar"` // the blocked share the oracle was held to
 	OracleBlock float64 `json:"oracle_blocked_share"`
 	OracleCaps  []int   `json:"oracle_caps"`
-	// AnyCapJobs is the most jobs of any swept cap, whatever it blocked
+	// AnyCapWork is the most work of any swept cap, whatever it blocked
 	// (the oracle keeps to the lane's blocked bar); ThroughputAny is
 	// dynamic's against it, for the record, not judged.
-	AnyCapJobs    int     `json:"any_cap_succeeded"`
+	AnyCapWork    float64 `json:"any_cap_work"`
 	AnyCapBlock   float64 `json:"any_cap_blocked_share"`
 	ThroughputAny float64 `json:"throughput_vs_any_cap"`
 	DepthRatio    float64 `json:"p90_depth_over_target"` // the worst model's p90 depth / target depth
@@ -54,10 +72,26 @@ type LaneResult struct {
 	// limit back at its pre-burst value; null when some burst never got
 	// there within the run.
 	RecoveryS *float64 `json:"recovery_s"`
-	Meets     bool     `json:"meets"`
-	Missed    string   `json:"missed,omitempty"` // which rules it broke
-	Runs      int      `json:"runs"`             // simulations: dynamic and the oracle's sweep (run, or kept by an OracleCache)
-	WallS     float64  `json:"wall_s"`
+	// A drop lane (its provider's capacity drops): the twin bound's best
+	// blocked share (-1: none kept its throughput), the lane's blocked
+	// bar and the family's max for it, and whether the limit met the
+	// dropped knee (dropKneeMet; DropNote says how it missed).
+	Drop       bool    `json:"capacity_drop"`
+	TwinBest   float64 `json:"twin_best_blocked,omitempty"`
+	MaxBlocked float64 `json:"max_blocked"` // the lane's blocked bar
+	FamilyMax  float64 `json:"family_max_blocked"`
+	DropKnee   bool    `json:"drop_knee_met,omitempty"`
+	DropNote   string  `json:"drop_knee_note,omitempty"`
+	Meets      bool    `json:"meets"`
+	Missed     string  `json:"missed,omitempty"` // which rules it broke
+	// The old judge: the oracle the most succeeded jobs within
+	// laneMaxBlocked; blocked ≤ laneMaxBlocked on every lane.
+	OldOracleJobs int     `json:"old_oracle_succeeded"`
+	OldThroughput float64 `json:"old_throughput_vs_oracle"`
+	OldMeets      bool    `json:"old_meets"`
+	OldMissed     string  `json:"old_missed,omitempty"`
+	Runs          int     `json:"runs"` // simulations: dynamic and the oracle's sweep (run, or kept by an OracleCache)
+	WallS         float64 `json:"wall_s"`
 }
 
 // FamilySummary is the family's verdict.
@@ -69,6 +103,9 @@ type FamilySummary struct {
 	MedianBlock float64 `json:"median_blocked"`
 	MaxBlock    float64 `json:"max_blocked"`
 	MaxLane     int     `json:"max_blocked_lane"`
+	// OverMax counts the lanes above their family max (FamilyMaxBlocked,
+	// a drop lane's from its twin bound); the target is none.
+	OverMax     int     `json:"lanes_over_max_blocked"`
 	MedianThr   float64 `json:"median_throughput_vs_oracle"`
 	MedianAny   float64 `json:"median_throughput_vs_any_cap"`
 	MedianDepth float64 `json:"median_p90_depth_over_target"`
@@ -77,23 +114,43 @@ type FamilySummary struct {
 	SmallAdmit  float64 `json:"small_first_admit_p90_s"` // over the lanes whose small batches were all admitted
 	BurstLanes  int     `json:"burst_lanes"`
 	BurstMeet   int     `json:"burst_lanes_meeting"`
+	DropLanes   int     `json:"drop_lanes"`
+	DropMeet    int     `json:"drop_lanes_meeting"`
 	Pass        bool    `json:"pass"`
-	LaneS       float64 `json:"lane_s"` // the lanes' own times, summed
-	WallS       float64 `json:"wall_s"` // the whole family, set by the caller
+	// The old judge's count and verdict (LaneResult.OldMeets; max blocked
+	// ≤ FamilyMaxBlocked on every lane).
+	OldMeeting   int     `json:"old_meeting"`
+	OldMeetShare float64 `json:"old_meeting_share"`
+	OldPass      bool    `json:"old_pass"`
+	LaneS        float64 `json:"lane_s"` // the lanes' own times, summed
+	WallS        float64 `json:"wall_s"` // the whole family, set by the caller
+}
 
+// laneOracleAt is the lane's oracle at dynamic's blocked share: the
+// point of the sweep with the most work among those blocking at most
+// max(blocked, oracleFloor). No fixed cap may then beat dynamic by more
+// than the lane's margin without blocking more than dynamic did.
+func laneOracleAt(o laneOracle, blocked float64) (sweep, float64) {
+	bar := max(blocked, oracleFloor)
+	return o.Points[pickAt(o.Points, bar, workOf)], bar
 }
 
 // judgeLane measures dynamic's run of a lane against the oracle's.
 func judgeLane(sc *scenario.Scenario, dyn *Result, o laneOracle) LaneResult {
 	lr := LaneResult{
 		Scenario: sc.Name, Models: len(sc.Models), DurationS: sc.DurationS,
-		Succeeded: dyn.Totals.Succeeded, OracleJobs: o.Succeeded,
-		Blocked: round(laneBlocked(dyn), 4), OracleBlock: round(o.Blocked, 4),
-		OracleCaps: o.Caps, Runs: 1 + o.Points,
-		AnyCapJobs: o.AnyCap.Succeeded, AnyCapBlock: o.AnyCap.BlockedShare,
+		Succeeded: dyn.Totals.Succeeded, Work: round(dyn.Work, 2),
+		Blocked: round(laneBlocked(dyn), 4), Runs: 1 + len(o.Points),
+		MaxBlocked: laneMaxBlocked, FamilyMax: FamilyMaxBlocked,
 	}
-	lr.Throughput = ratio(lr.Succeeded, lr.OracleJobs)
-	lr.ThroughputAny = ratio(lr.Succeeded, lr.AnyCapJobs)
+	best, bar := laneOracleAt(o, lr.Blocked)
+	lr.OracleWork, lr.OracleBlock, lr.OracleCaps, lr.OracleBar = best.Work, best.BlockedShare, best.Caps, bar
+	lr.Throughput = workRatio(lr.Work, lr.OracleWork)
+	anyCap := o.Points[mostBy(o.Points, func(sweep) bool { return true }, workOf)]
+	lr.AnyCapWork, lr.AnyCapBlock = anyCap.Work, anyCap.BlockedShare
+	lr.ThroughputAny = workRatio(lr.Work, lr.AnyCapWork)
+	lr.OldOracleJobs = o.Points[pick(o.Points)].Succeeded
+	lr.OldThroughput = ratio(lr.Succeeded, lr.OldOracleJobs)
 	for _, m := range sc.Models {
 		lr.Concurrency = append(lr.Concurrency, m.ProviderConcurrency)
 		if m.TargetDepth > 0 {
@@ -128,25 +185,97 @@ func judgeLane(sc *scenario.Scenario, dyn *Result, o laneOracle) LaneResult {
 			lr.RecoveryS = &worst
 		}
 	}
+	if len(o.Drops) > 0 {
+		lr.Drop, lr.TwinBest = true, o.TwinBest
+		lr.MaxBlocked, lr.FamilyMax = dropBars(o.TwinBest)
+		lr.DropKnee, lr.DropNote = dropKneeMet(sc, dyn.Series, o.Drops)
+	}
 	lr.Meets, lr.Missed = lr.judge()
+	lr.OldMeets, lr.OldMissed = lr.oldJudge()
 	return lr
+}
+
+// dropBars are a drop lane's blocked bar and the family's max for it,
+// from its twin bound's best blocked share (twin < 0: no policy that
+// cannot foresee the drop kept its throughput, and the plain bars stand).
+func dropBars(twin float64) (lane, family float64) {
+	if twin < 0 {
+		return laneMaxBlocked, FamilyMaxBlocked
+	}
+	return round(max(laneMaxBlocked, twin+dropLaneSlack), 4), round(max(FamilyMaxBlocked, twin+dropFamilySlack), 4)
+}
+
+// dropKneeMet is the drop lane's extra bar: for each drop, from the first
+// pass at or after the first depth datapoint that can show it (SeenAtS),
+// within dropPasses passes the limit is at or below the dropped knee, and
+// before the pass after those no task still starting beyond the knee is
+// left to start (starting ≤ knee − running, none once the running jobs
+// fill it). The dropped knee is the slots that keep the dropped provider
+// busy (scenario.BusyCap at the concurrency the provider serves then)
+// and, as dynamic steers to, a queue of oracleFloor of them. A run that
+// ends before the passes is not judged on them.
+func dropKneeMet(sc *scenario.Scenario, s *Series, drops []Drop) (bool, string) {
+	for _, d := range drops {
+		k0 := slices.IndexFunc(s.T, func(t int) bool { return float64(t) >= d.SeenAtS })
+		if k0 < 0 {
+			continue
+		}
+		knee := int(math.Ceil(float64(scenario.BusyCap(sc, d.Model, s.Capacity[d.Model][k0])) * (1 + oracleFloor)))
+		met := false
+		for k := k0; k < min(k0+dropPasses, len(s.T)); k++ {
+			met = met || s.Limit[d.Model][k] <= knee
+		}
+		if !met {
+			return false, fmt.Sprintf("limit %d > dropped knee %d %d passes after %.0f s", s.Limit[d.Model][min(k0+dropPasses, len(s.T))-1], knee, dropPasses, d.SeenAtS)
+		}
+		if k := k0 + dropPasses; k < len(s.T) {
+			run, starting := s.Running[d.Model][k], s.Holding[d.Model][k]-s.Running[d.Model][k]
+			if starting > max(0, knee-run) {
+				return false, fmt.Sprintf("%d tasks starting beyond dropped knee %d (%d running) at %d s", starting-max(0, knee-run), knee, run, s.T[k])
+			}
+		}
+	}
+	return true, ""
 }
 
 // ratio is jobs over a bar's jobs; 1 when the bar finished none.
 func ratio(jobs, bar int) float64 {
+	return workRatio(float64(jobs), float64(bar))
+}
+
+// workRatio is work over a bar's work; 1 when the bar did none.
+func workRatio(work, bar float64) float64 {
 	if bar == 0 {
 		return 1
 	}
-	return round(float64(jobs)/float64(bar), 4)
+	return round(work/bar, 4)
 }
 
-// judge applies the lane's rules: blocked ≤ 0.10 and throughput ≥ 0.95 of
-// the oracle's; an error-burst lane needs throughput ≥ 0.8 and recovery
-// within 3 minutes instead of the 0.95.
+// judge applies the lane's rules: blocked ≤ its bar (laneMaxBlocked, a
+// drop lane's from its twin bound) and throughput ≥ 0.95 of the oracle's;
+// an error-burst lane needs throughput ≥ 0.8 and recovery within 3
+// minutes instead of the 0.95; a drop lane meets its dropped knee in time
+// (dropKneeMet).
 func (lr *LaneResult) judge() (bool, string) {
+	missed := lr.rules(lr.MaxBlocked, lr.Throughput)
+	if lr.Drop && !lr.DropKnee {
+		missed = append(missed, lr.DropNote)
+	}
+	return len(missed) == 0, strings.Join(missed, "; ")
+}
+
+// oldJudge is the judge before issue 40: blocked ≤ laneMaxBlocked on every
+// lane, jobs against the oracle held to laneMaxBlocked.
+func (lr *LaneResult) oldJudge() (bool, string) {
+	missed := lr.rules(laneMaxBlocked, lr.OldThroughput)
+	return len(missed) == 0, strings.Join(missed, "; ")
+}
+
+// rules are the blocked bar, the burst's recovery, and throughput.
+func (lr *LaneResult) rules(maxBlocked, thr float64) []string {
 	var missed []string
-	if lr.Blocked > laneMaxBlocked {
-		missed = append(missed, fmt.Sprintf("blocked %.3f > %.2f", lr.Blocked, laneMaxBlocked))
+	if lr.Blocked > maxBlocked {
+		missed = append(missed, fmt.Sprintf("blocked %.3f > %.3g", lr.Blocked, maxBlocked))
 	}
 	minThr := laneMinThroughput
 	if lr.Burst {
@@ -158,10 +287,10 @@ func (lr *LaneResult) judge() (bool, string) {
 			missed = append(missed, fmt.Sprintf("recovery %.0f s > %d s", *lr.RecoveryS, burstMaxRecoveryS))
 		}
 	}
-	if lr.Throughput < minThr {
-		missed = append(missed, fmt.Sprintf("throughput %.3f < %.2f × oracle", lr.Throughput, minThr))
+	if thr < minThr {
+		missed = append(missed, fmt.Sprintf("throughput %.3f < %.2f × oracle", thr, minThr))
 	}
-	return len(missed) == 0, strings.Join(missed, "; ")
+	return missed
 }
 
 // recovery is the time from a burst's end (the provider heals) to the first
@@ -186,25 +315,43 @@ func recovery(s *Series, b scenario.ErrorBurst) (float64, bool) {
 	return 0, false
 }
 
+// LaneMode is how a lane's dynamic run starts: OracleStart at each
+// model's oracle cap (startAt, the ramp bound); Warm with what a first
+// run of the lane learned (the learned concurrency, Result.Learned), as a
+// second run of the same lanes that keeps the model state would.
+type LaneMode struct {
+	OracleStart bool
+	Warm        bool
+}
+
 // runLane runs one lane: the oracle's sweep (or its cached result), then
-// dynamic; with oracleStart, dynamic starts each model at the oracle's cap
-// (startAt).
-func runLane(sc *scenario.Scenario, k int, cache OracleCache, oracleStart bool) (LaneResult, error) {
+// dynamic as mode says.
+func runLane(sc *scenario.Scenario, k int, cache OracleCache, mode LaneMode) (LaneResult, error) {
 	start := time.Now()
 	o, err := cache.oracle(sc)
 	if err != nil {
 		return LaneResult{}, fmt.Errorf("lane %d: %w", k, err)
 	}
 	run := sc
-	if oracleStart {
-		run = startAt(sc, o.Caps)
+	if mode.OracleStart {
+		run = startAt(sc, o.Points[pickAt(o.Points, laneMaxBlocked, workOf)].Caps)
 	}
-	dyn, err := runPolicy(run, Dynamic, Options{})
+	var opt Options
+	runs := 1
+	if mode.Warm {
+		first, err := runPolicy(run, Dynamic, Options{})
+		if err != nil {
+			return LaneResult{}, fmt.Errorf("lane %d: %w", k, err)
+		}
+		opt.Learned, runs = first.Learned, 2
+	}
+	dyn, err := runPolicy(run, Dynamic, opt)
 	if err != nil {
 		return LaneResult{}, fmt.Errorf("lane %d: %w", k, err)
 	}
 	lr := judgeLane(sc, dyn, o)
 	lr.Lane = k
+	lr.Runs += runs - 1
 	lr.WallS = round(time.Since(start).Seconds(), 2)
 	return lr, nil
 }
@@ -227,12 +374,12 @@ func startAt(sc *scenario.Scenario, caps []int) *scenario.Scenario {
 }
 
 // RunFamily runs the lanes (lane numbers ks, scenarios lanes) on at most
-// workers goroutines, their oracles kept in cache (OracleCache; "": none);
-// with oracleStart, dynamic starts each model at its oracle's cap (the
-// ramp bound, startAt). progress, when set, is called after each lane with
-// the lanes done. Results come in lane order whatever the workers did.
-func RunFamily(lanes []*scenario.Scenario, ks []int, workers int, cache OracleCache, oracleStart bool, progress func(done int, lr LaneResult)) ([]LaneResult, error) {
-	return eachLane(lanes, ks, workers, func(sc *scenario.Scenario, k int) (LaneResult, error) { return runLane(sc, k, cache, oracleStart) }, progress)
+// workers goroutines, their oracles kept in cache (OracleCache; "": none),
+// dynamic started as mode says (LaneMode). progress, when set, is called
+// after each lane with the lanes done. Results come in lane order whatever
+// the workers did.
+func RunFamily(lanes []*scenario.Scenario, ks []int, workers int, cache OracleCache, mode LaneMode, progress func(done int, lr LaneResult)) ([]LaneResult, error) {
+	return eachLane(lanes, ks, workers, func(sc *scenario.Scenario, k int) (LaneResult, error) { return runLane(sc, k, cache, mode) }, progress)
 }
 
 // eachLane runs measure on every lane on at most workers goroutines (a
@@ -296,6 +443,18 @@ func Summarize(seed int64, lanes []LaneResult) FamilySummary {
 		if lr.Meets {
 			s.Meeting++
 		}
+		if lr.OldMeets {
+			s.OldMeeting++
+		}
+		if lr.Blocked > lr.FamilyMax {
+			s.OverMax++
+		}
+		if lr.Drop {
+			s.DropLanes++
+			if lr.Meets {
+				s.DropMeet++
+			}
+		}
 		if lr.Burst {
 			s.BurstLanes++
 			if lr.Meets {
@@ -320,7 +479,9 @@ func Summarize(seed int64, lanes []LaneResult) FamilySummary {
 	s.MedianBlock = median(blocked)
 	s.MedianThr = median(thr)
 	s.MedianAny = median(thrAny)
-	s.Pass = s.MeetShare >= FamilyMinMeeting && s.MedianBlock <= FamilyMaxMedian && s.MaxBlock <= FamilyMaxBlocked
+	s.OldMeetShare = round(float64(s.OldMeeting)/float64(len(lanes)), 4)
+	s.Pass = s.MeetShare >= FamilyMinMeeting && s.MedianBlock <= FamilyMaxMedian && s.OverMax == 0
+	s.OldPass = s.OldMeetShare >= FamilyMinMeeting && s.MedianBlock <= FamilyMaxMedian && s.MaxBlock <= FamilyMaxBlocked
 	s.LaneS = round(s.LaneS, 1)
 	return s
 }

@@ -15,12 +15,19 @@ import (
 //
 // "Best" is judged by the promise dynamic is held to: keep the provider
 // busy without containers waiting at the gateway. A cap whose containers
-// spend more than laneMaxBlocked of their time queued there is one the
-// operator would lower (it pays for idle containers to gain a few per cent
-// of jobs), so the oracle is the most jobs among the caps within that bar;
-// a lane is judged by the same bar. The most jobs of any cap, whatever it
-// blocks, is kept beside it (AnyCap) and reported, so that what the bar
-// costs in throughput stays visible.
+// spend more of their time queued there than a bar is one the operator
+// would lower (it pays for idle containers to gain a few per cent of
+// jobs), so the oracle is the most work among the caps within the bar.
+// The family's judge holds the oracle to dynamic's own bar: the blocked
+// share dynamic reached on the lane, at least oracleFloor (familyrun.go,
+// laneOracleAt), so no fixed cap beats dynamic by blocking more than it
+// did. The sweep of a family lane therefore refines around the best cap
+// within each bar the judge may ask for (familyRule: oracleFloor and
+// laneMaxBlocked, work as the measure), and the judge picks among all the
+// points it ran. policy oracle of `sim --scenario` (make run) keeps its
+// rule: the most succeeded jobs within laneMaxBlocked (runRule). The most
+// of any cap, whatever it blocks, is kept beside it (AnyCap) and reported,
+// so that what the bar costs in throughput stays visible.
 
 // oracleGrid multiplies each model's starting cap (BusyCaps: the jobs that
 // keep its provider just busy) in the first sweep: a geometric grid of
@@ -45,13 +52,40 @@ var oracleCoord = []float64{0.25, 0.5, 0.71, 1.41, 2}
 // the lower blocked share.
 const oracleTie = 0.01
 
+// oracleFloor is the lowest bar the family's judge holds the oracle to:
+// dynamic steers to half the lane's bar (limits.Config.MaxBlocked), and a
+// fixed cap may block as much.
+const oracleFloor = 0.05
+
 // sweep is one static run of the oracle's sweep.
 type sweep struct {
 	Caps         []int   `json:"caps"`
 	Succeeded    int     `json:"succeeded"`
+	Work         float64 `json:"work"` // Result.Work
 	BlockedShare float64 `json:"blocked_share"`
 	models       []sweep // each model's own numbers in this run
 }
+
+// jobsOf and workOf are a point's throughput: succeeded jobs (the old
+// judge's and make run's), or its work (Result.Work, the family's judge).
+func jobsOf(p sweep) float64 { return float64(p.Succeeded) }
+func workOf(p sweep) float64 { return p.Work }
+
+// sweepRule is what a sweep refines toward: the best point within each
+// bar, by the measure.
+type sweepRule struct {
+	bars    []float64
+	measure func(sweep) float64
+}
+
+var (
+	// runRule is policy oracle's in `sim --scenario` (make run).
+	runRule = sweepRule{bars: []float64{laneMaxBlocked}, measure: jobsOf}
+	// familyRule is the family's: the judge's oracle bar lies between
+	// oracleFloor and laneMaxBlocked for a lane it can pass (its dynamic
+	// blocks at most that), and the old judge's is laneMaxBlocked.
+	familyRule = sweepRule{bars: []float64{laneMaxBlocked, oracleFloor}, measure: workOf}
+)
 
 // oracleFit is the best of the sweep, and every point tried.
 type oracleFit struct {
@@ -64,37 +98,44 @@ type oracleFit struct {
 	AnyCap sweep `json:"any_cap"`
 }
 
-// pick is the cap an operator would keep among points: the points within
+// pick is the cap an operator would keep among points by the old rule:
+// pickAt laneMaxBlocked by succeeded jobs.
+func pick(points []sweep) int { return pickAt(points, laneMaxBlocked, jobsOf) }
+
+// pickAt is the cap an operator would keep among points: the points within
 // the blocked bar (all of them when none is: a provider failing under
-// every cap, where the most jobs is the hardest bar for dynamic); then
-// mostJobs. It returns the chosen point's index, -1 for no points.
-func pick(points []sweep) int {
-	in := withinBar
+// every cap, where the most is the hardest bar for dynamic); then mostBy
+// the measure. It returns the chosen point's index, -1 for no points.
+func pickAt(points []sweep, bar float64, measure func(sweep) float64) int {
+	in := func(p sweep) bool { return p.BlockedShare <= bar }
 	if !slices.ContainsFunc(points, in) {
 		in = func(sweep) bool { return true }
 	}
-	return mostJobs(points, in)
+	return mostBy(points, in, measure)
 }
 
 // withinBar: the point's containers waited at the gateway no longer than
 // the lane's bar allows.
 func withinBar(p sweep) bool { return p.BlockedShare <= laneMaxBlocked }
 
-// mostJobs is the index of the point with the most jobs among those ok
-// takes, on throughput alone: of the points within the tie of the most
-// jobs, the lowest blocked share, then the smallest caps (for determinism).
+// mostJobs is mostBy succeeded jobs.
+func mostJobs(points []sweep, ok func(sweep) bool) int { return mostBy(points, ok, jobsOf) }
+
+// mostBy is the index of the point with the most of measure among those ok
+// takes, on throughput alone: of the points within the tie of the most,
+// the lowest blocked share, then the smallest caps (for determinism).
 // Choosing from the whole set at once keeps the tie rule transitive. -1
 // when ok takes none.
-func mostJobs(points []sweep, ok func(sweep) bool) int {
-	top := -1
+func mostBy(points []sweep, ok func(sweep) bool, measure func(sweep) float64) int {
+	top, any := 0.0, false
 	for _, p := range points {
-		if ok(p) {
-			top = max(top, p.Succeeded)
+		if ok(p) && (!any || measure(p) > top) {
+			top, any = measure(p), true
 		}
 	}
 	best := -1
 	for i, p := range points {
-		if !ok(p) || float64(top-p.Succeeded) > oracleTie*float64(top) {
+		if !ok(p) || top-measure(p) > oracleTie*top {
 			continue
 		}
 		if best < 0 || p.BlockedShare < points[best].BlockedShare ||
@@ -138,14 +179,14 @@ func laneBlocked(r *Result) float64 {
 }
 
 // findOracle sweeps the static caps of sc: the grid on every model's cap
-// at once; then the caps that were best for each model on its own (lanes
-// of policy static interact only through the global cap and the launch
-// bucket, so one run checks the combination); then steps around the best
-// point, and again each model's best; with several models, one round of
-// coordinate steps, model by model. The best run by the lane's rule is
-// the oracle. Runs are sequential: the caller parallelises across
-// scenarios. coarse takes the smaller grid.
-func findOracle(sc *scenario.Scenario, coarse bool) (*oracleFit, error) {
+// at once; then, for each bar of the rule, the caps that were best for
+// each model on its own (lanes of policy static interact only through the
+// global cap and the launch bucket, so one run checks the combination);
+// then steps around the best point, and again each model's best; with
+// several models, two rounds of coordinate steps, model by model. The best
+// run within the rule's first bar is o.Best. Runs are sequential: the
+// caller parallelises across scenarios. coarse takes the smaller grid.
+func findOracle(sc *scenario.Scenario, coarse bool, rule sweepRule) (*oracleFit, error) {
 	o := &oracleFit{}
 	var runs []*Result // o.Points' runs
 	tried := map[string]bool{}
@@ -159,25 +200,24 @@ func findOracle(sc *scenario.Scenario, coarse bool) (*oracleFit, error) {
 		if err != nil {
 			return err
 		}
-		s := sweep{Caps: slices.Clone(caps), Succeeded: r.Totals.Succeeded, BlockedShare: round(laneBlocked(r), 4)}
+		s := sweep{Caps: slices.Clone(caps), Succeeded: r.Totals.Succeeded, Work: round(r.Work, 2), BlockedShare: round(laneBlocked(r), 4)}
 		for i, m := range sc.Models {
 			mr := r.Models[m.Name]
-			s.models = append(s.models, sweep{Caps: caps[i : i+1], Succeeded: mr.Succeeded, BlockedShare: mr.BlockedShare})
+			s.models = append(s.models, sweep{Caps: caps[i : i+1], Succeeded: mr.Succeeded, Work: float64(mr.Succeeded), BlockedShare: mr.BlockedShare})
 		}
 		o.Points, runs = append(o.Points, s), append(runs, r)
-		k := pick(o.Points)
-		o.Caps, o.Best = o.Points[k].Caps, runs[k]
 		return nil
 	}
+	best := func(bar float64) []int { return o.Points[pickAt(o.Points, bar, rule.measure)].Caps }
 	// eachBest combines, per model, its cap of the run that was best for it.
-	eachBest := func() []int {
+	eachBest := func(bar float64) []int {
 		caps := make([]int, len(sc.Models))
 		own := make([]sweep, len(o.Points))
 		for i := range caps {
 			for k, p := range o.Points {
 				own[k] = p.models[i]
 			}
-			caps[i] = own[pick(own)].Caps[0]
+			caps[i] = own[pickAt(own, bar, rule.measure)].Caps[0]
 		}
 		return caps
 	}
@@ -198,40 +238,46 @@ func findOracle(sc *scenario.Scenario, coarse bool) (*oracleFit, error) {
 	// its busy caps, 33 jobs, blocked 0.116, and the oracle was the most
 	// jobs of any cap, 1,897 at 0.76 blocked, while 27 jobs keep 0.047
 	// (849 jobs). The grid's ratio on down, until a point is within the
-	// bar or every cap is 1 (a provider that fails under every cap).
-	for low := scaled(start, grid[0]); !slices.ContainsFunc(o.Points, withinBar) && slices.ContainsFunc(low, func(c int) bool { return c > 1 }); {
+	// lowest bar or every cap is 1 (a provider that fails under every cap).
+	lowest := slices.Min(rule.bars)
+	within := func(p sweep) bool { return p.BlockedShare <= lowest }
+	for low := scaled(start, grid[0]); !slices.ContainsFunc(o.Points, within) && slices.ContainsFunc(low, func(c int) bool { return c > 1 }); {
 		low = scaled(low, 1/math.Sqrt2)
 		if err := try(low); err != nil {
 			return nil, err
 		}
 	}
-	if err := try(eachBest()); err != nil {
-		return nil, err
-	}
-	base := o.Caps
-	for _, f := range oracleRefine {
-		if err := try(scaled(base, f)); err != nil {
+	for _, bar := range rule.bars {
+		if err := try(eachBest(bar)); err != nil {
 			return nil, err
 		}
-	}
-	if err := try(eachBest()); err != nil {
-		return nil, err
-	}
-	// Two rounds: a model held low in the first round frees slots that
-	// another can take in the second.
-	// The coarse sweep (make run) stops before them.
-	for round := 0; round < 2 && len(sc.Models) > 1 && !coarse; round++ {
-		for i := range sc.Models {
-			base := o.Caps
-			for _, f := range oracleCoord {
-				caps := slices.Clone(base)
-				caps[i] = max(1, int(math.Round(float64(base[i])*f)))
-				if err := try(caps); err != nil {
-					return nil, err
+		base := best(bar)
+		for _, f := range oracleRefine {
+			if err := try(scaled(base, f)); err != nil {
+				return nil, err
+			}
+		}
+		if err := try(eachBest(bar)); err != nil {
+			return nil, err
+		}
+		// Two rounds: a model held low in the first round frees slots
+		// that another can take in the second.
+		// The coarse sweep (make run) stops before them.
+		for round := 0; round < 2 && len(sc.Models) > 1 && !coarse; round++ {
+			for i := range sc.Models {
+				base := best(bar)
+				for _, f := range oracleCoord {
+					caps := slices.Clone(base)
+					caps[i] = max(1, int(math.Round(float64(base[i])*f)))
+					if err := try(caps); err != nil {
+						return nil, err
+					}
 				}
 			}
 		}
 	}
-	o.AnyCap = o.Points[mostJobs(o.Points, func(sweep) bool { return true })]
+	k := pickAt(o.Points, rule.bars[0], rule.measure)
+	o.Caps, o.Best = o.Points[k].Caps, runs[k]
+	o.AnyCap = o.Points[mostBy(o.Points, func(sweep) bool { return true }, rule.measure)]
 	return o, nil
 }

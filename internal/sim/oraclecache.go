@@ -12,20 +12,32 @@ import (
 	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
 
-// laneOracle is what the family's judge reads of a lane's oracle: its
-// jobs, blocked share and caps, the most jobs of any cap, and how many
-// caps the sweep ran. It is what OracleCache keeps.
+// laneOracle is what the family's judge reads of a lane's sweep: every
+// point it ran (the judge picks the oracle at dynamic's own bar,
+// laneOracleAt) and, for a lane whose provider's capacity drops, the
+// drops and the twin bound's best blocked share (TwinResult.Best; -1 when
+// no row of the bound kept its throughput). It is what OracleCache keeps.
 type laneOracle struct {
-	Succeeded int     `json:"succeeded"`
-	Blocked   float64 `json:"blocked_share"`
-	Caps      []int   `json:"caps"`
-	AnyCap    sweep   `json:"any_cap"`
-	Points    int     `json:"points"`
+	Points   []sweep `json:"points"`
+	Drops    []Drop  `json:"drops,omitempty"`
+	TwinBest float64 `json:"twin_best"`
 }
 
-// lane is the oracle as the judge reads it.
-func (o *oracleFit) lane() laneOracle {
-	return laneOracle{Succeeded: o.Best.Totals.Succeeded, Blocked: laneBlocked(o.Best), Caps: o.Caps, AnyCap: o.AnyCap, Points: len(o.Points)}
+// sweepLane runs sc's family sweep, and its twin bound when it has a drop.
+func sweepLane(sc *scenario.Scenario) (laneOracle, error) {
+	o, err := findOracle(sc, false, familyRule)
+	if err != nil {
+		return laneOracle{}, err
+	}
+	lo := laneOracle{Points: o.Points, TwinBest: -1}
+	if _, drops := twinOf(sc); len(drops) > 0 {
+		tr, err := twinBound(sc, 0, o)
+		if err != nil {
+			return laneOracle{}, err
+		}
+		lo.Drops, lo.TwinBest = tr.Drops, tr.Best
+	}
+	return lo, nil
 }
 
 // OracleCache is a directory keeping each family lane's oracle, so a
@@ -40,16 +52,12 @@ type OracleCache string
 
 // oracleCacheVersion is in every key: bump it when laneOracle or the
 // oracle's sweep changes.
-const oracleCacheVersion = "evalsched oracle cache v2, fine grid, lowered to the bar"
+const oracleCacheVersion = "evalsched oracle cache v3, every point with its work, refined within 0.05 and 0.10, twin bound"
 
 // oracle returns sc's oracle: from the cache, else swept (and kept).
 func (c OracleCache) oracle(sc *scenario.Scenario) (laneOracle, error) {
 	if c == "" {
-		o, err := findOracle(sc, false)
-		if err != nil {
-			return laneOracle{}, err
-		}
-		return o.lane(), nil
+		return sweepLane(sc)
 	}
 	spec, err := json.Marshal(sc)
 	if err != nil {
@@ -64,18 +72,17 @@ func (c OracleCache) oracle(sc *scenario.Scenario) (laneOracle, error) {
 		why := "no points"
 		if err := json.Unmarshal(b, &lo); err != nil {
 			why = err.Error()
-		} else if lo.Points > 0 {
+		} else if len(lo.Points) > 0 {
 			return lo, nil
 		}
 		return laneOracle{}, fmt.Errorf("oracle cache: %s is not a kept oracle (%s); delete it to sweep the lane again", path, why)
 	case !errors.Is(err, fs.ErrNotExist):
 		return laneOracle{}, fmt.Errorf("oracle cache: %w", err)
 	}
-	o, err := findOracle(sc, false)
+	lo, err := sweepLane(sc)
 	if err != nil {
 		return laneOracle{}, err
 	}
-	lo := o.lane()
 	if b, err = json.Marshal(lo); err != nil {
 		return laneOracle{}, fmt.Errorf("oracle cache: %w", err)
 	}

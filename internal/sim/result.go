@@ -46,12 +46,20 @@ type Result struct {
 	Retries  map[string]int `json:"-"`
 	Warnings []string       `json:"-"` // pass warnings (bad pins), first occurrence each
 	// StartFailures counts tasks that failed to start (start_failure_rate).
-	StartFailures int           `json:"-"`
-	Series        *Series       `json:"-"`
-	Events        int64         `json:"-"`
-	Passes        int           `json:"-"`
-	Calls         int64         `json:"-"`
-	Wall          time.Duration `json:"-"`
+	StartFailures int     `json:"-"`
+	Series        *Series `json:"-"`
+	// Work is the jobs' work done by the end (the family's throughput):
+	// the jobs that succeeded, plus, for each job still running, the share
+	// of its calls made. Failed jobs count for none.
+	Work float64 `json:"-"`
+	// Learned is each model's learned provider concurrency at the end
+	// (policy dynamic; nil when none learned one): what a warm run starts
+	// from (Options.Learned).
+	Learned map[string]float64 `json:"-"`
+	Events  int64              `json:"-"`
+	Passes  int                `json:"-"`
+	Calls   int64              `json:"-"`
+	Wall    time.Duration      `json:"-"`
 }
 
 // Totals counts jobs at the end of the run. Running counts jobs holding a
@@ -190,8 +198,12 @@ func (e *engine) result(trace bool) *Result {
 		case jobRunning:
 			r.Totals.Running++
 			running[jb.model] += e.end - jb.runAt
+			if jb.calls > 0 {
+				r.Work += float64(jb.done) / float64(jb.calls)
+			}
 		case jobSucceeded:
 			r.Totals.Succeeded++
+			r.Work++
 		case jobFailed, jobLaunchFailed:
 			r.Totals.Failed++
 		default:

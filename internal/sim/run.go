@@ -71,6 +71,11 @@ type Options struct {
 	// "Faults"); the baselines ignore them. Unlike the other options they
 	// change the results: the same faults give the same results.
 	Faults faults.Set
+	// Learned, under policy dynamic, is each model's learned provider
+	// concurrency at the start, by name, as a run before left it
+	// (Result.Learned): a warm start, the model's state kept. It is
+	// learned at the run's start, so fresh (limits.State.LearnedFresh).
+	Learned map[string]float64
 
 	// faultHook, in tests, shapes the fault plan (and the policy) before
 	// the run starts.
@@ -91,7 +96,7 @@ func runPolicy(sc *scenario.Scenario, p Policy, opt Options) (*Result, error) {
 // oracle, with its caps and the wall time of the whole sweep.
 func runOracle(sc *scenario.Scenario, opt Options) (*Result, error) {
 	wall := time.Now()
-	o, err := findOracle(sc, opt.OracleCoarse)
+	o, err := findOracle(sc, opt.OracleCoarse, runRule)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ type Series struct {
 	Limit    [][]int     // [model][pass] limit the pass used
 	Depth    [][]float64 // [model][pass] depth the pass saw; NaN: none
 	Running  [][]int     // [model][pass] containers running before the pass
+	Holding  [][]int     // [model][pass] slots held before the pass: reserved, starting or running
 	Waiting  [][]int     // [model][pass] jobs waiting before the pass
 	Capacity [][]int     // [model][pass] provider concurrency
 	Held     [][]bool    // [model][pass] the breaker held admission back (OPEN or HALF_OPEN); dynamic only
@@ -27,7 +28,7 @@ func newSeries(e *engine) *Series {
 	n := len(e.models)
 	s := &Series{
 		Projects: e.projects, Tiers: e.sc.Tiers,
-		Limit: make([][]int, n), Depth: make([][]float64, n), Running: make([][]int, n),
+		Limit: make([][]int, n), Depth: make([][]float64, n), Running: make([][]int, n), Holding: make([][]int, n),
 		Waiting: make([][]int, n), Capacity: make([][]int, n), Held: make([][]bool, n),
 		TierStarts: make([][]int, e.sc.Tiers), ProjectStarts: make([][]int, len(e.projects)),
 		tierNow: make([]int, e.sc.Tiers), projNow: make([]int, len(e.projects)),
@@ -47,6 +48,7 @@ func (s *Series) beforePass(e *engine) int {
 	for i := range e.models {
 		m := &e.models[i]
 		s.Running[i] = append(s.Running[i], m.running)
+		s.Holding[i] = append(s.Holding[i], m.holding)
 		s.Waiting[i] = append(s.Waiting[i], m.waiting)
 		s.Capacity[i] = append(s.Capacity[i], m.conc)
 		s.Limit[i] = append(s.Limit[i], 0)

@@ -118,14 +118,14 @@ type TwinRow struct {
 	// the twin oracle's.
 	PreDrop float64 `json:"pre_drop"`
 	// The twin's run: f1, then the twin oracle's caps from SeenAtS;
-	// throughput is succeeded jobs / the twin oracle's.
+	// throughput is work (Result.Work) / the twin oracle's.
 	TwinThroughput float64 `json:"twin_throughput"`
 	TwinBlocked    float64 `json:"twin_blocked"`
 	// The best lane run of this f1: the lowest blocked share among the
 	// runs with at least laneMinThroughput × the lane oracle's jobs
 	// (LaneThroughputOK), else the lowest of all (LaneThroughputOK false).
 	LaneBlocked      float64 `json:"lane_blocked"`
-	LaneThroughput   float64 `json:"lane_throughput"` // succeeded / the lane oracle's
+	LaneThroughput   float64 `json:"lane_throughput"` // work / the lane oracle's
 	LaneThroughputOK bool    `json:"lane_throughput_ok"`
 	AfterDrop        float64 `json:"after_drop"`     // its f2
 	AfterRecovery    float64 `json:"after_recovery"` // its f3 (f1 without a recovery)
@@ -204,6 +204,12 @@ func scaledCaps(base []int, f []float64) []int {
 // TwinBound measures lane sc's twin bound (the comment above). A lane
 // without a capacity drop has no bound: no rows, Best -1, no error.
 func TwinBound(sc *scenario.Scenario, k int) (TwinResult, error) {
+	return twinBound(sc, k, nil)
+}
+
+// twinBound is TwinBound with the lane's oracle given (nil: swept here).
+// Throughput is work (Result.Work), as the family's judge counts it.
+func twinBound(sc *scenario.Scenario, k int, lane *oracleFit) (TwinResult, error) {
 	tr := TwinResult{Lane: k, Scenario: sc.Name, Best: -1}
 	tw, drops := twinOf(sc)
 	tr.Drops = drops
@@ -213,18 +219,24 @@ func TwinBound(sc *scenario.Scenario, k int) (TwinResult, error) {
 	fail := func(err error) (TwinResult, error) {
 		return TwinResult{}, fmt.Errorf("lane %d: twin bound: %w", k, err)
 	}
-	ot, err := findOracle(tw, false)
+	// The twin's oracle gives the rows' caps: the best within the lane's
+	// bar, by work, refined at that bar only.
+	ot, err := findOracle(tw, false, sweepRule{bars: []float64{laneMaxBlocked}, measure: workOf})
 	if err != nil {
 		return fail(err)
 	}
-	ol, err := findOracle(sc, false)
-	if err != nil {
-		return fail(err)
+	ol := lane
+	if ol == nil {
+		if ol, err = findOracle(sc, false, familyRule); err != nil {
+			return fail(err)
+		}
+		tr.Runs += len(ol.Points)
 	}
-	tr.Runs = len(ot.Points) + len(ol.Points)
+	tr.Runs += len(ot.Points)
 	base := ot.Caps
 	tr.TwinOracleCaps = slices.Clone(base)
 	tr.TwinOracleJobs, tr.LaneOracleJobs = ot.Best.Totals.Succeeded, ol.Best.Totals.Succeeded
+	twinWork, laneWork := ot.Best.Work, ol.Best.Work
 	dyn, err := runPolicy(sc, Dynamic, Options{})
 	if err != nil {
 		return fail(err)
@@ -234,11 +246,11 @@ func TwinBound(sc *scenario.Scenario, k int) (TwinResult, error) {
 		return fail(err)
 	}
 	tr.Runs += 2
-	tr.DynamicBlocked, tr.DynamicThroughput = round(laneBlocked(dyn), 4), ratio(dyn.Totals.Succeeded, tr.LaneOracleJobs)
-	tr.DynamicTwinThroughput, tr.DynamicTwinBlocked = ratio(dynT.Totals.Succeeded, tr.TwinOracleJobs), round(laneBlocked(dynT), 4)
+	tr.DynamicBlocked, tr.DynamicThroughput = round(laneBlocked(dyn), 4), workRatio(dyn.Work, laneWork)
+	tr.DynamicTwinThroughput, tr.DynamicTwinBlocked = workRatio(dynT.Work, twinWork), round(laneBlocked(dynT), 4)
 
-	// enough: jobs of at least laneMinThroughput × the bar's.
-	enough := func(jobs, bar int) bool { return float64(jobs) >= laneMinThroughput*float64(bar) }
+	// enough: work of at least laneMinThroughput × the bar's.
+	enough := func(work, bar float64) bool { return work >= laneMinThroughput*bar }
 	recovers := slices.ContainsFunc(drops, func(d Drop) bool { return d.RecoverAtS > 0 })
 	for _, f1 := range twinPreDrop {
 		caps := scaledCaps(base, preDrop(len(base), drops, f1))
@@ -251,7 +263,7 @@ func TwinBound(sc *scenario.Scenario, k int) (TwinResult, error) {
 			return fail(err)
 		}
 		tr.Runs++
-		row := TwinRow{PreDrop: f1, TwinThroughput: ratio(rt.Totals.Succeeded, tr.TwinOracleJobs), TwinBlocked: round(laneBlocked(rt), 4)}
+		row := TwinRow{PreDrop: f1, TwinThroughput: workRatio(rt.Work, twinWork), TwinBlocked: round(laneBlocked(rt), 4)}
 		f3s := []float64{f1}
 		if recovers && f1 != 1 {
 			f3s = append(f3s, 1)
@@ -271,18 +283,18 @@ func TwinBound(sc *scenario.Scenario, k int) (TwinResult, error) {
 					return fail(err)
 				}
 				tr.Runs++
-				bl, ok := laneBlocked(rl), enough(rl.Totals.Succeeded, tr.LaneOracleJobs)
+				bl, ok := laneBlocked(rl), enough(rl.Work, laneWork)
 				// A run with the throughput beats one without; then the
 				// lower blocked share (the first of equals, in grid order).
 				if first || ok && !row.LaneThroughputOK || ok == row.LaneThroughputOK && round(bl, 4) < row.LaneBlocked {
 					row.LaneBlocked, row.LaneThroughputOK = round(bl, 4), ok
-					row.LaneThroughput = ratio(rl.Totals.Succeeded, tr.LaneOracleJobs)
+					row.LaneThroughput = workRatio(rl.Work, laneWork)
 					row.AfterDrop, row.AfterRecovery = f2, f3
 					first = false
 				}
 			}
 		}
-		eligible := enough(rt.Totals.Succeeded, tr.TwinOracleJobs) && row.LaneThroughputOK
+		eligible := enough(rt.Work, twinWork) && row.LaneThroughputOK
 		if eligible && (tr.Best < 0 || row.LaneBlocked < tr.Best) {
 			tr.Best, tr.BestPre = row.LaneBlocked, f1
 		}

@@ -69,9 +69,12 @@ func TestHandlerFollowsTheFixtures(t *testing.T) {
 				t.Errorf("got exit %+v, want code 1, not a provider error", j.Exit)
 			}
 		}},
-		{[]string{"ecs-running.json", "ecs-stopped-provider-error.json"}, job.Failed, func(t *testing.T, j memstore.Job) {
-			if !j.Exit.ProviderError {
-				t.Errorf("got exit %+v, want a provider error", j.Exit)
+		// Exit 75, the provider failed: the job waits again at its next
+		// attempt, counted as a provider retry, once however often the
+		// event comes.
+		{[]string{"ecs-running.json", "ecs-stopped-provider-error.json", "ecs-stopped-provider-error.json"}, job.Waiting, func(t *testing.T, j memstore.Job) {
+			if j.Attempt != 2 || j.ProviderRetries != 1 || j.Reason != "exit code 75: provider error" {
+				t.Errorf("got attempt %d, %d provider retries, reason %q; want attempt 2, 1, the provider error", j.Attempt, j.ProviderRetries, j.Reason)
 			}
 		}},
 		{[]string{"ecs-running.json", "ecs-spot-interruption.json"}, job.Waiting, func(t *testing.T, j memstore.Job) {

@@ -459,7 +459,7 @@ func checkTaskEvents(f *fixture) []string {
 	if len(rules) != 1 {
 		return []string{fmt.Sprintf("%s: got rules %v, want one EventBridge rule", id, sortedKeys(rules))}
 	}
-	cluster := firstString(f.ids("AWS::ECS::Cluster"))
+	cluster := firstString(f.sandboxIDs("AWS::ECS::Cluster"))
 	for name, ev := range rules {
 		p := mapAt(ev, "Pattern")
 		for _, c := range []struct {
@@ -487,7 +487,7 @@ func checkTaskEvents(f *fixture) []string {
 
 func checkSandbox(f *fixture) []string {
 	var problems []string
-	clusters := f.ids("AWS::ECS::Cluster")
+	clusters := f.sandboxIDs("AWS::ECS::Cluster")
 	if len(clusters) != 1 {
 		return []string{fmt.Sprintf("got clusters %v, want one sandbox cluster", clusters)}
 	}
@@ -501,7 +501,7 @@ func checkSandbox(f *fixture) []string {
 	family, _ := text(sched["EVALSCHED_DEFAULT_TASK_DEFINITION"])
 	container, _ := text(sched["EVALSCHED_CONTAINER_NAME"])
 	var found bool
-	for _, td := range f.ids("AWS::ECS::TaskDefinition") {
+	for _, td := range f.sandboxIDs("AWS::ECS::TaskDefinition") {
 		p := f.props(td)
 		if fam, _ := text(p["Family"]); fam != family {
 			continue

@@ -401,7 +401,7 @@ func checkEnvironment(f *fixture) []string {
 	}
 	// The settings that name resources name the template's.
 	sched := f.env("SchedulerFunction")
-	clusters := f.ids("AWS::ECS::Cluster")
+	clusters := f.sandboxIDs("AWS::ECS::Cluster")
 	if c, ok := ref(sched["EVALSCHED_CLUSTER"]); !ok || !slices.Contains(clusters, c) {
 		problems = append(problems, fmt.Sprintf("SchedulerFunction: got EVALSCHED_CLUSTER %v, want !Ref of the sandbox cluster %v", sched["EVALSCHED_CLUSTER"], clusters))
 	}
@@ -452,7 +452,7 @@ const arnPrefix = "arn:${AWS::Partition}:ecs:${AWS::Region}:${AWS::AccountId}:"
 // scopeOf returns the scope of an action for a function, or an error when
 // the test has no rule for it.
 func (f *fixture) scopeOf(id string, spec function, action string) (scope, error) {
-	cluster := firstString(f.ids("AWS::ECS::Cluster"))
+	cluster := firstString(f.sandboxIDs("AWS::ECS::Cluster"))
 	onCluster := map[string][]string{"ecs:cluster": {"${" + cluster + ".Arn}"}}
 	switch {
 	case strings.HasPrefix(action, "dynamodb:"):
@@ -460,7 +460,7 @@ func (f *fixture) scopeOf(id string, spec function, action string) (scope, error
 		return scope{resources: arns}, err // every table: checked over all dynamodb actions
 	case action == "ecs:RunTask":
 		var s scope
-		for _, td := range f.ids("AWS::ECS::TaskDefinition") {
+		for _, td := range f.sandboxIDs("AWS::ECS::TaskDefinition") {
 			fam, _ := text(f.props(td)["Family"])
 			s.resources = append(s.resources, arnPrefix+"task-definition/"+fam+":*")
 		}
@@ -525,7 +525,7 @@ func (f *fixture) eventQueues(id string) []string {
 // sandboxRoleARNs returns the roles the task definitions pass to ECS.
 func (f *fixture) sandboxRoleARNs() []string {
 	var out []string
-	for _, td := range f.ids("AWS::ECS::TaskDefinition") {
+	for _, td := range f.sandboxIDs("AWS::ECS::TaskDefinition") {
 		for _, k := range []string{"TaskRoleArn", "ExecutionRoleArn"} {
 			if s, ok := text(f.props(td)[k]); ok && !slices.Contains(out, s) {
 				out = append(out, s)
@@ -703,6 +703,7 @@ var starOK = map[string]string{
 	"cloudwatch:GetMetricData":  "no resource type; reads metrics only",
 	"ecs:ListTasks":             "scoped by the ecs:cluster condition",
 	"ecr:GetAuthorizationToken": "no resource type; a registry login, the pulls are scoped",
+	"cloudwatch:PutMetricData":  "no resource type; the bridge's, held to the gateway namespace (checkBridge)",
 }
 
 // resourceTypes are ARN path words a wildcard must not follow directly
@@ -792,7 +793,7 @@ var forbidden = []string{"dynamodb", "sqs", "ecs", "iam", "lambda"}
 
 func checkSandboxRoles(f *fixture) []string {
 	var problems []string
-	for _, td := range f.ids("AWS::ECS::TaskDefinition") {
+	for _, td := range f.sandboxIDs("AWS::ECS::TaskDefinition") {
 		p := f.props(td)
 		task, _, ok1 := getAtt(p["TaskRoleArn"])
 		exec, _, ok2 := getAtt(p["ExecutionRoleArn"])

@@ -194,6 +194,9 @@ func Format(c job.Change, ok bool) string {
 	if c.Exit {
 		f = append(f, "exit")
 	}
+	if c.ProviderRetry {
+		f = append(f, "provider-retry")
+	}
 	for _, d := range []struct {
 		name string
 		v    int
@@ -261,8 +264,10 @@ func (j *Job) Check() error {
 		Starting: b(j.State.Starting()), Running: b(j.State == job.Running),
 		OK: j.Totals.OK, ProviderFailed: j.Totals.ProviderFailed,
 	}
-	if j.Totals != want || j.Totals.OK+j.Totals.ProviderFailed > 1 {
-		return fmt.Errorf("%s attempt %d: totals %s do not count it (want %s, at most one outcome)",
+	// One outcome per attempt at most (a provider failure retries), and
+	// one OK: an OK ends the job.
+	if j.Totals != want || j.Totals.OK > 1 || j.Totals.OK+j.Totals.ProviderFailed > j.Attempt {
+		return fmt.Errorf("%s attempt %d: totals %s do not count it (want %s, at most one outcome an attempt and one OK)",
 			j.State, j.Attempt, FormatTotals(j.Totals), FormatTotals(want))
 	}
 	return nil

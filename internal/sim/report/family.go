@@ -10,8 +10,8 @@ import (
 
 // WriteFamily prints one line per lane and the summary with its targets.
 func WriteFamily(w io.Writer, lanes []sim.LaneResult, s sim.FamilySummary) {
-	fmt.Fprintf(w, "%5s %6s %-15s %6s %8s %8s %8s %8s %8s %8s %9s %10s  %s\n",
-		"lane", "models", "concurrency", "dur", "thr/orc", "blocked", "orc blk", "thr/any", "any blk", "p90/tgt", "small adm", "recovery", "verdict")
+	fmt.Fprintf(w, "%5s %6s %-15s %6s %8s %8s %8s %8s %8s %8s %8s %9s %10s %7s  %s\n",
+		"lane", "models", "concurrency", "dur", "thr/orc", "blocked", "orc blk", "thr/any", "any blk", "p90/tgt", "old thr", "small adm", "recovery", "old", "verdict")
 	for _, lr := range lanes {
 		conc := strings.Trim(strings.Join(strings.Fields(fmt.Sprint(lr.Concurrency)), ","), "[]")
 		small := "-"
@@ -32,8 +32,15 @@ func WriteFamily(w io.Writer, lanes []sim.LaneResult, s sim.FamilySummary) {
 		if !lr.Meets {
 			verdict = "MISSES: " + lr.Missed
 		}
-		fmt.Fprintf(w, "%5d %6d %-15s %5dm %8.3f %8.3f %8.3f %8.3f %8.3f %8.1f %9s %10s  %s\n",
-			lr.Lane, lr.Models, conc, lr.DurationS/60, lr.Throughput, lr.Blocked, lr.OracleBlock, lr.ThroughputAny, lr.AnyCapBlock, lr.DepthRatio, small, rec, verdict)
+		if lr.Drop {
+			verdict = fmt.Sprintf("%s [drop: twin %.3f, bar %.3g]", verdict, lr.TwinBest, lr.MaxBlocked)
+		}
+		old := "meets"
+		if !lr.OldMeets {
+			old = "misses"
+		}
+		fmt.Fprintf(w, "%5d %6d %-15s %5dm %8.3f %8.3f %8.3f %8.3f %8.3f %8.1f %8.3f %9s %10s %7s  %s\n",
+			lr.Lane, lr.Models, conc, lr.DurationS/60, lr.Throughput, lr.Blocked, lr.OracleBlock, lr.ThroughputAny, lr.AnyCapBlock, lr.DepthRatio, lr.OldThroughput, small, rec, old, verdict)
 	}
 	WriteFamilySummary(w, s)
 }
@@ -46,10 +53,12 @@ func WriteFamilySummary(w io.Writer, s sim.FamilySummary) {
 		}
 		return "MISSED"
 	}
-	fmt.Fprintf(w, "family seed %d: %d lanes, %d meet (%.1f %%; target ≥ %.0f %%: %s); median blocked %.3f (target ≤ %.2f: %s); max blocked %.3f, lane %d (target ≤ %.2f: %s)\n",
+	fmt.Fprintf(w, "family seed %d: %d lanes, %d meet (%.1f %%; target ≥ %.0f %%: %s); median blocked %.3f (target ≤ %.2f: %s); max blocked %.3f, lane %d; %d lanes over their max (≤ %.2f, a drop lane's max(%.2f, twin + 0.05): %s); drop lanes %d, %d meet\n",
 		s.Seed, s.Lanes, s.Meeting, 100*s.MeetShare, 100*sim.FamilyMinMeeting, mark(s.MeetShare >= sim.FamilyMinMeeting),
 		s.MedianBlock, sim.FamilyMaxMedian, mark(s.MedianBlock <= sim.FamilyMaxMedian),
-		s.MaxBlock, s.MaxLane, sim.FamilyMaxBlocked, mark(s.MaxBlock <= sim.FamilyMaxBlocked))
+		s.MaxBlock, s.MaxLane, s.OverMax, sim.FamilyMaxBlocked, sim.FamilyMaxBlocked, mark(s.OverMax == 0), s.DropLanes, s.DropMeet)
+	fmt.Fprintf(w, "family seed %d: old judge (oracle within 0.10 by succeeded jobs, no drop bar): %d meet (%.1f %%: %s); max blocked %.3f (target ≤ %.2f: %s)\n",
+		s.Seed, s.OldMeeting, 100*s.OldMeetShare, mark(s.OldMeetShare >= sim.FamilyMinMeeting), s.MaxBlock, sim.FamilyMaxBlocked, mark(s.MaxBlock <= sim.FamilyMaxBlocked))
 	fmt.Fprintf(w, "family seed %d: median throughput %.3f × oracle (%.3f × the most jobs of any cap, whatever it blocked); median p90 depth/target %.1f; small batches in %d lanes, never admitted in %d, first admit p90 %.0f s; error-burst lanes %d, %d meet; lanes took %.0f s summed\n",
 		s.Seed, s.MedianThr, s.MedianAny, s.MedianDepth, s.SmallLanes, s.SmallNever, s.SmallAdmit, s.BurstLanes, s.BurstMeet, s.LaneS)
 }

@@ -268,22 +268,29 @@ func BusyCaps(sc *Scenario) []int {
 				peak = max(peak, *c.ProviderConcurrency)
 			}
 		}
-		var think, calls, jobs float64
-		for _, b := range sc.Batches {
-			if b.Model == m.Name {
-				think += float64(b.Jobs) * mean(b.ThinkS)
-				calls += float64(b.Jobs) * math.Max(1, mean(b.Calls))
-				jobs += float64(b.Jobs)
-			}
-		}
-		if jobs > 0 {
-			think /= jobs
-			calls /= jobs
-		}
-		call := math.Max(mean(m.CallS), 1e-3)
-		job := math.Max(calls*(call+think), 1e-3)
-		busy := float64(peak) * (call + think) / call * (job + mean(sc.ContainerStartS)) / job
-		caps[i] = max(1, int(math.Round(busy)))
+		caps[i] = BusyCap(sc, i, peak)
 	}
 	return caps
+}
+
+// BusyCap is the jobs (slots, starting and running) that keep model i's
+// provider just busy at concurrency conc (BusyCaps).
+func BusyCap(sc *Scenario, i, conc int) int {
+	m := sc.Models[i]
+	var think, calls, jobs float64
+	for _, b := range sc.Batches {
+		if b.Model == m.Name {
+			think += float64(b.Jobs) * mean(b.ThinkS)
+			calls += float64(b.Jobs) * math.Max(1, mean(b.Calls))
+			jobs += float64(b.Jobs)
+		}
+	}
+	if jobs > 0 {
+		think /= jobs
+		calls /= jobs
+	}
+	call := math.Max(mean(m.CallS), 1e-3)
+	job := math.Max(calls*(call+think), 1e-3)
+	busy := float64(conc) * (call + think) / call * (job + mean(sc.ContainerStartS)) / job
+	return max(1, int(math.Round(busy)))
 }

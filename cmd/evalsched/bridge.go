@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+
+	"github.com/evalsched/evalsched/internal/depthbridge"
+	"github.com/evalsched/evalsched/internal/runner"
+)
+
+var bridgeCommand = command{
+	name:    "bridge",
+	summary: "publish gateways' Prometheus queue depths (vLLM, Envoy, LiteLLM) as the CloudWatch metrics the scheduler reads",
+	run:     runBridge,
+}
+
+// envBridgeConfig holds the configuration's JSON when --config is not
+// given (the ECS service passes it so).
+const envBridgeConfig = "EVALSCHED_BRIDGE_CONFIG"
+
+func runBridge(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bridge", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	file := fs.String("config", "", "the bridge's JSON configuration `FILE` (default: the JSON in "+envBridgeConfig+")")
+	check := fs.Bool("check", false, "validate the configuration, print it with its defaults and exit")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: %s bridge --config FILE\n\nScrapes the configured Prometheus endpoints every interval (1s) and publishes each\nmodel's queue depth (and calls in service, errors and calls when named) as\nhigh-resolution CloudWatch metrics, in the namespace, names and dimension the\nscheduler reads. The cloudwatch fields left empty take EVALSCHED_METRIC_NAMESPACE,\nEVALSCHED_METRIC_NAME, EVALSCHED_METRIC_DIMENSION, EVALSCHED_INSERVICE_METRIC_NAME,\nEVALSCHED_ERROR_METRIC_NAME and EVALSCHED_CALLS_METRIC_NAME, as the scheduler does.\nPresets: %v. See docs/bridge.md.\n\n", programName, depthbridge.Presets())
+		fs.PrintDefaults()
+	}
+	if pos, err := parseInterspersed(fs, args); err != nil || len(pos) > 0 {
+		return exitUsage
+	}
+	cfg, err := bridgeConfig(*file)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s bridge: %v\n", programName, err)
+		return exitUsage
+	}
+	if *check {
+		out, _ := json.MarshalIndent(cfg, "", "  ")
+		fmt.Fprintf(stdout, "%s\n", out)
+		return exitOK
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	aws, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s bridge: aws configuration: %v\n", programName, err)
+		return exitFailed
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	b, err := depthbridge.New(cloudwatch.NewFromConfig(aws), nil, cfg, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s bridge: %v\n", programName, err)
+		return exitUsage
+	}
+	log.Info("bridge: started", "targets", len(cfg.Targets), "interval", cfg.Interval.D().String(), "namespace", cfg.CloudWatch.Namespace)
+	_ = b.Run(ctx, runner.RealClock{})
+	return exitOK
+}
+
+// bridgeConfig reads the configuration from the file or the environment
+// and fills the CloudWatch names it leaves empty from the scheduler's
+// variables, so that one set of template parameters names both sides.
+func bridgeConfig(file string) (depthbridge.Config, error) {
+	var data []byte
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return depthbridge.Config{}, err
+		}
+		data = b
+	} else if s := os.Getenv(envBridgeConfig); s != "" {
+		data = []byte(s)
+	} else {
+		return depthbridge.Config{}, fmt.Errorf("no configuration: give --config FILE or set %s", envBridgeConfig)
+	}
+	cfg, err := depthbridge.Parse(data)
+	if err != nil {
+		return cfg, err
+	}
+	cw := &cfg.CloudWatch
+	for _, f := range []struct {
+		field *string
+		env   string
+	}{
+		{&cw.Namespace, "EVALSCHED_METRIC_NAMESPACE"}, {&cw.Depth, "EVALSCHED_METRIC_NAME"}, {&cw.Dimension, "EVALSCHED_METRIC_DIMENSION"},
+		{&cw.InService, "EVALSCHED_INSERVICE_METRIC_NAME"}, {&cw.Errors, "EVALSCHED_ERROR_METRIC_NAME"}, {&cw.Calls, "EVALSCHED_CALLS_METRIC_NAME"},
+	} {
+		if *f.field == "" {
+			*f.field = os.Getenv(f.env)
+		}
+	}
+	return cfg.WithDefaults(), cfg.Validate()
+}

@@ -1,0 +1,19 @@
+// Package depthbridge is `evalsched bridge`: it feeds the scheduler's depth
+// step (package gatewaydepth) from the Prometheus endpoints that gateways
+// and inference servers already serve.
+//
+// Every Interval (1 s) it scrapes each target (vLLM, Envoy or Envoy AI
+// Gateway, LiteLLM, or any series named by a metric{label} selector),
+// parses the exposition with the Prometheus project's expfmt, and sums per
+// model: the calls queued (depth), in service, and the increases of the
+// error and call counters. Model names go through Normalize so that they
+// match the names jobs use. Each second's values become high-resolution
+// (StorageResolution 1) CloudWatch datapoints, zeros included, sent every
+// PublishEvery (10 s) in PutMetricData calls of up to 1,000 datapoints.
+//
+// Failure is silence: a target that does not answer, answers other than
+// 200 or serves what does not parse gets nothing published for its models
+// that second. gatewaydepth then finds the model's newest datapoint stale
+// or missing and the limits hold; zeros would have read as an empty queue
+// and raised them. docs/bridge.md is the operator's guide.
+package depthbridge
