@@ -6,6 +6,9 @@ import (
 	"io"
 	"math"
 	"strings"
+	"time"
+
+	"github.com/evalsched/evalsched/internal/depthbridge"
 )
 
 // Item is one line of the bill.
@@ -25,11 +28,11 @@ type Bill struct {
 	Items []Item  `json:"items"`
 }
 
-// Bridge is the gateway depth bridge's publishing: every second, per model,
-// Metrics high-resolution datums (depth, in service, and errors and calls
-// when the error rate is on), in PutMetricData requests of at most 1,000
-// datums; idle models publish zeros, so every model's metrics exist all
-// month.
+// Bridge is the gateway depth bridge's publishing (internal/depthbridge,
+// at its defaults): every model it has seen, Metrics high-resolution
+// datapoints a second (depth, in service, and errors and calls when the
+// error rate is on; zeros for idle models), sent every PublishEvery in
+// PutMetricData calls of up to depthbridge.MaxDatums; its one Fargate task.
 type Bridge struct {
 	Metrics int // per model
 }
@@ -129,12 +132,21 @@ func Compute(load Load, ms Measured, dep Deployment, br Bridge) Bill {
 	add("CloudWatch", "alarms and dashboard", float64(dep.Alarms)*CWAlarm.USD+float64(dep.Dashboards)*CWDashboard.USD,
 		"%d alarms × $%.2f + %d dashboard × $%.2f", dep.Alarms, CWAlarm.USD, dep.Dashboards, CWDashboard.USD)
 	if br.Metrics > 0 {
-		datums := br.Metrics * load.Models
-		reqs := math.Ceil(float64(datums)/1000) * month.Seconds()
+		bc := depthbridge.Config{}.WithDefaults()
+		every, iv := time.Duration(bc.PublishEvery), time.Duration(bc.Interval)
+		perPublish := math.Ceil(float64(every/iv) * float64(load.Models*br.Metrics) / depthbridge.MaxDatums)
+		reqs := perPublish * float64(month/every)
 		add("CloudWatch", "gateway depth bridge: PutMetricData", reqs*CWPutMetricData.USD/1000,
-			"ceil(%d models × %d metrics / 1,000 datums a request) × %s seconds × $%.2f/1,000", load.Models, br.Metrics, num(month.Seconds()), CWPutMetricData.USD)
+			"ceil(%d s × %d models × %d metrics / %d datapoints a call) = %.0f calls every %v × %s = %s calls × $%.2f/1,000",
+			int(every/iv), load.Models, br.Metrics, depthbridge.MaxDatums, perPublish, every, num(float64(month/every)), num(reqs), CWPutMetricData.USD)
+		datums := br.Metrics * load.Models
 		add("CloudWatch", "gateway depth bridge: its custom metrics", float64(datums)*CWMetric.USD,
 			"%d models × %d metrics = %d metrics × $%.2f", load.Models, br.Metrics, datums, CWMetric.USD)
+		if dep.BridgeVCPU > 0 {
+			hours := month.Hours()
+			add("ECS", "gateway depth bridge: its Fargate task (ARM64)", hours*(dep.BridgeVCPU*FargateVCPU.USD+dep.BridgeGB*FargateGB.USD),
+				"%.0f h × (%.2f vCPU × $%.5f + %.2f GB × $%.5f)", hours, dep.BridgeVCPU, FargateVCPU.USD, dep.BridgeGB, FargateGB.USD)
+		}
 	}
 	for _, it := range b.Items {
 		b.Total += it.USD

@@ -25,6 +25,8 @@ var (
 	CWLogsIngest    = Price{0.50, "GB ingested (standard)", "https://aws.amazon.com/cloudwatch/pricing/", "2026-12-04"}
 	CWAlarm         = Price{0.10, "standard-resolution alarm metric-month", "https://aws.amazon.com/cloudwatch/pricing/", "2026-12-04"}
 	CWDashboard     = Price{3.00, "dashboard-month (first 3 free)", "https://aws.amazon.com/cloudwatch/pricing/", "2026-12-04"}
+	FargateVCPU     = Price{0.03238, "vCPU-hour (Linux/ARM64)", "https://aws.amazon.com/fargate/pricing/", "2026-12-04"}
+	FargateGB       = Price{0.00356, "GB-hour (Linux/ARM64)", "https://aws.amazon.com/fargate/pricing/", "2026-12-04"}
 )
 
 // Prices lists every price with its name, for the bill's table.
@@ -35,6 +37,7 @@ func Prices() []NamedPrice {
 		{"SQS requests", SQSRequests}, {"CloudWatch custom metrics", CWMetric}, {"CloudWatch GetMetricData", CWGetMetricData},
 		{"CloudWatch PutMetricData", CWPutMetricData}, {"CloudWatch Logs ingestion", CWLogsIngest},
 		{"CloudWatch alarms", CWAlarm}, {"CloudWatch dashboards", CWDashboard},
+		{"Fargate vCPU", FargateVCPU}, {"Fargate memory", FargateGB},
 	}
 }
 
