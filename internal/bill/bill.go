@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/evalsched/evalsched/internal/depthbridge"
 )
@@ -27,21 +28,14 @@ type Bill struct {
 	Items []Item  `json:"items"`
 }
 
-// Bridge is the gateway depth bridge's publishing (internal/depthbridge at
-// its default pace): every second, per model, Metrics high-resolution datums
-// (depth, in service, and errors and calls when the error rate is on), sent
-// every 10 s in PutMetricData requests of at most 1,000 datums; idle models
-// publish zeros, so every model's metrics exist all month. Its one Fargate
-// task is the template's BridgeTaskDefinition.
+// Bridge is the gateway depth bridge's publishing (internal/depthbridge,
+// at its defaults): every model it has seen, Metrics high-resolution
+// datapoints a second (depth, in service, and errors and calls when the
+// error rate is on; zeros for idle models), sent every PublishEvery in
+// PutMetricData calls of up to depthbridge.MaxDatums; its one Fargate task.
 type Bridge struct {
 	Metrics int // per model
 }
-
-// The bridge's task: template.yaml's BridgeTaskDefinition (ARM64).
-const (
-	bridgeVCPU = 0.25
-	bridgeGB   = 0.5
-)
 
 // lambda platform lines (START, END, REPORT) of one invocation, assumed.
 const platformLogBytes = 350
@@ -75,6 +69,8 @@ func Compute(load Load, ms Measured, dep Deployment, br Bridge) Bill {
 	if otherR > 0.01 {
 		add("DynamoDB", "pass: reads beyond the fitted Snapshot (the states written since)", otherR*passes*rru, "%.1f RRU a pass × %s passes × $%.3f/M", otherR, num(passes), DynamoRead.USD)
 	}
+	add("DynamoDB", "scheduler lease", minutes*(ms.Lease.WRU*wru+ms.Lease.RRU*rru),
+		"%s invocations × (%.0f WRU + %.0f RRU: %d requests an invocation)", num(minutes), ms.Lease.WRU, ms.Lease.RRU, ms.Lease.Requests)
 	perJob := func(u Usage, n float64) (float64, float64) { return u.WRU / n, u.RRU / n }
 	sw, sr := perJob(ms.Submit, float64(load.JobsPerMessage))
 	cw, cr := perJob(ms.Claim.Plus(ms.Record), k)
@@ -120,9 +116,10 @@ func Compute(load Load, ms Measured, dep Deployment, br Bridge) Bill {
 
 	// CloudWatch.
 	perModel, account := len(ms.EMF.PerModel), ms.EMF.Account
-	metrics := perModel*load.ActiveModels + account
-	add("CloudWatch", "EMF custom metrics", float64(metrics)*CWMetric.USD,
-		"(%d a model [%s] × %d active models + %d others) = %d metrics × $%.2f", perModel, strings.Join(ms.EMF.PerModel, ", "), load.ActiveModels, account, metrics, CWMetric.USD)
+	metrics := perModel*load.ActiveModels + account + dep.MetricFilters
+	add("CloudWatch", "custom metrics (EMF, log metric filters)", float64(metrics)*CWMetric.USD,
+		"(%d a model [%s] × %d active models + %d others + %d from metric filters) = %d metrics × $%.2f",
+		perModel, strings.Join(ms.EMF.PerModel, ", "), load.ActiveModels, account, dep.MetricFilters, metrics, CWMetric.USD)
 	q := float64(ms.MetricQueries) * float64(load.ActiveModels) / float64(max(1, ms.BusyModels))
 	add("CloudWatch", "GetMetricData (gateway depth)", q*passes*CWGetMetricData.USD/1000,
 		"%.0f queries a pass (%d models with work, %d calls) × %s passes × $%.2f/1,000", q, ms.BusyModels, ms.MetricCalls, num(passes), CWGetMetricData.USD)
@@ -135,18 +132,21 @@ func Compute(load Load, ms Measured, dep Deployment, br Bridge) Bill {
 	add("CloudWatch", "alarms and dashboard", float64(dep.Alarms)*CWAlarm.USD+float64(dep.Dashboards)*CWDashboard.USD,
 		"%d alarms × $%.2f + %d dashboard × $%.2f", dep.Alarms, CWAlarm.USD, dep.Dashboards, CWDashboard.USD)
 	if br.Metrics > 0 {
-		datums := br.Metrics * load.Models
-		perSend := int(depthbridge.DefaultPublishEvery / depthbridge.DefaultInterval)
-		sends := month.Seconds() / depthbridge.DefaultPublishEvery.Seconds()
-		reqs := math.Ceil(float64(datums*perSend)/depthbridge.MaxDatums) * sends
+		bc := depthbridge.Config{}.WithDefaults()
+		every, iv := time.Duration(bc.PublishEvery), time.Duration(bc.Interval)
+		perPublish := math.Ceil(float64(every/iv) * float64(load.Models*br.Metrics) / depthbridge.MaxDatums)
+		reqs := perPublish * float64(month/every)
 		add("CloudWatch", "gateway depth bridge: PutMetricData", reqs*CWPutMetricData.USD/1000,
-			"ceil(%d models × %d metrics × %d seconds a send / %d datums a request) × %s sends × $%.2f/1,000",
-			load.Models, br.Metrics, perSend, depthbridge.MaxDatums, num(sends), CWPutMetricData.USD)
+			"ceil(%d s × %d models × %d metrics / %d datapoints a call) = %.0f calls every %v × %s = %s calls × $%.2f/1,000",
+			int(every/iv), load.Models, br.Metrics, depthbridge.MaxDatums, perPublish, every, num(float64(month/every)), num(reqs), CWPutMetricData.USD)
+		datums := br.Metrics * load.Models
 		add("CloudWatch", "gateway depth bridge: its custom metrics", float64(datums)*CWMetric.USD,
 			"%d models × %d metrics = %d metrics × $%.2f", load.Models, br.Metrics, datums, CWMetric.USD)
-		hours := month.Hours()
-		add("ECS", "gateway depth bridge: its Fargate task", hours*(bridgeVCPU*FargateVCPU.USD+bridgeGB*FargateGB.USD),
-			"%s h × (%.2f vCPU × $%.5f + %.1f GB × $%.5f)", num(hours), bridgeVCPU, FargateVCPU.USD, bridgeGB, FargateGB.USD)
+		if dep.BridgeVCPU > 0 {
+			hours := month.Hours()
+			add("ECS", "gateway depth bridge: its Fargate task (ARM64)", hours*(dep.BridgeVCPU*FargateVCPU.USD+dep.BridgeGB*FargateGB.USD),
+				"%.0f h × (%.2f vCPU × $%.5f + %.2f GB × $%.5f)", hours, dep.BridgeVCPU, FargateVCPU.USD, dep.BridgeGB, FargateGB.USD)
+		}
 	}
 	for _, it := range b.Items {
 		b.Total += it.USD

@@ -173,7 +173,7 @@ func modelStateBytes(ctx context.Context, db dynamostore.DynamoDBAPI, t dynamost
 	}
 	for _, it := range out.Items {
 		if strings.HasPrefix(text(it["pk"]), modelStatePrefix) && text(it["sk"]) == model {
-			return ItemBytes(it), nil
+			return dynamostore.ItemBytes(it), nil
 		}
 	}
 	return 0, nil

@@ -18,12 +18,14 @@ import (
 
 	"github.com/evalsched/evalsched/internal/awsfake"
 	"github.com/evalsched/evalsched/internal/batchmsg"
+	"github.com/evalsched/evalsched/internal/dynamolease"
 	"github.com/evalsched/evalsched/internal/dynamostore"
 	"github.com/evalsched/evalsched/internal/ecslauncher"
 	"github.com/evalsched/evalsched/internal/emf"
 	"github.com/evalsched/evalsched/internal/gatewaydepth"
 	"github.com/evalsched/evalsched/internal/intake"
 	"github.com/evalsched/evalsched/internal/job"
+	"github.com/evalsched/evalsched/internal/passloop"
 	"github.com/evalsched/evalsched/internal/passtest"
 	"github.com/evalsched/evalsched/internal/reconcile"
 	"github.com/evalsched/evalsched/internal/resultmsg"
@@ -71,6 +73,7 @@ type Measured struct {
 	SubmitMillis         float64
 	MessageBytes         int
 	Reconcile            Usage
+	Lease                Usage // one scheduler invocation's
 	ReconcileInFlight    int
 	EMF                  EMFCount
 	PassLogBytes         int // EMF documents and the pass log line of one pass
@@ -121,13 +124,15 @@ func Measure(ctx context.Context, endpoint string, load Load, setup Setup) (Meas
 	}
 	ms.MeasuredActiveModels = load.ActiveModels
 
+	counter := &EMFCounter{} // every EMF document the functions write
+
 	// 1. Intake: one message of JobsPerMessage jobs through the handler.
 	var intakeLog countingWriter
 	ih := &intake.Handler{
 		Store:   store,
 		Config:  intake.Config{Batch: batchmsg.Config{Tiers: 3, DefaultTier: 2, DefaultTaskDefinition: "eval-sandbox:1"}, Namespace: "evalsched"},
 		Log:     slog.New(slog.NewJSONHandler(&intakeLog, nil)),
-		Metrics: &intakeLog,
+		Metrics: io.MultiWriter(&intakeLog, counter),
 		Now:     func() time.Time { return at },
 	}
 	body := message("intake", model(0), load.JobsPerMessage)
@@ -199,7 +204,6 @@ func Measure(ctx context.Context, endpoint string, load Load, setup Setup) (Meas
 	const passes = 3
 	var last scheduler.Report
 	var emfOut countingWriter
-	counter := &EMFCounter{}
 	for p := range passes {
 		now := clock.Add(load.PassInterval)
 		for i := range load.ActiveModels {
@@ -236,6 +240,16 @@ func Measure(ctx context.Context, endpoint string, load Load, setup Setup) (Meas
 			ms.BusyModels++
 		}
 	}
+
+	// The lease over one invocation's minute (passloop: acquired, renewed
+	// before each pass, released), the passes themselves measured above.
+	loop := &passloop.Loop{Interval: load.PassInterval, Window: time.Minute, Clock: passtest.NewClock(at), Log: quiet,
+		Lease: dynamolease.ForShard(meter, tables.State, 0, "cost"), Pass: func(context.Context) error { return nil }}
+	meter.Take()
+	if _, err := loop.Run(ctx); err != nil {
+		return ms, fmt.Errorf("lease: %w", err)
+	}
+	ms.Lease = meter.Take()
 
 	// 4. The reconciler, with every launched job in flight.
 	rec := &reconcile.Reconciler{Store: store, ECS: ecsc, Cluster: "sandbox", Log: quiet}

@@ -60,6 +60,7 @@ func TestRequestsOfAPassAndAJob(t *testing.T) {
 		"job: launch record":                   ms.Record.Per(k),
 		"job: task events (RUNNING, STOPPED)":  ms.Events.Per(n),
 		"job: result":                          ms.Result.Per(n),
+		"invocation: the scheduler's lease":    ms.Lease.Per(1),
 	}
 	want := map[string]string{
 		"pass (snapshot, model states, other)": "{Requests:29 ByOp:map[BatchGetItem:1 Query:25 Scan:2 TransactWriteItems(model states):1] RRU:16 WRU:12}",
@@ -68,6 +69,7 @@ func TestRequestsOfAPassAndAJob(t *testing.T) {
 		"job: launch record":                   "{Requests:0.167 ByOp:map[TransactWriteItems:0.167] RRU:0 WRU:3}",
 		"job: task events (RUNNING, STOPPED)":  "{Requests:4 ByOp:map[GetItem:2 TransactWriteItems:2] RRU:2 WRU:18}",
 		"job: result":                          "{Requests:2 ByOp:map[GetItem:1 UpdateItem:1] RRU:1 WRU:1}",
+		"invocation: the scheduler's lease":    "{Requests:8 ByOp:map[DeleteItem:1 PutItem:1 UpdateItem:6] RRU:0 WRU:8}",
 	}
 	for _, name := range slices.Sorted(maps.Keys(want)) {
 		if g := fmt.Sprintf("%+v", got[name]); g != want[name] {

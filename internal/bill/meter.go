@@ -3,7 +3,6 @@ package bill
 import (
 	"context"
 	"fmt"
-	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -254,53 +253,40 @@ func (m *Meter) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInp
 // TransactWriteItems reads the items before and after the call (unmetered)
 // and bills the transaction from their sizes (Meter's doc).
 func (m *Meter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	type ref struct {
-		table string
-		key   map[string]types.AttributeValue
-		put   map[string]types.AttributeValue
-	}
-	refs := make([]ref, len(in.TransactItems))
+	// Each item's table and key (a Put's key read from its item).
+	refs := make([]tableKey, len(in.TransactItems))
 	for i, it := range in.TransactItems {
+		var err error
 		switch {
 		case it.Put != nil:
-			refs[i] = ref{table: aws.ToString(it.Put.TableName), put: it.Put.Item}
+			refs[i].table = aws.ToString(it.Put.TableName)
+			refs[i].key, err = m.keyOf(ctx, refs[i].table, it.Put.Item)
 		case it.Update != nil:
-			refs[i] = ref{table: aws.ToString(it.Update.TableName), key: it.Update.Key}
+			refs[i] = tableKey{aws.ToString(it.Update.TableName), it.Update.Key}
 		case it.Delete != nil:
-			refs[i] = ref{table: aws.ToString(it.Delete.TableName), key: it.Delete.Key}
+			refs[i] = tableKey{aws.ToString(it.Delete.TableName), it.Delete.Key}
 		case it.ConditionCheck != nil:
-			refs[i] = ref{table: aws.ToString(it.ConditionCheck.TableName), key: it.ConditionCheck.Key}
+			refs[i] = tableKey{aws.ToString(it.ConditionCheck.TableName), it.ConditionCheck.Key}
 		}
-	}
-	keyOf := func(r ref) (map[string]types.AttributeValue, error) {
-		if r.key != nil {
-			return r.key, nil
-		}
-		return m.keyOf(ctx, r.table, r.put)
-	}
-	keys := make([]map[string]types.AttributeValue, len(refs))
-	for i, r := range refs {
-		k, err := keyOf(r)
 		if err != nil {
 			return nil, err
 		}
-		keys[i] = k
 	}
-	before, err := m.items(ctx, refs2(refs, keys, func(r ref) string { return r.table }))
+	before, err := m.items(ctx, refs)
 	if err != nil {
 		return nil, err
 	}
 	out, err := m.next.TransactWriteItems(ctx, in, o...)
-	after := before
+	after := before // a refused transaction is billed on the items as they are
 	if err == nil {
-		if after, err = m.items(ctx, refs2(refs, keys, func(r ref) string { return r.table })); err != nil {
+		if after, err = m.items(ctx, refs); err != nil {
 			return nil, err
 		}
 	}
 	units := 0.0
 	for i, r := range refs {
 		b, a := before[i], after[i]
-		units += 2 * kb(max(ItemBytes(b), ItemBytes(a)), 1024)
+		units += 2 * kb(max(dynamostore.ItemBytes(b), dynamostore.ItemBytes(a)), 1024)
 		if in.TransactItems[i].ConditionCheck != nil {
 			continue
 		}
@@ -313,7 +299,7 @@ func (m *Meter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWri
 		}
 	}
 	op := "TransactWriteItems"
-	if len(keys) > 0 && strings.HasPrefix(text(keys[0]["pk"]), modelStatePrefix) {
+	if len(refs) > 0 && strings.HasPrefix(text(refs[0].key["pk"]), modelStatePrefix) {
 		op = OpModelStates
 	}
 	m.record(op, false, units)
@@ -338,14 +324,6 @@ func text(v types.AttributeValue) string {
 type tableKey struct {
 	table string
 	key   map[string]types.AttributeValue
-}
-
-func refs2[R any](refs []R, keys []map[string]types.AttributeValue, table func(R) string) []tableKey {
-	out := make([]tableKey, len(refs))
-	for i, r := range refs {
-		out[i] = tableKey{table(r), keys[i]}
-	}
-	return out
 }
 
 // items reads each item by key, consistently, without metering (nil: none).
@@ -439,66 +417,20 @@ func (x index) upkeep(before, after map[string]types.AttributeValue) float64 {
 	case b == nil && a == nil:
 		return 0
 	case b == nil:
-		return kb(ItemBytes(a), 1024)
+		return kb(dynamostore.ItemBytes(a), 1024)
 	case a == nil:
-		return kb(ItemBytes(b), 1024)
+		return kb(dynamostore.ItemBytes(b), 1024)
 	}
 	for _, k := range x.keys {
 		if !reflect.DeepEqual(b[k], a[k]) {
-			return kb(ItemBytes(b), 1024) + kb(ItemBytes(a), 1024) // a delete and a put
+			return kb(dynamostore.ItemBytes(b), 1024) + kb(dynamostore.ItemBytes(a), 1024) // a delete and a put
 		}
 	}
 	if reflect.DeepEqual(b, a) {
 		return 0
 	}
-	return kb(max(ItemBytes(b), ItemBytes(a)), 1024)
+	return kb(max(dynamostore.ItemBytes(b), dynamostore.ItemBytes(a)), 1024)
 }
 
 // kb is how many units of size unit n bytes take (at least 1).
 func kb(n, unit int) float64 { return math.Max(1, math.Ceil(float64(n)/float64(unit))) }
-
-// ItemBytes is an item's size as DynamoDB bills it: each attribute's name
-// and value; a number about one byte per two significant digits plus one;
-// a map or list 3 bytes plus one per element (nil item: 0).
-func ItemBytes(item map[string]types.AttributeValue) int {
-	n := 0
-	for _, name := range slices.Sorted(maps.Keys(item)) {
-		n += len(name) + valueBytes(item[name])
-	}
-	return n
-}
-
-func valueBytes(v types.AttributeValue) int {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return len(v.Value)
-	case *types.AttributeValueMemberN:
-		return (len(v.Value)+1)/2 + 1
-	case *types.AttributeValueMemberB:
-		return len(v.Value)
-	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
-		return 1
-	case *types.AttributeValueMemberM:
-		return 3 + ItemBytes(v.Value) + len(v.Value)
-	case *types.AttributeValueMemberL:
-		n := 3
-		for _, e := range v.Value {
-			n += 1 + valueBytes(e)
-		}
-		return n
-	case *types.AttributeValueMemberSS:
-		n := 0
-		for _, e := range v.Value {
-			n += len(e)
-		}
-		return n
-	case *types.AttributeValueMemberNS:
-		n := 0
-		for _, e := range v.Value {
-			n += (len(e)+1)/2 + 1
-		}
-		return n
-	default:
-		return 0
-	}
-}

@@ -16,6 +16,8 @@ type Deployment struct {
 	ModelMetrics                                   emf.Detail
 	TaskStatuses                                   []string // the rule's detail.lastStatus filter (nil: none)
 	Alarms, Dashboards                             int
+	MetricFilters                                  int     // metrics made from log lines (custom metrics too)
+	BridgeVCPU, BridgeGB                           float64 // the bridge's task (0: none in the template)
 }
 
 // ReadTemplate reads the deployment from the SAM template at path.
@@ -50,6 +52,14 @@ func ReadTemplate(path string) (Deployment, error) {
 			d.TaskStatuses = append(d.TaskStatuses, s.Value)
 		}
 	}
+	if cpu := at(root, "Resources", "BridgeTaskDefinition", "Properties", "Cpu"); cpu != nil {
+		v, _ := strconv.ParseFloat(cpu.Value, 64)
+		d.BridgeVCPU = v / 1024
+		if mem := at(root, "Resources", "BridgeTaskDefinition", "Properties", "Memory"); mem != nil {
+			m, _ := strconv.ParseFloat(mem.Value, 64)
+			d.BridgeGB = m / 1024
+		}
+	}
 	if res := at(root, "Resources"); res != nil {
 		for i := 1; i < len(res.Content); i += 2 {
 			switch t := at(res.Content[i], "Type"); {
@@ -58,6 +68,10 @@ func ReadTemplate(path string) (Deployment, error) {
 				d.Alarms++
 			case t.Value == "AWS::CloudWatch::Dashboard":
 				d.Dashboards++
+			case t.Value == "AWS::Logs::MetricFilter":
+				if tr := at(res.Content[i], "Properties", "MetricTransformations"); tr != nil {
+					d.MetricFilters += len(tr.Content)
+				}
 			}
 		}
 	}

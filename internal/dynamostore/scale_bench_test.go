@@ -1044,7 +1044,7 @@ func logItemSizes(tb testing.TB, s *Store, sc scale) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	parts := []string{fmt.Sprintf("job as submitted %d B", itemBytes(waiting))}
+	parts := []string{fmt.Sprintf("job as submitted %d B", ItemBytes(waiting))}
 	for _, k := range []struct{ what, pk, sk string }{
 		{"job of batch 0 now", jobPK(id), skJob},
 		{"queue", q, skQueue},
@@ -1057,49 +1057,10 @@ func logItemSizes(tb testing.TB, s *Store, sc scale) {
 			tb.Fatal(err)
 		}
 		if len(res.Item) > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d B", k.what, itemBytes(res.Item)))
+			parts = append(parts, fmt.Sprintf("%s %d B", k.what, ItemBytes(res.Item)))
 		}
 	}
 	tb.Logf("  item sizes: %s", strings.Join(parts, ", "))
-}
-
-// itemBytes is an item's size as DynamoDB counts it: names and values,
-// numbers at about one byte per two digits.
-func itemBytes(item map[string]types.AttributeValue) int {
-	n := 0
-	for name, v := range item {
-		n += len(name) + valueBytes(v)
-	}
-	return n
-}
-
-func valueBytes(v types.AttributeValue) int {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return len(v.Value)
-	case *types.AttributeValueMemberN:
-		return (len(v.Value)+1)/2 + 1
-	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
-		return 1
-	case *types.AttributeValueMemberM:
-		return 3 + itemBytes(v.Value) + len(v.Value)
-	case *types.AttributeValueMemberL:
-		n := 3
-		for _, e := range v.Value {
-			n += 1 + valueBytes(e)
-		}
-		return n
-	case *types.AttributeValueMemberSS:
-		n := 0
-		for _, e := range v.Value {
-			n += len(e)
-		}
-		return n
-	case *types.AttributeValueMemberNS:
-		return len(v.Value) * 3
-	default:
-		return 0
-	}
 }
 
 // --- heap sampling ---------------------------------------------------------
