@@ -210,8 +210,10 @@ func (s *Store) TaskStarted(ctx context.Context, jobID string, attempt int, now 
 // TaskStopped ends a job's attempt as job.Apply judges it: exit 0
 // succeeds, an infrastructure stop retries while attempts remain, a yield
 // waits again with one more max attempt (written with its state and
-// attempt: the attempt is not spent), any other exit fails. Outcomes feed
-// the model's breaker. Repeated or stale events change nothing.
+// attempt: the attempt is not spent), a provider failure (exit 75) retries
+// while attempts remain (counted in the queue's provider_retries), any
+// other exit fails. Outcomes feed the model's breaker. Repeated or stale
+// events change nothing.
 func (s *Store) TaskStopped(ctx context.Context, jobID string, attempt int, exit job.Exit, now time.Time) error {
 	for try := 0; ; try++ {
 		j, ok, err := s.readJob(ctx, jobID)

@@ -501,9 +501,10 @@ func (s *Store) TaskStarted(_ context.Context, jobID string, attempt int, now ti
 
 // TaskStopped ends a job's attempt as job.Apply judges it: exit 0
 // succeeds, an infrastructure stop retries while attempts remain, a yield
-// waits again with one more max attempt (the attempt not spent), any other
-// exit fails. Outcomes feed the model's breaker. Repeated or stale events
-// change nothing.
+// waits again with one more max attempt (the attempt not spent), a
+// provider failure (exit 75) retries while attempts remain, any other exit
+// fails. Outcomes feed the model's breaker. Repeated or stale events change
+// nothing.
 func (s *Store) TaskStopped(_ context.Context, jobID string, attempt int, exit job.Exit, now time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evalsched/evalsched/internal/breaker"
 	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -437,5 +438,35 @@ func TestYieldedJobKeepsItsAttempts(t *testing.T) {
 	}
 	if err := s.Check(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Provider failures send their jobs back to waiting, and the breaker they
+// feed gates those retries: 25 jobs whose provider failed them all wait
+// again at attempt 2, and the next pass, its breaker open, admits none.
+func TestProviderRetriesWaitForTheBreaker(t *testing.T) {
+	ctx := context.Background()
+	s := New(scheduler.ModelConfig{})
+	if _, err := s.Submit(ctx, spec("b", "gpt", 25), t0); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range claim(t, s, "gpt", "b", 25) {
+		if err := s.TaskStopped(ctx, j.ID, j.Attempt, job.Exit{Code: 75, ProviderError: true}, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := s.Counts(); c.Waiting != 25 || c.Failed != 0 || c.ProviderRetries != 25 {
+		t.Fatalf("counts %+v, want 25 waiting again, 25 provider retries, none failed", c)
+	}
+	snap, err := s.Snapshot(ctx, t0.Add(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := scheduler.Decide(scheduler.DefaultConfig(), snap, nil, t0.Add(10*time.Second))
+	if len(plan.Models) != 1 || plan.Models[0].Breaker.State.Phase == breaker.Closed || plan.Models[0].Admitted != 0 {
+		t.Errorf("plan %+v; want the breaker open and no retry admitted", plan.Models)
+	}
+	if err := s.Check(); err != nil {
+		t.Error(err)
 	}
 }

@@ -11,10 +11,11 @@
 // # Exit codes: the convention for sandbox authors
 //
 //   - 0: the job succeeded.
-//   - 75 (EX_TEMPFAIL; configurable): the job failed because the model's
-//     provider failed (429/5xx after the sandbox's own retries). These feed the
+//   - 75 (EX_TEMPFAIL; configurable): the attempt failed because the model's
+//     provider failed (429/5xx after the sandbox's own retries). The job
+//     waits again while its attempts last (job.Apply). These feed the
 //     model's breaker: many of them in a short window stop admission for the
-//     model until the provider recovers.
+//     model, its retries included, until the provider recovers.
 //   - any other non-zero code: the job failed on its own; it is not retried.
 //
 // A task stopped before its container ran the job to an end — Spot
