@@ -59,6 +59,14 @@ func TestRecordResultPerAttempt(t *testing.T) {
 	if err := s.TaskStopped(ctx, j.ID, 1, job.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
 		t.Fatal(err)
 	}
+	// Waiting again, at attempt 2, its item still holding attempt 1's
+	// token: attempt 1's sandbox naming attempt 2 is refused by the state.
+	if w, _, _ := s.Job(ctx, j.ID); w.State != job.Waiting || w.Attempt != 2 {
+		t.Fatalf("after the lost task: %s attempt %d, want WAITING attempt 2", w.State, w.Attempt)
+	}
+	if record(j.ID, memstore.Result{Attempt: 2, Pass: true, At: t0, Token: j.ResultToken}) {
+		t.Error("a result for a job waiting again was recorded")
+	}
 	j2 := commit(t, s, grant(t0, b, 1))[0]
 	if j2.ID != j.ID || j2.Attempt != 2 {
 		t.Fatalf("claimed %s attempt %d, want %s attempt 2", j2.ID, j2.Attempt, j.ID)
