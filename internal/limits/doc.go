@@ -118,10 +118,6 @@
 //     period that queued already had the provider full: its knee is the
 //     jobs running then plus the calls short of the target.
 //     A raise toward a knee, too, goes to the slots its running jobs need.
-//     A cold model (no knee known, nor ever: no concurrency configured or
-//     learned, no lowering) grows the jobs that ran through the period
-//     ×FastFactor, in the slots they need, not the limit: a period in
-//     which 1–2 of its first 10 jobs ran says nothing of 40.
 //     No raise reads a period that began with none of the model's jobs
 //     running (a model's first jobs, or the first after it had none
 //     running): its calls were the first calls of jobs that came up within

@@ -789,18 +789,6 @@ func step(cfg Config, m Model, st State, in Input) Decision {
 				f = max(1, fastTo/float64(base), min(cfg.FastFactor, slotsFor(fastTo)/float64(cur)))
 			case fastTo > 0 && base > 0:
 				f = max(1, min(f, slotsFor(fastTo)/float64(cur)))
-			case fastTo == 0 && base > 0:
-				// A cold model: no knee known, nor ever was. The
-				// period's evidence is the jobs that ran through it,
-				// not the limit: ×FastFactor of the limit on a period
-				// in which 1–2 of its 10 jobs ran puts 40 slots on a
-				// provider nobody measured (make local: 10 → 40 → 160
-				// on a provider of 20, its queue at 100–130 for 90 s).
-				// The step grows the jobs running then ×FastFactor, in
-				// the slots they need (the datapoint's slots ran
-				// measured of base): the full ×FastFactor once the
-				// limit's jobs run, the normal step while most start.
-				f = max(1, min(f, slotsFor(cfg.FastFactor*float64(measured))/float64(cur)))
 			}
 		} else if k > 0 && r > 0 && float64(base) < k {
 			// Near the target with the knee measured: step to it, not

@@ -987,49 +987,6 @@ func TestALearnedConcurrencyIsUsedAsConfiguredWhileFresh(t *testing.T) {
 	}
 }
 
-// A cold model (no knee known, nor ever) steps from what the period
-// measured, the jobs that ran through it, not from the limit: a depth
-// series of the first minutes of make local's fresh model (limit 10, its
-// launches coming up one or two at a time) gives no ×4 on a period with
-// 1–2 jobs running, and the full ×4 once the limit's jobs run.
-func TestAColdRampStepsFromTheJobsThatRan(t *testing.T) {
-	cfg := DefaultConfig()
-	m := Model{Target: 2, Min: 1, Max: 10000}
-	// As the pass starts a model it never steered: its initial limit,
-	// counted as a raise (scheduler.Decide).
-	st := State{Limit: 10, RaisedAt: t0, RaisedBy: 10}
-	// The jobs up by each pass: the limit's launches come up one or two
-	// at a time, then the jobs fill whatever limit there is.
-	up := []int{0, 0, 1, 1, 2, 2, 2, 3, 5, 8, 10, 12, 15, 20, 25, 30, 40, 50, 60, 70, 80}
-	var limits []int
-	for k, u := range up {
-		r := min(u, st.Limit)
-		now := t0.Add(time.Duration(10*(k+1)) * time.Second)
-		input := Input{Now: now, Depth: 0, DepthAt: now.Add(-20 * time.Second), InServiceAt: now.Add(-20 * time.Second),
-			Running: r, Starting: st.Limit - r, Waiting: 3000, PendingRaise: st.Limit - r}
-		input.InService = float64(r) / 2
-		measured := st.sampleAt(input.DepthAt, Sample{Running: r}).Running
-		dec := Next(cfg, m, st, input)
-		if dec.Action == Raised && dec.State.Limit >= 4*st.Limit && measured <= 2 {
-			t.Errorf("pass %d: ×4 to %d on a datapoint with %d jobs running", k, dec.State.Limit, measured)
-		}
-		if dec.Action == Raised && float64(dec.State.Limit) > cfg.FastFactor*float64(max(measured, 1))+float64(st.Limit) {
-			t.Errorf("pass %d: raise %d → %d past ×4 the %d jobs that ran", k, st.Limit, dec.State.Limit, measured)
-		}
-		st = dec.State
-		limits = append(limits, st.Limit)
-	}
-	if st.Limit < 40 {
-		t.Errorf("limits %v: want the ramp to go on as the jobs run", limits)
-	}
-	// A state never raised (every datapoint counts): the old ×4 of the
-	// limit on 2 of 10 jobs running is a step of the normal gain now.
-	dec := Next(cfg, m, State{Limit: 10}, Input{Now: t0, DepthAt: t0.Add(-20 * time.Second), Running: 2, Starting: 8, PendingRaise: 8, Waiting: 3000})
-	if dec.Action != Raised || dec.State.Limit > 11 {
-		t.Errorf("2 of 10 running: got %s to %d (%s), want a step of the normal gain", dec.Action, dec.State.Limit, dec.Reason)
-	}
-}
-
 // SteerTarget is the operator's target bounded by MaxBlocked of the jobs
 // running (status shows it).
 func TestSteerTarget(t *testing.T) {
