@@ -11,8 +11,8 @@ import (
 
 	domain "github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
-	"github.com/evalsched/evalsched/internal/sampling/montecarlo"
 	"github.com/evalsched/evalsched/internal/resulttoken"
+	"github.com/evalsched/evalsched/internal/sampling/montecarlo"
 	"github.com/evalsched/evalsched/internal/scheduler"
 	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
