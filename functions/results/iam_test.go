@@ -88,7 +88,7 @@ func TestFlowsUnderTheTemplatesRole(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, j := range c.Claimed { // ten passes: the stop rule holds, the rest is skipped
-		body, _ := json.Marshal(map[string]any{"version": 1, "job_id": j.ID, "attempt": 1, "outcome": "pass"})
+		body, _ := json.Marshal(map[string]any{"version": 1, "job_id": j.ID, "attempt": 1, "outcome": "pass", "result_token": j.ResultToken.Reveal()})
 		ev.Records = append(ev.Records, events.SQSMessage{MessageId: fmt.Sprintf("sampled-%d", i), Body: string(body), EventSource: "aws:sqs"})
 	}
 	resp, err := h.Handle(ctx, ev)

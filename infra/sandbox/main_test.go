@@ -255,7 +255,8 @@ func TestSandboxSendsTheVerdict(t *testing.T) {
 	}
 	srv, _ := gateway(t, false, 0)
 	var out bytes.Buffer
-	code := run(ctx, env(srv.URL, "EVALSCHED_RESULT_QUEUE_URL", aws.ToString(q.QueueUrl)), &out,
+	const token = "tok-of-this-attempt-0123456789ab" // 32 base64url characters, as the launcher sets
+	code := run(ctx, env(srv.URL, "EVALSCHED_RESULT_QUEUE_URL", aws.ToString(q.QueueUrl), "EVALSCHED_RESULT_TOKEN", token), &out,
 		deps{sqs: func(context.Context) (sandboxkit.SQSSender, error) { return client, nil }, agent: testAgent(agentArg)})
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, out.String())
@@ -267,7 +268,7 @@ func TestSandboxSendsTheVerdict(t *testing.T) {
 	if err != nil || len(got.Messages) != 1 {
 		t.Fatalf("received %v, %v; want one message", got, err)
 	}
-	want := `{"version":1,"job_id":"` + jobID + `","attempt":1,"outcome":"pass","score":1}`
+	want := `{"version":1,"job_id":"` + jobID + `","attempt":1,"outcome":"pass","score":1,"result_token":"` + token + `"}`
 	if body := aws.ToString(got.Messages[0].Body); body != want {
 		t.Errorf("message %s, want %s", body, want)
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/evalsched/evalsched/internal/passtest"
 	"github.com/evalsched/evalsched/internal/reconcile"
 	"github.com/evalsched/evalsched/internal/resultmsg"
+	"github.com/evalsched/evalsched/internal/resulttoken"
 	"github.com/evalsched/evalsched/internal/results"
 	"github.com/evalsched/evalsched/internal/scheduler"
 	"github.com/evalsched/evalsched/internal/taskevent"
@@ -287,7 +288,7 @@ func Measure(ctx context.Context, endpoint string, load Load, setup Setup) (Meas
 		}
 		evUse = evUse.Plus(meter.Take())
 		id, attempt := t.Env["EVALSCHED_JOB_ID"], 1
-		msg, _ := json.Marshal(resultmsg.Message{Version: 1, JobID: id, Attempt: attempt, Pass: true})
+		msg, _ := json.Marshal(resultmsg.Message{Version: 1, JobID: id, Attempt: attempt, Pass: true, Token: resulttoken.Token(t.Env["EVALSCHED_RESULT_TOKEN"])})
 		start := time.Now()
 		if _, err := rh.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: id, Body: string(msg)}}}); err != nil {
 			return ms, fmt.Errorf("result: %w", err)

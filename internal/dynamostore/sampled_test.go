@@ -109,14 +109,14 @@ func TestSampledProviderFailureIsNotMeasured(t *testing.T) {
 		t.Errorf("after exit 75: released %d, results %d; want 1 and 0", st.Released, st.Results)
 	}
 	// The result message of the failed attempt, had one come, is stale.
-	if ok, err := s.RecordResult(ctx, failed.ID, memstore.Result{Attempt: 1, Pass: true, At: t0}); ok || err != nil {
+	if ok, err := s.RecordResult(ctx, failed.ID, memstore.Result{Attempt: 1, Pass: true, At: t0, Token: failed.ResultToken}); ok || err != nil {
 		t.Errorf("a verdict for the provider-failed attempt: %v, %v; want refused as stale", ok, err)
 	}
 	again := commit(t, s, grant(t0, b, 1))
 	if len(again) != 1 || again[0].ID != failed.ID || again[0].Attempt != 2 {
 		t.Fatalf("the next claim took %+v, want %s at attempt 2", again, failed.Key)
 	}
-	if ok, err := s.RecordResult(ctx, failed.ID, memstore.Result{Attempt: 2, Pass: true, At: t0}); !ok || err != nil {
+	if ok, err := s.RecordResult(ctx, failed.ID, memstore.Result{Attempt: 2, Pass: true, At: t0, Token: again[0].ResultToken}); !ok || err != nil {
 		t.Fatalf("the verdict of attempt 2: %v, %v", ok, err)
 	}
 	if st := stratum(); st.Released != 2 || st.Results != 1 || st.Passes != 1 {
