@@ -13,6 +13,7 @@ import (
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
+	"github.com/aws/smithy-go/logging"
 
 	domain "github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/priority"
@@ -206,7 +207,7 @@ func runCancel(args []string, stdout, stderr io.Writer) int {
 		if c == "" {
 			return usageErr("--stop-running needs --cluster or EVALSCHED_CLUSTER; nothing was cancelled")
 		}
-		if stopper, err = ecsClient(ctx); err != nil {
+		if stopper, err = ecsClient(ctx, sf.sdkLogger()); err != nil {
 			return usageErr("--stop-running: %v; nothing was cancelled", err)
 		}
 	}
@@ -265,7 +266,7 @@ func runCancel(args []string, stdout, stderr io.Writer) int {
 // when the tables are at a local endpoint but ECS is not: that is local
 // mode, whose tasks the real ECS does not know (evalsched local prints the
 // AWS_ENDPOINT_URL_ECS of its world).
-func ecsClient(ctx context.Context) (*ecs.Client, error) {
+func ecsClient(ctx context.Context, log logging.Logger) (*ecs.Client, error) {
 	ddbLocal := os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") != "" || os.Getenv("AWS_ENDPOINT_URL") != ""
 	ecsLocal := os.Getenv("AWS_ENDPOINT_URL_ECS") != "" || os.Getenv("AWS_ENDPOINT_URL") != ""
 	if ddbLocal && !ecsLocal {
@@ -276,7 +277,7 @@ func ecsClient(ctx context.Context) (*ecs.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("aws configuration: %w", err)
 	}
-	return ecs.NewFromConfig(aws), nil
+	return ecs.NewFromConfig(aws, func(o *ecs.Options) { o.Logger = log }), nil
 }
 
 // jobLister is what stopScope needs of the store.
