@@ -237,18 +237,21 @@ func runCancel(args []string, stdout, stderr io.Writer) int {
 	n, err := st.CancelWatched(ctx, scope, time.Now(), bar.draw)
 	bar.clear()
 	result.Cancelled = n
-	if !*asJSON {
-		fmt.Fprintf(stdout, "cancelled %s of %s\n", count(n, "waiting job"), pos[0])
-	}
 	if err != nil {
+		if !*asJSON {
+			fmt.Fprintf(stdout, "cancelled %s of %s\n", count(n, "waiting job"), pos[0])
+		}
 		return finish(err, " (the rest are still waiting; run it again)")
 	}
 	if n == 0 && !*stop {
 		// Nothing waited: a finished scope, or a typo, which must not pass
-		// for success.
+		// for success — and says only that.
 		if ok, err := scopeHasBatches(ctx, st, scope); err != nil || !ok {
-			return finish(cmp.Or(err, fmt.Errorf("%s has no batches (evalsched batches lists them)", pos[0])), "")
+			return finish(cmp.Or(err, fmt.Errorf("%s has no batches (evalsched batches lists them); nothing was cancelled", pos[0])), "")
 		}
+	}
+	if !*asJSON {
+		fmt.Fprintf(stdout, "cancelled %s of %s\n", count(n, "waiting job"), pos[0])
 	}
 	if !*stop {
 		return finish(nil, "")
