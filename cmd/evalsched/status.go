@@ -118,6 +118,16 @@ type batchView struct {
 	Sampling *sampledView `json:"sampling,omitempty"`
 }
 
+// admitted counts the batch's jobs admitted so far: those registered that
+// neither wait nor were skipped (a sampled batch's rest never runs).
+func (b batchView) admitted() int {
+	n := b.Registered - b.Waiting
+	if b.Jobs != nil {
+		n -= b.Jobs.Skipped
+	}
+	return n
+}
+
 // look reads the store and dry-runs the next pass at now; counts (when not
 // nil) adds the jobs by state of every batch inside it, finished ones
 // included.
@@ -245,7 +255,7 @@ func (v *view) addCounts(ctx context.Context, st batchLister, scope scheduler.Sc
 			continue
 		}
 		s, _, _ := parseScope(r.Batch)
-		tier, src := v.pins.Tier(s.Account, s.Project, s.Batch, -1, defaultTier)
+		tier, src := v.pins.Tier(s.Account, s.Project, s.Batch, r.SubmittedTier, defaultTier)
 		pausedBy, _ := v.pauses.By(s.Account, s.Project, s.Batch)
 		v.Batches = append(v.Batches, batchView{Batch: r.Batch, Model: r.Model, Tier: tier, TierSource: string(src),
 			Registered: r.Registered, PausedBy: pausedBy, ETAS: -1, DoneS: -1, Jobs: &r})
@@ -350,7 +360,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 			if b.Parts != "" {
 				next += ", parts " + b.Parts + " arrived"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d (%s)\t%s\t%d\t%s\t%s\t\n", b.Batch, b.Model, b.Tier, b.TierSource, admittedOf(b.Registered-b.Waiting, b.Registered), b.Waiting, etaText(forecast.ETA{StartS: b.ETAS, DoneS: b.DoneS}, v.pass), next)
+			fmt.Fprintf(tw, "%s\t%s\t%d (%s)\t%s\t%d\t%s\t%s\t\n", b.Batch, b.Model, b.Tier, b.TierSource, admittedOf(b.admitted(), b.Registered), b.Waiting, etaText(forecast.ETA{StartS: b.ETAS, DoneS: b.DoneS}, v.pass), next)
 		}
 		tw.Flush()
 		for _, b := range v.Batches {
