@@ -81,6 +81,35 @@ type modelView struct {
 	NoItem    bool   `json:"no_model_item,omitempty"`
 }
 
+// waitingCell is the model's WAITING cell: the jobs the pass may admit,
+// and those of paused batches beside them ("0 +19110 paused").
+func (m modelView) waitingCell() string {
+	if m.Paused > 0 {
+		return fmt.Sprintf("%d +%d paused", m.Waiting, m.Paused)
+	}
+	return fmt.Sprint(m.Waiting)
+}
+
+// waitingText is waitingCell in a sentence, for why.
+func (m modelView) waitingText() string {
+	if m.Paused > 0 {
+		return fmt.Sprintf("%d waiting and %d paused", m.Waiting, m.Paused)
+	}
+	return fmt.Sprintf("%d waiting", m.Waiting)
+}
+
+// drainText is the model's DRAINS IN cell: a disabled model drains
+// nothing, and paused jobs do not drain until resumed.
+func (m modelView) drainText() string {
+	switch {
+	case !m.Enabled && m.Malformed == "" && !m.NoItem:
+		return "never (disabled)"
+	case m.Waiting == 0 && m.Paused > 0:
+		return "paused"
+	}
+	return human(m.DrainS)
+}
+
 // note is the model's NOTE cell: what keeps it from admitting anything.
 func (m modelView) note() string {
 	switch {
@@ -339,7 +368,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		if m.DepthAgeS >= 0 {
 			depth = fmt.Sprintf("%.0f/%.0f (%s ago)", m.Depth, m.Target, human(m.DepthAgeS))
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%d\t%.1f\t%s\t%s\t+%d\t%s\t\n", m.Model, m.Limit, depth, concText(m.ProviderConc, m.SeenConc), m.Running, m.Starting, m.Waiting, m.EndedPerMin, human(m.DrainS), m.Breaker, m.NextAdmit, m.note())
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%s\t%.1f\t%s\t%s\t+%d\t%s\t\n", m.Model, m.Limit, depth, concText(m.ProviderConc, m.SeenConc), m.Running, m.Starting, m.waitingCell(), m.EndedPerMin, m.drainText(), m.Breaker, m.NextAdmit, m.note())
 	}
 	tw.Flush()
 	if len(v.Batches) > 0 {
@@ -487,7 +516,7 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "  model %s: no model item, so its jobs wait: add one (see the README's console items)\n", m.Model)
 		default:
 			fmt.Fprintf(stdout, "  model %s: limit %d (%s)\n", m.Model, m.Limit, m.LimitReason)
-			fmt.Fprintf(stdout, "  %d running, %d starting, %d waiting across its batches; breaker %s\n", m.Running, m.Starting, m.Waiting, m.Breaker)
+			fmt.Fprintf(stdout, "  %d running, %d starting, %s across its batches; breaker %s\n", m.Running, m.Starting, m.waitingText(), m.Breaker)
 		}
 		switch {
 		case b.PausedBy != "":
