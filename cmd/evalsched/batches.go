@@ -85,7 +85,7 @@ func runBatches(args []string, stdout, stderr io.Writer) int {
 	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return exitUsage
+		return flagExit(err)
 	}
 	var scope scheduler.Scope
 	switch len(pos) {

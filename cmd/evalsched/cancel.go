@@ -101,7 +101,10 @@ func runPause(args []string, stdout, stderr io.Writer, pause bool) int {
 	fs.SetOutput(stderr)
 	sf := addStoreFlags(fs)
 	asJSON := fs.Bool("json", false, "print JSON for scripts")
-	allowEmpty := fs.Bool("allow-empty", false, "pause a scope that has no batch yet (its first batch then waits)")
+	allowEmpty := new(bool)
+	if pause { // resume lifts whatever pause there is
+		allowEmpty = fs.Bool("allow-empty", false, "pause a scope that has no batch yet (its first batch then waits)")
+	}
 	fs.Usage = func() {
 		what := "Stops admitting the scope's waiting jobs (running ones go on) until resume.\nA pause is apart from pins: pin, pin --delete and a pin's expiry leave it alone."
 		if !pause {
@@ -112,7 +115,7 @@ func runPause(args []string, stdout, stderr io.Writer, pause bool) int {
 	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return exitUsage
+		return flagExit(err)
 	}
 	if len(pos) != 1 {
 		fs.Usage()
@@ -180,7 +183,7 @@ func runCancel(args []string, stdout, stderr io.Writer) int {
 	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return exitUsage
+		return flagExit(err)
 	}
 	usageErr := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "%s cancel: %s\n", programName, fmt.Sprintf(format, a...))

@@ -31,7 +31,10 @@ func runLocal(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "usage: %s local [flags]\n\nStarts DynamoDB Local and fauxqs on 127.0.0.1 (unless AWS_ENDPOINT_URL_DYNAMODB /\nAWS_ENDPOINT_URL_SQS name running ones), creates the tables and queues, and runs the\nintake, scheduler and task-events code in this process until Ctrl-C, which stops it\ncleanly (exit 0). It prints what to export in another shell, then intake rejects with\ntheir reasons, conflicts, stored batches, the pass's warnings (malformed pins and\nmodels) and a line per busy model every three passes; the full pass log goes to --log.\nNeeds Java 17 (a JDK: javac), Node 20 and `npm ci` (make local does it; pass flags\nwith make local ARGS=\"--speed 20\"). See docs/local-aws.md.\n\n", programName)
 		fs.PrintDefaults()
 	}
-	if pos, err := parseInterspersed(fs, args); err != nil || len(pos) > 0 {
+	if pos, err := parseInterspersed(fs, args); err != nil {
+		return flagExit(err)
+	} else if len(pos) > 0 {
+		fs.Usage()
 		return exitUsage
 	}
 	if *speed <= 0 || *interval < time.Second {

@@ -328,9 +328,13 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	sf := addStoreFlags(fs)
 	asJSON := fs.Bool("json", false, "print JSON for scripts")
 	all := fs.Bool("all", false, "every batch, running and finished ones too, with its jobs by state (evalsched batches lists only those)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: %s status [flags]\n\nPer model: its limit, gateway depth, running, starting and waiting jobs (paused\nones beside them), end rate, when its backlog drains, breaker and what the next\npass would admit. Per batch with waiting jobs: its tier, admitted share, ETA and\nnext pass; --all adds running and finished batches with their jobs by state.\n\n", programName)
+		fs.PrintDefaults()
+	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return exitUsage
+		return flagExit(err)
 	}
 	if len(pos) != 0 {
 		fmt.Fprintf(stderr, "%s status: unexpected argument %q\n", programName, pos[0])
@@ -416,7 +420,7 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return exitUsage
+		return flagExit(err)
 	}
 	if len(pos) != 1 {
 		fs.Usage()
