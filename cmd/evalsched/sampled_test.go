@@ -161,4 +161,22 @@ func TestStoppedSampledBatchCounts(t *testing.T) {
 	if !strings.Contains(line, want) || !strings.Contains(line, "1 (submitted)") {
 		t.Errorf("status --all: want ADMITTED %s and tier 1 (submitted) in\n%s", want, line)
 	}
+	// A skipped job never ran: why counts no attempt of it.
+	found := false
+	for i := range 300 {
+		key := fmt.Sprintf("%c%03d", "ab"[i/150], i%150)
+		j, _, err := st.Job(context.Background(), scheduler.JobID("acme", "evals", "early", key))
+		if err != nil || j.State != domain.Skipped {
+			continue
+		}
+		out, _ := cliOut(t, "why", "acme/evals/early/"+key)
+		if !strings.Contains(out, "SKIPPED") || strings.Contains(out, "attempt") {
+			t.Errorf("why of a skipped job:\n%s", out)
+		}
+		found = true
+		break
+	}
+	if !found {
+		t.Error("no job SKIPPED")
+	}
 }

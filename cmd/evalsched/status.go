@@ -492,7 +492,10 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 		return writeJSON(stdout, stderr, answers)
 	}
 	if job != nil {
-		fmt.Fprintf(stdout, "job %s (%s of %s on %s): %s, attempt %d of %d", job.ID, job.Key, job.Batch, job.Model, job.State, job.Attempt, job.MaxAttempts)
+		fmt.Fprintf(stdout, "job %s (%s of %s on %s): %s", job.ID, job.Key, job.Batch, job.Model, job.State)
+		if job.State != domain.Skipped { // a skipped job never ran: no attempt to count
+			fmt.Fprintf(stdout, ", attempt %d of %d", job.Attempt, job.MaxAttempts)
+		}
 		if job.Reason != "" {
 			fmt.Fprintf(stdout, ", %s", job.Reason)
 		}
