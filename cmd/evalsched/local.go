@@ -19,11 +19,20 @@ var localCommand = command{
 	run:     runLocal,
 }
 
+// Local mode's defaults. A default job (localmode.DefaultModel: a 30 s
+// start, 10 calls of 8 s with 4 s between) lives 150 s of world time: at 3×
+// that is 50 s, five passes, so jobs start and end across passes rather
+// than in one wave per pass (at 10× a job lived about one pass).
+const (
+	defaultLocalSpeed    = 3
+	defaultLocalInterval = 10 * time.Second
+)
+
 func runLocal(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("local", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	speed := fs.Float64("speed", 10, "compress the simulated world's time `N`-fold (container starts, calls, think time)")
-	interval := fs.Duration("interval", 10*time.Second, "between scheduler passes")
+	speed := fs.Float64("speed", defaultLocalSpeed, "compress the simulated world's time `N`-fold (container starts, calls, think time)")
+	interval := fs.Duration("interval", defaultLocalInterval, "between scheduler passes")
 	prefix := fs.String("table-prefix", "evalsched-", "the tables' name `PREFIX`")
 	logFile := fs.String("log", "", "write every log line (the pass log: each limit decision and its reason) as JSON to `FILE` (default: a new file in the temporary directory)")
 	verbose := fs.Bool("verbose", false, "print every log line, not only intake rejects, conflicts, stored batches, pass warnings and errors")
