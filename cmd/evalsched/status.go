@@ -264,7 +264,34 @@ func look(ctx context.Context, sf storeFlags, now time.Time, counts *scheduler.S
 	if err := v.addSampling(ctx, st); err != nil {
 		return nil, err
 	}
+	// A sampled batch is expected to stop early: its ETA is that of the
+	// jobs it is expected still to admit, not of every waiting one.
+	if short, ok := expectedWaiting(snap.Queues, v.Batches); ok {
+		snap.Queues = short
+		etas = forecast.Queues(forecast.DefaultConfig(cfg.PassInterval), sc, snap, v.plan, now)
+		for i := range snap.Queues {
+			v.Batches[i].ETAS, v.Batches[i].DoneS = etas[i].StartS, etas[i].DoneS
+		}
+	}
 	return v, nil
+}
+
+// expectedWaiting is the queues with each sampled batch's waiting jobs cut
+// to those it is expected to admit before its stop rule holds (the results
+// expected at the stop, less its jobs admitted so far); ok false when no
+// queue is cut. bs[i] is queues[i]'s batch.
+func expectedWaiting(queues []scheduler.Queue, bs []batchView) ([]scheduler.Queue, bool) {
+	out, cut := slices.Clone(queues), false
+	for i, q := range queues {
+		sv := bs[i].Sampling
+		if sv == nil || sv.ExpectedResults < 0 {
+			continue
+		}
+		if left := max(0, sv.ExpectedResults-(q.Registered-q.Waiting)); left < q.Waiting {
+			out[i].Waiting, cut = left, true
+		}
+	}
+	return out, cut
 }
 
 // addCounts gives each batch its jobs by state, and adds the batches none
