@@ -33,6 +33,9 @@ type batchRow struct {
 	// ProviderRetries: attempts the provider failed (exit 75) that sent a
 	// job back to waiting; not in any state's count.
 	ProviderRetries int `json:"provider_retries,omitempty"`
+	// SubmittedTier is the tier the batch was sent with (< 0: none), for
+	// status --all's tier of a batch none of whose jobs wait.
+	SubmittedTier int `json:"-"`
 	// PartsArrived of PartsExpected for a batch sent in several messages;
 	// both 0 for a batch of one message.
 	PartsArrived  int `json:"parts_arrived"`
@@ -44,7 +47,7 @@ func rowOf(c dynamostore.BatchCounts) batchRow {
 		Batch: c.Account + "/" + c.Project + "/" + c.Batch, Model: c.Model,
 		Registered: c.Registered, Waiting: c.Waiting, Starting: c.Starting, Running: c.Running,
 		Succeeded: c.Succeeded, Failed: c.Failed, Cancelled: c.Cancelled, Skipped: c.Skipped,
-		ProviderRetries: c.ProviderRetries, PartsArrived: c.PartsSeen, PartsExpected: c.Parts,
+		ProviderRetries: c.ProviderRetries, PartsArrived: c.PartsSeen, PartsExpected: c.Parts, SubmittedTier: c.Tier,
 	}
 	switch {
 	case c.Waiting > 0:
@@ -85,7 +88,7 @@ func runBatches(args []string, stdout, stderr io.Writer) int {
 	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return exitUsage
+		return flagExit(err)
 	}
 	var scope scheduler.Scope
 	switch len(pos) {
@@ -121,14 +124,14 @@ func runBatches(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "BATCH\tMODEL\tSTATE\tJOBS\tWAITING\tSTARTING\tRUNNING\tSUCCEEDED\tFAILED\tCANCELLED\tPROVIDER RETRIES\tPARTS\t")
+	fmt.Fprintln(tw, "BATCH\tMODEL\tSTATE\tJOBS\tWAITING\tSTARTING\tRUNNING\tSUCCEEDED\tFAILED\tCANCELLED\tSKIPPED\tPROVIDER RETRIES\tPARTS\t")
 	for _, r := range rows {
 		parts := "-"
 		if r.PartsExpected > 0 {
 			parts = fmt.Sprintf("%d/%d", r.PartsArrived, r.PartsExpected)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", r.Batch, r.Model, r.State, r.Registered,
-			r.Waiting, r.Starting, r.Running, r.Succeeded, r.Failed, r.Cancelled, r.ProviderRetries, parts)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", r.Batch, r.Model, r.State, r.Registered,
+			r.Waiting, r.Starting, r.Running, r.Succeeded, r.Failed, r.Cancelled, r.Skipped, r.ProviderRetries, parts)
 	}
 	tw.Flush()
 	return exitOK

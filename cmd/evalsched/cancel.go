@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
+	"github.com/aws/smithy-go/logging"
 
 	domain "github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/priority"
@@ -99,7 +100,10 @@ func runPause(args []string, stdout, stderr io.Writer, pause bool) int {
 	fs.SetOutput(stderr)
 	sf := addStoreFlags(fs)
 	asJSON := fs.Bool("json", false, "print JSON for scripts")
-	allowEmpty := fs.Bool("allow-empty", false, "pause a scope that has no batch yet (its first batch then waits)")
+	allowEmpty := new(bool)
+	if pause { // resume lifts whatever pause there is
+		allowEmpty = fs.Bool("allow-empty", false, "pause a scope that has no batch yet (its first batch then waits)")
+	}
 	fs.Usage = func() {
 		what := "Stops admitting the scope's waiting jobs (running ones go on) until resume.\nA pause is apart from pins: pin, pin --delete and a pin's expiry leave it alone."
 		if !pause {
@@ -110,7 +114,7 @@ func runPause(args []string, stdout, stderr io.Writer, pause bool) int {
 	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return exitUsage
+		return flagExit(err)
 	}
 	if len(pos) != 1 {
 		fs.Usage()
@@ -178,7 +182,7 @@ func runCancel(args []string, stdout, stderr io.Writer) int {
 	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return exitUsage
+		return flagExit(err)
 	}
 	usageErr := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "%s cancel: %s\n", programName, fmt.Sprintf(format, a...))
@@ -205,7 +209,7 @@ func runCancel(args []string, stdout, stderr io.Writer) int {
 		if c == "" {
 			return usageErr("--stop-running needs --cluster or EVALSCHED_CLUSTER; nothing was cancelled")
 		}
-		if stopper, err = ecsClient(ctx); err != nil {
+		if stopper, err = ecsClient(ctx, sf.sdkLogger()); err != nil {
 			return usageErr("--stop-running: %v; nothing was cancelled", err)
 		}
 	}
@@ -235,18 +239,21 @@ func runCancel(args []string, stdout, stderr io.Writer) int {
 	n, err := st.CancelWatched(ctx, scope, time.Now(), bar.draw)
 	bar.clear()
 	result.Cancelled = n
-	if !*asJSON {
-		fmt.Fprintf(stdout, "cancelled %s of %s\n", count(n, "waiting job"), pos[0])
-	}
 	if err != nil {
+		if !*asJSON {
+			fmt.Fprintf(stdout, "cancelled %s of %s\n", count(n, "waiting job"), pos[0])
+		}
 		return finish(err, " (the rest are still waiting; run it again)")
 	}
 	if n == 0 && !*stop {
 		// Nothing waited: a finished scope, or a typo, which must not pass
-		// for success.
+		// for success — and says only that.
 		if ok, err := scopeHasBatches(ctx, st, scope); err != nil || !ok {
-			return finish(cmp.Or(err, fmt.Errorf("%s has no batches (evalsched batches lists them)", pos[0])), "")
+			return finish(cmp.Or(err, fmt.Errorf("%s has no batches (evalsched batches lists them); nothing was cancelled", pos[0])), "")
 		}
+	}
+	if !*asJSON {
+		fmt.Fprintf(stdout, "cancelled %s of %s\n", count(n, "waiting job"), pos[0])
 	}
 	if !*stop {
 		return finish(nil, "")
@@ -264,7 +271,7 @@ func runCancel(args []string, stdout, stderr io.Writer) int {
 // when the tables are at a local endpoint but ECS is not: that is local
 // mode, whose tasks the real ECS does not know (evalsched local prints the
 // AWS_ENDPOINT_URL_ECS of its world).
-func ecsClient(ctx context.Context) (*ecs.Client, error) {
+func ecsClient(ctx context.Context, log logging.Logger) (*ecs.Client, error) {
 	ddbLocal := os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") != "" || os.Getenv("AWS_ENDPOINT_URL") != ""
 	ecsLocal := os.Getenv("AWS_ENDPOINT_URL_ECS") != "" || os.Getenv("AWS_ENDPOINT_URL") != ""
 	if ddbLocal && !ecsLocal {
@@ -275,7 +282,7 @@ func ecsClient(ctx context.Context) (*ecs.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("aws configuration: %w", err)
 	}
-	return ecs.NewFromConfig(aws), nil
+	return ecs.NewFromConfig(aws, func(o *ecs.Options) { o.Logger = log }), nil
 }
 
 // jobLister is what stopScope needs of the store.

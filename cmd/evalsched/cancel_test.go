@@ -53,8 +53,13 @@ func TestCancelChecksBeforeWriting(t *testing.T) {
 	if n := waitingOf(t, st, "lab", "bulk", "big", "a", "b", "c"); n != 3 {
 		t.Errorf("after refused cancels %d of 3 jobs wait, want all 3", n)
 	}
-	if _, stderr, code := cli(t, "cancel", "nosuch/thing"); code != exitFailed || !strings.Contains(stderr, "nosuch/thing has no batches") {
-		t.Errorf("cancel of an unknown scope: got %d %q", code, stderr)
+	// An unknown scope: one message, on stderr, and a failure.
+	if out, stderr, code := cli(t, "cancel", "nosuch/thing"); code != exitFailed || out != "" ||
+		stderr != "evalsched cancel: nosuch/thing has no batches (evalsched batches lists them); nothing was cancelled\n" {
+		t.Errorf("cancel of an unknown scope: got %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	if out, stderr, code := cli(t, "cancel", "nosuch/thing", "--json"); code != exitFailed || stderr == "" || !strings.Contains(out, `"error"`) {
+		t.Errorf("cancel --json of an unknown scope: got %d, stdout %q, stderr %q", code, out, stderr)
 	}
 	// --json: one object, no progress bar.
 	out, stderr, code := cli(t, "cancel", "lab/bulk/big", "--json")

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/evalsched/evalsched/internal/forecast"
+	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
 func TestHuman(t *testing.T) {
@@ -32,5 +33,24 @@ func TestETAText(t *testing.T) {
 		if got := etaText(tc.e, pass); got != tc.want {
 			t.Errorf("etaText(%v) = %q, want %q", tc.e, got, tc.want)
 		}
+	}
+}
+
+// TestSampledETACountsTheExpectedStop: a sampled batch's waiting jobs are
+// cut, for its ETA, to those it is expected to admit before its stop rule
+// holds; other batches and a batch whose stop is not known keep theirs.
+func TestSampledETACountsTheExpectedStop(t *testing.T) {
+	queues := []scheduler.Queue{
+		{Batch: "sampled", Registered: 40000, Waiting: 38000}, // 2,000 admitted
+		{Batch: "plain", Registered: 100, Waiting: 100},
+		{Batch: "unknown", Registered: 500, Waiting: 400},
+	}
+	bs := []batchView{{Sampling: &sampledView{ExpectedResults: 7300}}, {}, {Sampling: &sampledView{ExpectedResults: -1}}}
+	got, ok := expectedWaiting(queues, bs)
+	if !ok || got[0].Waiting != 5300 || got[1].Waiting != 100 || got[2].Waiting != 400 {
+		t.Errorf("got waiting %d, %d, %d (cut %v); want 5300 (7300 expected − 2000 admitted), 100, 400", got[0].Waiting, got[1].Waiting, got[2].Waiting, ok)
+	}
+	if queues[0].Waiting != 38000 {
+		t.Error("the snapshot's queues were changed")
 	}
 }

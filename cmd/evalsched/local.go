@@ -19,11 +19,20 @@ var localCommand = command{
 	run:     runLocal,
 }
 
+// Local mode's defaults. A default job (localmode.DefaultModel: a 30 s
+// start, 10 calls of 8 s with 4 s between) lives 150 s of world time: at 3×
+// that is 50 s, five passes, so jobs start and end across passes rather
+// than in one wave per pass (at 10× a job lived about one pass).
+const (
+	defaultLocalSpeed    = 3
+	defaultLocalInterval = 10 * time.Second
+)
+
 func runLocal(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("local", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	speed := fs.Float64("speed", 10, "compress the simulated world's time `N`-fold (container starts, calls, think time)")
-	interval := fs.Duration("interval", 10*time.Second, "between scheduler passes")
+	speed := fs.Float64("speed", defaultLocalSpeed, "compress the simulated world's time `N`-fold (container starts, calls, think time)")
+	interval := fs.Duration("interval", defaultLocalInterval, "between scheduler passes")
 	prefix := fs.String("table-prefix", "evalsched-", "the tables' name `PREFIX`")
 	logFile := fs.String("log", "", "write every log line (the pass log: each limit decision and its reason) as JSON to `FILE` (default: a new file in the temporary directory)")
 	verbose := fs.Bool("verbose", false, "print every log line, not only intake rejects, conflicts, stored batches, pass warnings and errors")
@@ -31,7 +40,10 @@ func runLocal(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "usage: %s local [flags]\n\nStarts DynamoDB Local and fauxqs on 127.0.0.1 (unless AWS_ENDPOINT_URL_DYNAMODB /\nAWS_ENDPOINT_URL_SQS name running ones), creates the tables and queues, and runs the\nintake, scheduler and task-events code in this process until Ctrl-C, which stops it\ncleanly (exit 0). It prints what to export in another shell, then intake rejects with\ntheir reasons, conflicts, stored batches, the pass's warnings (malformed pins and\nmodels) and a line per busy model every three passes; the full pass log goes to --log.\nNeeds Java 17 (a JDK: javac), Node 20 and `npm ci` (make local does it; pass flags\nwith make local ARGS=\"--speed 20\"). See docs/local-aws.md.\n\n", programName)
 		fs.PrintDefaults()
 	}
-	if pos, err := parseInterspersed(fs, args); err != nil || len(pos) > 0 {
+	if pos, err := parseInterspersed(fs, args); err != nil {
+		return flagExit(err)
+	} else if len(pos) > 0 {
+		fs.Usage()
 		return exitUsage
 	}
 	if *speed <= 0 || *interval < time.Second {

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/evalsched/evalsched/internal/localmode"
 )
 
 // TestMakeLocal runs `make local ARGS="--speed 20 --interval 2s"` as a
@@ -112,4 +114,15 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// TestLocalDefaultJobLivesSeveralPasses: at the default speed a default
+// job lives several passes, so local mode does not run in waves of one
+// pass.
+func TestLocalDefaultJobLivesSeveralPasses(t *testing.T) {
+	m := localmode.DefaultModel("m")
+	life := m.Start + time.Duration(m.Calls)*(m.Call+m.Think)
+	if passes := float64(life) / defaultLocalSpeed / float64(defaultLocalInterval); passes < 3 {
+		t.Errorf("a default job lives %.1f passes at the default speed, want at least 3", passes)
+	}
 }

@@ -6,6 +6,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -80,6 +81,16 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, "\nRun '%s <command> -h' for the flags of a command.\n", programName)
+}
+
+// flagExit is the exit code of a command line its flag set refused: 0 for
+// -h (the help was asked for and printed, as flag.ErrHelp means), 2 for
+// anything else. Every subcommand answers -h with it.
+func flagExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	return exitUsage
 }
 
 // parseInterspersed parses fs from args, letting flags follow the positional

@@ -31,7 +31,7 @@ func runPin(args []string, stdout, stderr io.Writer) int {
 	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return exitUsage
+		return flagExit(err)
 	}
 	usageErr := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "%s pin: %s\n", programName, fmt.Sprintf(format, a...))
@@ -83,11 +83,16 @@ func runPin(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	if *asJSON {
-		return writeJSON(stdout, stderr, pinResult{Scope: p.Scope, Tier: p.Tier, ExpiresAt: p.ExpiresAt, Note: p.Note})
+		res := pinResult{Scope: p.Scope, ExpiresAt: p.ExpiresAt, Note: p.Note}
+		if tier, err := strconv.Atoi(p.Tier); err == nil {
+			res.Tier = &tier
+		}
+		return writeJSON(stdout, stderr, res)
 	}
 	fmt.Fprintf(stdout, "pinned %s to tier %s", p.Scope, p.Tier)
 	if p.ExpiresAt != "" {
-		fmt.Fprintf(stdout, " until %s", *expires)
+		at, _ := strconv.ParseInt(p.ExpiresAt, 10, 64)
+		fmt.Fprintf(stdout, " until %s", time.Unix(at, 0).UTC().Format(time.RFC3339))
 	}
 	fmt.Fprintln(stdout, "; the next pass applies it")
 	return exitOK
@@ -96,7 +101,7 @@ func runPin(args []string, stdout, stderr io.Writer) int {
 // pinResult is what pin --json prints.
 type pinResult struct {
 	Scope     string `json:"scope"`
-	Tier      string `json:"tier,omitempty"`
+	Tier      *int   `json:"tier,omitempty"`
 	ExpiresAt string `json:"expires_at,omitempty"` // unix seconds
 	Note      string `json:"note,omitempty"`
 	Removed   bool   `json:"removed,omitempty"`
@@ -113,6 +118,9 @@ func expiry(s string, now time.Time) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("%q is neither a duration (2h) nor an RFC 3339 time", s)
+	}
+	if !t.After(now) {
+		return time.Time{}, fmt.Errorf("%q is not in the future", s)
 	}
 	return t, nil
 }

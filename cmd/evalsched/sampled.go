@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/sampling"
 )
 
 // sampledReader reads a sampled batch's estimate; *dynamostore.Store has it.
@@ -17,14 +18,17 @@ type sampledReader interface {
 // rate's estimate ± half-width (docs/sampling.md) of the batch
 // and of each stratum.
 type sampledView struct {
-	MOE        float64          `json:"moe"`
-	Confidence float64          `json:"confidence"`
-	Estimate   float64          `json:"estimate"`
-	HalfWidth  float64          `json:"half_width"` // 1 until every stratum has a result
-	Results    int              `json:"results"`
-	Jobs       int              `json:"jobs"`
-	Stop       bool             `json:"stop_rule_holds"`
-	Strata     []sampledStratum `json:"strata"`
+	MOE        float64 `json:"moe"`
+	Confidence float64 `json:"confidence"`
+	Estimate   float64 `json:"estimate"`
+	HalfWidth  float64 `json:"half_width"` // 1 until every stratum has a result
+	Results    int     `json:"results"`
+	Jobs       int     `json:"jobs"`
+	Stop       bool    `json:"stop_rule_holds"`
+	// ExpectedResults is where the stop rule is expected to hold
+	// (sampling.Rule.ExpectedResults; -1: not known yet).
+	ExpectedResults int              `json:"expected_results"`
+	Strata          []sampledStratum `json:"strata"`
 }
 
 type sampledStratum struct {
@@ -59,7 +63,14 @@ func (v *view) addSampling(ctx context.Context, st sampledReader) error {
 
 func sampledViewOf(sb memstore.SampledBatch) *sampledView {
 	sv := &sampledView{MOE: sb.Params.MOE, Confidence: sb.Params.Confidence, Estimate: sb.Estimate.Mean, HalfWidth: sb.Estimate.HalfWidth,
-		Results: sb.Estimate.Results, Jobs: sb.Estimate.Jobs, Stop: sb.Estimate.Stop, Strata: []sampledStratum{}}
+		Results: sb.Estimate.Results, Jobs: sb.Estimate.Jobs, Stop: sb.Estimate.Stop, Strata: []sampledStratum{}, ExpectedResults: -1}
+	if r, err := sampling.NewRule(sb.Params); err == nil {
+		strata := make([]sampling.Stratum, len(sb.Strata))
+		for i, s := range sb.Strata {
+			strata[i] = s.Stratum
+		}
+		sv.ExpectedResults = r.ExpectedResults(sb.Estimate, strata)
+	}
 	for _, s := range sb.Strata {
 		sv.Strata = append(sv.Strata, sampledStratum{Stratum: s.Name, Jobs: s.Jobs, Results: s.Results, Passes: s.Passes,
 			Estimate: s.Estimate.Mean, HalfWidth: s.Estimate.HalfWidth})

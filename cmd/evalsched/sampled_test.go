@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,5 +112,91 @@ func TestStatusWhySampled(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("status --json: no sampling of acme/evals/mmlu with 18 results in 2 strata:\n%s", out)
+	}
+}
+
+// stoppedSampledBatch submits a sampled batch of 300 jobs at tier 1 and
+// runs it until its stop rule holds; it returns how many jobs ran.
+func stoppedSampledBatch(t *testing.T, st interface {
+	Submit(ctx context.Context, b domain.BatchSpec, now time.Time) (int, error)
+	Commit(ctx context.Context, plan scheduler.Plan, read scheduler.Versions) (scheduler.Committed, error)
+	RecordResult(ctx context.Context, jobID string, r memstore.Result) (bool, error)
+}) int {
+	t.Helper()
+	ctx := context.Background()
+	b := domain.BatchSpec{Account: "acme", Project: "evals", Batch: "early", Model: "gpt-5.5", Tier: 1,
+		Sampling: &sampling.Params{MOE: 0.2, Confidence: 0.9, MinPerStratum: 5}}
+	for i := range 150 {
+		b.Jobs = append(b.Jobs, domain.JobSpec{Key: fmt.Sprintf("a%03d", i), Stratum: "a"}, domain.JobSpec{Key: fmt.Sprintf("b%03d", i), Stratum: "b"})
+	}
+	if _, err := st.Submit(ctx, b, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	q := scheduler.QueueKey{Account: b.Account, Project: b.Project, Batch: b.Batch, Model: b.Model}
+	ran := 0
+	for {
+		c, err := st.Commit(ctx, scheduler.Plan{At: time.Now(), Models: []scheduler.ModelPlan{{Model: b.Model, Grants: []scheduler.Grant{{Queue: q, Tier: 1, Count: 10}}}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Claimed) == 0 {
+			return ran
+		}
+		for _, j := range c.Claimed {
+			if _, err := st.RecordResult(ctx, j.ID, memstore.Result{Attempt: j.Attempt, Pass: j.Key[0] == 'a', At: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+			ran++
+		}
+	}
+}
+
+// TestStoppedSampledBatchCounts: a sampled batch stopped early shows its
+// skipped jobs in batches (SKIPPED) and status --all (not as admitted),
+// and its tier as sent once none of its jobs waits.
+func TestStoppedSampledBatchCounts(t *testing.T) {
+	st := withTables(t)
+	ran := stoppedSampledBatch(t, st)
+	if ran >= 300 || ran == 0 {
+		t.Fatalf("%d of 300 ran: the stop rule did not stop it early", ran)
+	}
+	out, code := cliOut(t, "batches", "acme/evals/early")
+	if code != exitOK || !strings.Contains(out, "SKIPPED") {
+		t.Fatalf("batches: exit %d:\n%s", code, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	head, row := strings.Fields(lines[0]), strings.Fields(lines[len(lines)-1])
+	col := slices.Index(head, "SKIPPED")
+	if len(row) != len(head) || row[col] != fmt.Sprint(300-ran) {
+		t.Errorf("batches: want %d under SKIPPED:\n%s", 300-ran, out)
+	}
+	out, _ = cliOut(t, "status", "--all")
+	want := fmt.Sprintf("%d/300 (%d%%)", ran, ran*100/300)
+	var line string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "acme/evals/early") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, want) || !strings.Contains(line, "1 (submitted)") {
+		t.Errorf("status --all: want ADMITTED %s and tier 1 (submitted) in\n%s", want, line)
+	}
+	// A skipped job never ran: why counts no attempt of it.
+	found := false
+	for i := range 300 {
+		key := fmt.Sprintf("%c%03d", "ab"[i/150], i%150)
+		j, _, err := st.Job(context.Background(), scheduler.JobID("acme", "evals", "early", key))
+		if err != nil || j.State != domain.Skipped {
+			continue
+		}
+		out, _ := cliOut(t, "why", "acme/evals/early/"+key)
+		if !strings.Contains(out, "SKIPPED") || strings.Contains(out, "attempt") {
+			t.Errorf("why of a skipped job:\n%s", out)
+		}
+		found = true
+		break
+	}
+	if !found {
+		t.Error("no job SKIPPED")
 	}
 }

@@ -90,6 +90,35 @@ type modelView struct {
 	NoItem    bool   `json:"no_model_item,omitempty"`
 }
 
+// waitingCell is the model's WAITING cell: the jobs the pass may admit,
+// and those of paused batches beside them ("0 +19110 paused").
+func (m modelView) waitingCell() string {
+	if m.Paused > 0 {
+		return fmt.Sprintf("%d +%d paused", m.Waiting, m.Paused)
+	}
+	return fmt.Sprint(m.Waiting)
+}
+
+// waitingText is waitingCell in a sentence, for why.
+func (m modelView) waitingText() string {
+	if m.Paused > 0 {
+		return fmt.Sprintf("%d waiting and %d paused", m.Waiting, m.Paused)
+	}
+	return fmt.Sprintf("%d waiting", m.Waiting)
+}
+
+// drainText is the model's DRAINS IN cell: a disabled model drains
+// nothing, and paused jobs do not drain until resumed.
+func (m modelView) drainText() string {
+	switch {
+	case !m.Enabled && m.Malformed == "" && !m.NoItem:
+		return "never (disabled)"
+	case m.Waiting == 0 && m.Paused > 0:
+		return "paused"
+	}
+	return human(m.DrainS)
+}
+
 // note is the model's NOTE cell: what keeps it from admitting anything.
 func (m modelView) note() string {
 	switch {
@@ -125,6 +154,16 @@ type batchView struct {
 	Jobs *batchRow `json:"jobs,omitempty"`
 	// Sampling is a sampled batch's estimate (sampled.go).
 	Sampling *sampledView `json:"sampling,omitempty"`
+}
+
+// admitted counts the batch's jobs admitted so far: those registered that
+// neither wait nor were skipped (a sampled batch's rest never runs).
+func (b batchView) admitted() int {
+	n := b.Registered - b.Waiting
+	if b.Jobs != nil {
+		n -= b.Jobs.Skipped
+	}
+	return n
 }
 
 // look reads the store and dry-runs the next pass at now; counts (when not
@@ -241,7 +280,34 @@ func look(ctx context.Context, sf storeFlags, now time.Time, counts *scheduler.S
 	if err := v.addSampling(ctx, st); err != nil {
 		return nil, err
 	}
+	// A sampled batch is expected to stop early: its ETA is that of the
+	// jobs it is expected still to admit, not of every waiting one.
+	if short, ok := expectedWaiting(snap.Queues, v.Batches); ok {
+		snap.Queues = short
+		etas = forecast.Queues(forecast.DefaultConfig(cfg.PassInterval), sc, snap, v.plan, now)
+		for i := range snap.Queues {
+			v.Batches[i].ETAS, v.Batches[i].DoneS = etas[i].StartS, etas[i].DoneS
+		}
+	}
 	return v, nil
+}
+
+// expectedWaiting is the queues with each sampled batch's waiting jobs cut
+// to those it is expected to admit before its stop rule holds (the results
+// expected at the stop, less its jobs admitted so far); ok false when no
+// queue is cut. bs[i] is queues[i]'s batch.
+func expectedWaiting(queues []scheduler.Queue, bs []batchView) ([]scheduler.Queue, bool) {
+	out, cut := slices.Clone(queues), false
+	for i, q := range queues {
+		sv := bs[i].Sampling
+		if sv == nil || sv.ExpectedResults < 0 {
+			continue
+		}
+		if left := max(0, sv.ExpectedResults-(q.Registered-q.Waiting)); left < q.Waiting {
+			out[i].Waiting, cut = left, true
+		}
+	}
+	return out, cut
 }
 
 // addCounts gives each batch its jobs by state, and adds the batches none
@@ -261,7 +327,7 @@ func (v *view) addCounts(ctx context.Context, st batchLister, scope scheduler.Sc
 			continue
 		}
 		s, _, _ := parseScope(r.Batch)
-		tier, src := v.pins.Tier(s.Account, s.Project, s.Batch, -1, defaultTier)
+		tier, src := v.pins.Tier(s.Account, s.Project, s.Batch, r.SubmittedTier, defaultTier)
 		pausedBy, _ := v.pauses.By(s.Account, s.Project, s.Batch)
 		v.Batches = append(v.Batches, batchView{Batch: r.Batch, Model: r.Model, Tier: tier, TierSource: string(src),
 			Registered: r.Registered, PausedBy: pausedBy, ETAS: -1, DoneS: -1, Jobs: &r})
@@ -305,9 +371,13 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	sf := addStoreFlags(fs)
 	asJSON := fs.Bool("json", false, "print JSON for scripts")
 	all := fs.Bool("all", false, "every batch, running and finished ones too, with its jobs by state (evalsched batches lists only those)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: %s status [flags]\n\nPer model: its limit, gateway depth, running, starting and waiting jobs (paused\nones beside them), end rate, when its backlog drains, breaker and what the next\npass would admit. Per batch with waiting jobs: its tier, admitted share, ETA and\nnext pass; --all adds running and finished batches with their jobs by state.\n\n", programName)
+		fs.PrintDefaults()
+	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return exitUsage
+		return flagExit(err)
 	}
 	if len(pos) != 0 {
 		fmt.Fprintf(stderr, "%s status: unexpected argument %q\n", programName, pos[0])
@@ -345,7 +415,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		if m.DepthAgeS >= 0 {
 			depth = fmt.Sprintf("%s/%s (%s ago)", num(m.Depth), targetText(m.SteerTarget, m.Target), human(m.DepthAgeS))
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%d\t%.1f\t%s\t%s\t+%d\t%s\t\n", m.Model, m.Limit, depth, concText(m.ProviderConc, m.SeenConc, m.SeenConcAgeS), m.Running, m.Starting, m.Waiting, m.EndedPerMin, human(m.DrainS), m.Breaker, m.NextAdmit, m.note())
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%s\t%.1f\t%s\t%s\t+%d\t%s\t\n", m.Model, m.Limit, depth, concText(m.ProviderConc, m.SeenConc, m.SeenConcAgeS), m.Running, m.Starting, m.waitingCell(), m.EndedPerMin, m.drainText(), m.Breaker, m.NextAdmit, m.note())
 	}
 	tw.Flush()
 	if len(v.Batches) > 0 {
@@ -366,7 +436,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 			if b.Parts != "" {
 				next += ", parts " + b.Parts + " arrived"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d (%s)\t%s\t%d\t%s\t%s\t\n", b.Batch, b.Model, b.Tier, b.TierSource, admittedOf(b.Registered-b.Waiting, b.Registered), b.Waiting, etaText(forecast.ETA{StartS: b.ETAS, DoneS: b.DoneS}, v.pass), next)
+			fmt.Fprintf(tw, "%s\t%s\t%d (%s)\t%s\t%d\t%s\t%s\t\n", b.Batch, b.Model, b.Tier, b.TierSource, admittedOf(b.admitted(), b.Registered), b.Waiting, etaText(forecast.ETA{StartS: b.ETAS, DoneS: b.DoneS}, v.pass), next)
 		}
 		tw.Flush()
 		for _, b := range v.Batches {
@@ -393,7 +463,7 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return exitUsage
+		return flagExit(err)
 	}
 	if len(pos) != 1 {
 		fs.Usage()
@@ -465,7 +535,10 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 		return writeJSON(stdout, stderr, answers)
 	}
 	if job != nil {
-		fmt.Fprintf(stdout, "job %s (%s of %s on %s): %s, attempt %d of %d", job.ID, job.Key, job.Batch, job.Model, job.State, job.Attempt, job.MaxAttempts)
+		fmt.Fprintf(stdout, "job %s (%s of %s on %s): %s", job.ID, job.Key, job.Batch, job.Model, job.State)
+		if job.State != domain.Skipped { // a skipped job never ran: no attempt to count
+			fmt.Fprintf(stdout, ", attempt %d of %d", job.Attempt, job.MaxAttempts)
+		}
 		if job.Reason != "" {
 			fmt.Fprintf(stdout, ", %s", job.Reason)
 		}
@@ -494,7 +567,7 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 		default:
 			fmt.Fprintf(stdout, "  model %s: limit %d (%s)\n", m.Model, m.Limit, m.LimitReason)
 			fmt.Fprintf(stdout, "  provider concurrency: %s%s; target depth steered to %s\n", concText(m.ProviderConc, m.SeenConc, m.SeenConcAgeS), freshText(m), targetText(m.SteerTarget, m.Target))
-			fmt.Fprintf(stdout, "  %d running, %d starting, %d waiting across its batches; breaker %s\n", m.Running, m.Starting, m.Waiting, m.Breaker)
+			fmt.Fprintf(stdout, "  %d running, %d starting, %s across its batches; breaker %s\n", m.Running, m.Starting, m.waitingText(), m.Breaker)
 		}
 		switch {
 		case b.PausedBy != "":

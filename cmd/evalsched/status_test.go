@@ -398,7 +398,7 @@ func TestPauseApartFromPinsCLI(t *testing.T) {
 		{[]string{"pause", "acme/sea rch"}, exitUsage, `character ' ' outside`},
 		{[]string{"pause", "nosuch/thing"}, exitFailed, "nosuch/thing has no batches"},
 		{[]string{"resume", "acme//x"}, exitUsage, "empty name"},
-		{[]string{"pause", "-h"}, exitUsage, "SCOPE is ACCOUNT, ACCOUNT/PROJECT or ACCOUNT/PROJECT/BATCH"},
+		{[]string{"pause", "-h"}, exitOK, "SCOPE is ACCOUNT, ACCOUNT/PROJECT or ACCOUNT/PROJECT/BATCH"},
 	} {
 		out, stderr, code := cli(t, c.args...)
 		if code != c.code || !strings.Contains(stderr, c.want) {

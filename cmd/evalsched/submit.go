@@ -518,11 +518,14 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// lineErrors collects "FILE:LINE: field: rule" lines, each once.
+// lineErrors collects "FILE:LINE: field: rule" lines, each once, in line
+// order (the file's own errors, line 0, first) whichever check found them
+// first.
 type lineErrors struct {
-	name string
-	list []string
-	seen map[string]bool
+	name  string
+	list  []string
+	lines []int // list[i]'s line
+	seen  map[string]bool
 }
 
 func (e *lineErrors) add(line int, field, format string, a ...any) {
@@ -544,7 +547,11 @@ func (e *lineErrors) add(line int, field, format string, a ...any) {
 		e.seen = map[string]bool{}
 	}
 	e.seen[s] = true
-	e.list = append(e.list, s)
+	i := len(e.lines)
+	for i > 0 && e.lines[i-1] > line {
+		i--
+	}
+	e.list, e.lines = slices.Insert(e.list, i, s), slices.Insert(e.lines, i, line)
 }
 
 var (

@@ -160,6 +160,7 @@ func TestSubmitBadLines(t *testing.T) {
 	if code != exitFailed || out != "" {
 		t.Errorf("exit %d, stdout %q; want 1 and nothing", code, out)
 	}
+	at := -1 // in line order, whichever check found each
 	for _, want := range []string{
 		file + `:3: unknown field "evn"`,
 		file + `:5: key: "bad key" has characters outside A-Z a-z 0-9 . _ : / -`,
@@ -168,9 +169,13 @@ func TestSubmitBadLines(t *testing.T) {
 		file + `:8: key: "k1" duplicates line 1`,
 		file + `:9: must be a JSON object (a job), not ["k9"]`,
 	} {
-		if !strings.Contains(errs, want) {
+		i := strings.Index(errs, want)
+		if i < 0 {
 			t.Errorf("stderr does not name %q:\n%s", want, errs)
+		} else if i < at {
+			t.Errorf("%q comes before the line above it:\n%s", want, errs)
 		}
+		at = max(at, i)
 	}
 	if got := receiveAll(t, client, url); len(got) != 0 {
 		t.Errorf("%d messages sent, want none", len(got))

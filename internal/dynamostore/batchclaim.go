@@ -238,6 +238,9 @@ func (s *Store) writeClaimTxn(ctx context.Context, at time.Time, t *claimTxn) {
 		// comes first: TestBatchedClaimTakesARetriedJobFirst (make mutate:
 		// batched-claim-backs).
 		cond := name("next").Equal(value(q.Next)).And(name("backs").Equal(value(0)))
+		// Guard: as takeFront's (unmarked; make mutate: batched-claim-unmarked).
+		// A marked queue cancels the transaction; claim then finds the mark.
+		cond = cond.And(unmarked())
 		if q.Waiting-k <= 0 {
 			up = up.Remove(name(attrActive))
 			// Guard: the queue leaves the active index only if no job was registered

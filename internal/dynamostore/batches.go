@@ -36,6 +36,7 @@ type catalogItem struct {
 type BatchCounts struct {
 	Account, Project, Batch, Model string
 	Seq                            int64 // submission order of the queue
+	Tier                           int   // the tier the batch was sent with; < 0: none
 	Registered                     int   // jobs registered so far
 	Waiting, Starting, Running     int   // Starting: claimed or launched, not yet running
 	Succeeded, Failed, Cancelled   int
@@ -97,14 +98,14 @@ func (s *Store) Batches(ctx context.Context, scope scheduler.Scope) ([]BatchCoun
 	}
 	out := make([]BatchCounts, 0, len(cats))
 	for _, c := range cats {
-		var q queueItem
+		q := queueItem{Tier: -1}
 		if it, ok := byPK[c.Queue]; ok {
 			if err := attributevalue.UnmarshalMap(it, &q); err != nil {
 				return nil, fmt.Errorf("list batches: queue %s: %w", c.Queue, err)
 			}
 		}
 		bc := BatchCounts{
-			Account: c.Account, Project: c.Project, Batch: c.Batch, Model: c.Model, Seq: c.Seq,
+			Account: c.Account, Project: c.Project, Batch: c.Batch, Model: c.Model, Seq: c.Seq, Tier: q.Tier,
 			Registered: int(q.Size), Waiting: int(q.Waiting), Running: int(q.Running),
 			Succeeded: int(q.Succeeded), Failed: int(q.Failed), Cancelled: int(q.Cancelled), Skipped: int(q.Skipped),
 			ProviderRetries: int(q.ProviderRetries),

@@ -45,7 +45,7 @@ func TestBatchesCountsEveryState(t *testing.T) {
 		}
 		g := got[0]
 		g.Seq = 0
-		w.Account, w.Project, w.Batch, w.Model, w.Registered = "lab", "sweep", "b1", "gpt", 6
+		w.Account, w.Project, w.Batch, w.Model, w.Registered, w.Tier = "lab", "sweep", "b1", "gpt", 6, -1 // sent without a tier
 		if g != w {
 			t.Errorf("%s:\n got %+v\nwant %+v", label, g, w)
 		}

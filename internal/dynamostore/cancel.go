@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/scheduler"
@@ -27,6 +30,20 @@ const cancelStep = 10 * maxClaimJobs
 // CancelWatched is Cancel, calling progress (when not nil) with the jobs
 // cancelled so far and the jobs the scope had waiting when it began (the
 // active index's count: a moment behind, so done may pass it).
+//
+// A sweep of a large scope takes a minute, while passes go on claiming from
+// the front of the same queues. So admission stops first:
+//
+//  1. Mark: the scope is paused (each pass's Decide grants it nothing) and
+//     each of its queues is marked (a claim from a Snapshot read before
+//     the pause is refused: unmarked, take.go). The first progress call
+//     comes after the mark.
+//  2. Sweep the waiting jobs.
+//  3. Lift the marks, and the pause if the cancel wrote it (an operator's
+//     own pause stays).
+//
+// A cancel interrupted between 1 and 3 leaves its scope paused, which
+// status shows; running it again finishes it.
 func (s *Store) CancelWatched(ctx context.Context, scope scheduler.Scope, now time.Time, progress func(done, total int)) (int, error) {
 	queues, err := s.readActiveQueues(ctx, false)
 	if err != nil {
@@ -41,12 +58,26 @@ func (s *Store) CancelWatched(ctx context.Context, scope scheduler.Scope, now ti
 			total += int(q.Waiting)
 		}
 	}
+
+	// 1. Mark.
+	pausedHere, err := s.pauseIfNot(ctx, scope.PauseKey(), now)
+	if err != nil {
+		return 0, fmt.Errorf("cancel: pause the scope: %w", err)
+	}
+	tok := token()
+	for _, k := range keys {
+		if err := s.markQueue(ctx, k, tok, true); err != nil {
+			return 0, fmt.Errorf("cancel: mark %s: %w", k, err)
+		}
+	}
 	report := func(n int) {
 		if progress != nil {
 			progress(n, total)
 		}
 	}
 	report(0)
+
+	// 2. Sweep.
 	n := 0
 	for _, k := range keys {
 		// Every waiting job, however many the index (a moment behind)
@@ -63,7 +94,61 @@ func (s *Store) CancelWatched(ctx context.Context, scope scheduler.Scope, now ti
 			}
 		}
 	}
+
+	// 3. Lift.
+	for _, k := range keys {
+		if err := s.markQueue(ctx, k, tok, false); err != nil {
+			return n, fmt.Errorf("cancel: unmark %s: %w", k, err)
+		}
+	}
+	if pausedHere {
+		if err := s.SetPaused(ctx, scope.PauseKey(), false, now); err != nil {
+			return n, fmt.Errorf("cancel: lift its pause: %w", err)
+		}
+	}
 	return n, nil
+}
+
+// pauseIfNot writes the scope's pause item unless one is there, and tells
+// whether it wrote it.
+func (s *Store) pauseIfNot(ctx context.Context, scope string, now time.Time) (bool, error) {
+	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(s.tables.State),
+		Item: map[string]types.AttributeValue{
+			attrPK: &types.AttributeValueMemberS{Value: pkPauses}, attrSK: &types.AttributeValueMemberS{Value: scope},
+			attrScope: &types.AttributeValueMemberS{Value: scope}, "since": &types.AttributeValueMemberS{Value: stamp(now)},
+		},
+		ConditionExpression: aws.String("attribute_not_exists(pk)"),
+	})
+	if isConditionFailed(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// markQueue sets (on) or removes (off) a cancel's mark tok on the queue
+// item. Removing leaves another cancel's mark alone; a queue item that is
+// gone is not written.
+func (s *Store) markQueue(ctx context.Context, k scheduler.QueueKey, tok string, on bool) error {
+	u := expression.Set(name(attrCancelling), value(tok))
+	cond := name(attrPK).AttributeExists()
+	if !on {
+		u = expression.Remove(name(attrCancelling))
+		cond = cond.And(name(attrCancelling).Equal(value(tok)))
+	}
+	e, err := expression.NewBuilder().WithUpdate(u).WithCondition(cond).Build()
+	if err != nil {
+		return err
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.tables.State), Key: key(queuePK(k), skQueue),
+		UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+	})
+	if isConditionFailed(err) {
+		return nil
+	}
+	return err
 }
 
 // cancelQueue moves up to count of the queue's oldest waiting jobs to

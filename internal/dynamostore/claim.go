@@ -30,6 +30,7 @@ func (s *Store) claim(ctx context.Context, g scheduler.Grant, at time.Time) ([]s
 			it, err := updateItem(s.tables.State, key(countersPK(g.Queue.Model), skCounters), cu, expression.ConditionBuilder{})
 			return []types.TransactWriteItem{it}, err
 		},
+		claim: true,
 	}
 	var out []scheduler.Job
 	for conflicts := 0; len(out) < g.Count; {
@@ -37,8 +38,8 @@ func (s *Store) claim(ctx context.Context, g scheduler.Grant, at time.Time) ([]s
 		if err != nil {
 			return out, fmt.Errorf("read queue: %w", err)
 		}
-		if !ok {
-			return out, nil
+		if !ok || q.Cancelling != "" {
+			return out, nil // gone, or a cancel is taking its jobs
 		}
 		if q.Sampled {
 			jobs, err := s.claimSampled(ctx, scheduler.Grant{Queue: g.Queue, Tier: g.Tier, Count: g.Count - len(out)}, at)

@@ -155,7 +155,7 @@ func (s *Store) claimSampled(ctx context.Context, g scheduler.Grant, at time.Tim
 		if err != nil {
 			return out, fmt.Errorf("read queue: %w", err)
 		}
-		if !ok || q.Waiting <= 0 {
+		if !ok || q.Waiting <= 0 || q.Cancelling != "" {
 			return out, nil
 		}
 		sb, found, err := s.Sampled(ctx, batch)
@@ -233,7 +233,8 @@ func (s *Store) claimSampled(ctx context.Context, g scheduler.Grant, at time.Tim
 		}
 		k := int64(len(taken))
 		qu := expression.Set(name("last_claim"), value(tok)).Add(name("waiting"), value(-k))
-		var cond expression.ConditionBuilder
+		// Guard: as takeFront's (unmarked; make mutate: sampled-claim-unmarked).
+		cond := unmarked()
 		if q.Waiting-k <= 0 {
 			// Guard: the queue leaves the active index only if no job was
 			// registered or retried since the read, else that job waits
@@ -241,7 +242,7 @@ func (s *Store) claimSampled(ctx context.Context, g scheduler.Grant, at time.Tim
 			// TestSampledClaimKeepsAQueueARetryCameBackTo fails (make
 			// mutate: sampled-claim-emptying).
 			qu = qu.Remove(name(attrActive))
-			cond = name("waiting").Equal(value(q.Waiting))
+			cond = cond.And(name("waiting").Equal(value(q.Waiting)))
 		}
 		it, err := updateItem(s.tables.State, key(pk, skQueue), qu, cond)
 		if err != nil {

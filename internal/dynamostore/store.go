@@ -122,6 +122,9 @@ const (
 	// waiting. The value is one of inflightShards partitions.
 	attrInflight = "inflight"
 	attrClaimed  = "claimed_at"
+	// attrCancelling is a cancel's mark on a queue item (cancel.go): no
+	// claim takes from the queue while it is set.
+	attrCancelling = "cancelling"
 )
 
 // inflightShards spreads the inflight index over partitions: claims come in
@@ -275,6 +278,9 @@ type queueItem struct {
 	Active    string `dynamodbav:"active,omitempty"` // set while waiting > 0: the active index key
 	LastClaim string `dynamodbav:"last_claim,omitempty"`
 	Sampled   bool   `dynamodbav:"sampled,omitempty"` // a sampled batch's: released by stratum (release.go)
+	// Cancelling is the token of a cancel under way (cancel.go): claims
+	// leave the queue alone while it is set.
+	Cancelling string `dynamodbav:"cancelling,omitempty"`
 	// The jobs by state past waiting, moved in the transactions that move
 	// the jobs (not projected into the active index, so they cost it no
 	// write); claimed and launched ones are the rest of size.

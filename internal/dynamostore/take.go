@@ -48,6 +48,15 @@ type move struct {
 	job     func(j *jobItem) expression.UpdateBuilder        // the taken job's new state (it may set j's fields to match)
 	outcome string                                           // a queue attribute counting the taken jobs; "" none
 	extra   func(k int64) ([]types.TransactWriteItem, error) // more items when k > 0 jobs are taken; nil none
+	claim   bool                                             // a pass's claim: refused on a queue a cancel has marked
+}
+
+// unmarked is a claim's condition on its queue item: no cancel has marked
+// it (cancel.go). Guard: a pass whose Snapshot was read before a cancel
+// began claims nothing of the scope after its mark. Without it
+// TestCancelAdmitsNothingAfterItsMark fails (make mutate: claim-unmarked).
+func unmarked() expression.ConditionBuilder {
+	return name(attrCancelling).AttributeNotExists()
 }
 
 // frontStatus is what one takeFront found.
@@ -146,6 +155,9 @@ func (s *Store) takeFront(ctx context.Context, pk string, q queueItem, want int,
 	// TestSlowClaimDoesNotWriteAStaleCursor fails (make mutate:
 	// slow-claim-cursor).
 	cond := name("next").Equal(value(q.Next))
+	if mv.claim {
+		cond = cond.And(unmarked())
+	}
 	if q.Waiting-k <= 0 {
 		// The queue empties: it leaves the active index, unless a retry
 		// or a registration added a job meanwhile (then the condition

@@ -337,6 +337,10 @@ func (s *Store) Commit(_ context.Context, plan scheduler.Plan, _ scheduler.Versi
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var claimed []scheduler.Job
+	// A scope paused since the plan's Snapshot (a pause, or a cancel's
+	// mark) is claimed nothing, as the DynamoDB store's claims refuse a
+	// queue a cancel marked.
+	paused := scheduler.PausesOf(slices.Collect(maps.Values(s.pauses)))
 	for _, mp := range plan.Models {
 		m := s.model(mp.Model)
 		m.state = mp.State
@@ -344,7 +348,7 @@ func (s *Store) Commit(_ context.Context, plan scheduler.Plan, _ scheduler.Versi
 		m.outcomes.ProviderFailed -= mp.Ack.ProviderFailed
 		for _, g := range mp.Grants {
 			q := s.queues[g.Queue]
-			if q == nil {
+			if _, ok := paused.By(g.Queue.Account, g.Queue.Project, g.Queue.Batch); q == nil || ok {
 				continue
 			}
 			for range g.Count {

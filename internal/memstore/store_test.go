@@ -470,3 +470,36 @@ func TestProviderRetriesWaitForTheBreaker(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestCommitClaimsNothingOfAScopePausedSinceTheSnapshot: a plan decided
+// before a pause (or a cancel's mark) and committed after it claims
+// nothing of the paused scope, as the DynamoDB store's claims refuse a
+// marked queue; the rest of the plan is claimed.
+func TestCommitClaimsNothingOfAScopePausedSinceTheSnapshot(t *testing.T) {
+	ctx := context.Background()
+	s := New(scheduler.ModelConfig{Enabled: true, MinLimit: 1, MaxLimit: 100, TargetDepth: 40, InitialLimit: 10})
+	for _, b := range []job.BatchSpec{spec("cx", "gpt", 5), spec("b2", "gpt", 5)} {
+		if _, err := s.Submit(ctx, b, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap, err := s.Snapshot(ctx, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := scheduler.Decide(scheduler.DefaultConfig(), snap, map[string]scheduler.Depth{}, t0)
+	if err := s.SetPaused(ctx, "batch#lab/sweep/cx", true, t0); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Commit(ctx, plan, snap.Versions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batches := map[string]int{}
+	for _, j := range got.Claimed {
+		batches[j.Batch]++
+	}
+	if batches["cx"] != 0 || batches["b2"] == 0 {
+		t.Errorf("claimed by batch %v; want none of the paused cx, some of b2", batches)
+	}
+}

@@ -289,7 +289,7 @@ var Mutations = []Mutation{
 	{
 		Name: "sampled-claim-emptying", Why: "a sampled claim takes its queue out of the active index only while nothing else waits",
 		File:  "internal/dynamostore/release.go",
-		Edits: []Edit{{`cond = name("waiting").Equal(value(q.Waiting))`, `cond = ` + always}},
+		Edits: []Edit{{`cond = cond.And(name("waiting").Equal(value(q.Waiting)))`, `cond = cond.And(` + always + `)`}},
 		Pkg:   "./internal/dynamostore", Tests: []string{"TestSampledClaimKeepsAQueueARetryCameBackTo"},
 	},
 	{
@@ -297,5 +297,23 @@ var Mutations = []Mutation{
 		File:  "internal/dynamostore/release.go",
 		Edits: []Edit{{`name("attempt").Equal(value(w.Attempt)))`, always + `)`}},
 		Pkg:   "./internal/dynamostore", Tests: []string{"TestStaleWaitItemKeepsARetryPutBackMeanwhile"},
+	},
+	{
+		Name: "claim-unmarked", Why: "a claim one queue at a time takes nothing from a queue a cancel marked after its read",
+		File:  "internal/dynamostore/take.go",
+		Edits: []Edit{{`cond = cond.And(unmarked())`, `cond = cond.And(` + always + `)`}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestSlowClaimRefusesAQueueMarkedAfterItsRead"},
+	},
+	{
+		Name: "batched-claim-unmarked", Why: "a pass whose Snapshot preceded a cancel's mark claims nothing of its scope",
+		File:  "internal/dynamostore/batchclaim.go",
+		Edits: []Edit{{`cond = cond.And(unmarked())`, `cond = cond.And(` + always + `)`}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestCancelAdmitsNothingAfterItsMark"},
+	},
+	{
+		Name: "sampled-claim-unmarked", Why: "a sampled claim takes nothing from a queue a cancel marked after its read",
+		File:  "internal/dynamostore/release.go",
+		Edits: []Edit{{`cond := unmarked()`, `cond := ` + always}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestSlowClaimRefusesAQueueMarkedAfterItsRead"},
 	},
 }

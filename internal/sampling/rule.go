@@ -132,3 +132,28 @@ func (r Rule) Estimate(strata []Stratum) Estimate {
 	e.Stop = !short && e.HalfWidth <= r.p.MOE
 	return e
 }
+
+// ExpectedResults is the results at which the stop rule is expected to
+// hold, from the estimate so far: the information the half-width moe needs
+// grows as the results do (τ ∝ n, the finite-population correction
+// ignored, so the guess errs long), so n* = n · reach(moe) / reach(hw),
+// at least each stratum's minimum, at most every job. It returns the
+// results so far once the rule holds, and −1 while a stratum has no
+// result (no variance to scale from).
+func (r Rule) ExpectedResults(e Estimate, strata []Stratum) int {
+	if e.Stop {
+		return e.Results
+	}
+	if e.Results == 0 || e.HalfWidth >= 1 {
+		return -1
+	}
+	floor := 0
+	for _, s := range strata {
+		floor += min(r.p.MinPerStratum, s.Jobs)
+	}
+	n := float64(e.Results)
+	if e.HalfWidth > r.p.MOE {
+		n *= r.reach(r.p.MOE) / r.reach(e.HalfWidth)
+	}
+	return min(e.Jobs, max(floor, int(math.Ceil(n))))
+}

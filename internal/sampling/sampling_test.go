@@ -201,3 +201,41 @@ func FuzzAllocate(f *testing.F) {
 		}
 	})
 }
+
+// TestExpectedResultsFindsTheEarlyStop: from the first few hundred
+// results, the guess of where the stop rule will hold lands near where it
+// does hold, far short of the batch's every job.
+func TestExpectedResultsFindsTheEarlyStop(t *testing.T) {
+	r, err := NewRule(Params{MOE: 0.02, Confidence: 0.95, MinPerStratum: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rates := []float64{0.5, 0.8}
+	at := func(n int) []Stratum { // n results per stratum, passing at its rate
+		var ss []Stratum
+		for i, p := range rates {
+			ss = append(ss, Stratum{Name: string(rune('a' + i)), Jobs: 20000, Released: n, Results: n, Passes: int(p * float64(n))})
+		}
+		return ss
+	}
+	stop := 0
+	for n := 1; n <= 20000; n++ {
+		if r.Estimate(at(n)).Stop {
+			stop = 2 * n
+			break
+		}
+	}
+	if stop == 0 || stop > 20000 {
+		t.Fatalf("the rule stops at %d results: the test needs an early stop", stop)
+	}
+	for _, early := range []int{200, 1000} {
+		ss := at(early / 2)
+		got := r.ExpectedResults(r.Estimate(ss), ss)
+		if got < stop*3/4 || got > stop*5/4 {
+			t.Errorf("from %d results: expected the stop at %d, it holds at %d", early, got, stop)
+		}
+	}
+	if got := r.ExpectedResults(r.Estimate(at(0)), at(0)); got != -1 {
+		t.Errorf("with no results: got %d, want -1 (unknown)", got)
+	}
+}

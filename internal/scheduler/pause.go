@@ -38,3 +38,15 @@ func (p Pauses) By(account, project, batch string) (string, bool) {
 
 // Any reports whether any scope is paused.
 func (p Pauses) Any() bool { return len(p.scopes) > 0 }
+
+// PauseKey is the scope in a pause's (and a pin's) form: "account#A",
+// "project#A/P" or "batch#A/P/B".
+func (s Scope) PauseKey() string {
+	switch {
+	case s.Project == "":
+		return "account#" + s.Account
+	case s.Batch == "":
+		return "project#" + s.Account + "/" + s.Project
+	}
+	return "batch#" + s.Account + "/" + s.Project + "/" + s.Batch
+}

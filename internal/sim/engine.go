@@ -41,6 +41,7 @@ type job struct {
 	runAt      time.Duration // container running
 	endAt      time.Duration
 	sentAt     time.Duration // current call queued at the gateway
+	blocked    time.Duration // the running attempt's calls' time queued at the gateway
 	callDur    time.Duration // current call's service time
 	thinkDur   time.Duration // think time after the current call
 	batch      int32
@@ -591,7 +592,7 @@ func (e *engine) up(j int32) {
 		return
 	}
 	jb.state = jobRunning
-	jb.runAt = e.now
+	jb.runAt, jb.blocked = e.now, 0
 	m.running++
 	e.tierStart[jb.tier]++
 	b := &e.batches[jb.batch]
@@ -756,6 +757,7 @@ func (e *engine) serve(m *modelSim) {
 		k := m.queue.pop()
 		kb := &e.jobs[k]
 		m.blocked += e.now - kb.sentAt
+		kb.blocked += e.now - kb.sentAt
 		m.inService++
 		e.schedule(e.now+e.underLoad(m, kb.callDur), evCallEnd, k)
 	}

@@ -71,8 +71,10 @@ func TestOneBlocked(t *testing.T) {
 			{"first_admit_s", val(b.FirstAdmitS), 0},
 			{"first_start_s", val(b.FirstStartS), 5},
 			{"last_end_s", val(b.LastEndS), 25},
-			{"wait p50", val(r.WaitShare.P50), 5.0 / 25}, // job 2: 5 of 25 s
-			{"wait p90", val(r.WaitShare.P90), 5.0 / 15}, // job 1: 5 of 15 s
+			// Blocked time is waiting: job 1 waits 5 of 15 s, job 2 5 s
+			// to start and 10 s blocked of 25 s.
+			{"wait p50", val(r.WaitShare.P50), 5.0 / 15},
+			{"wait p90", val(r.WaitShare.P90), 15.0 / 25},
 			{"tier 2 starts", float64(r.Tiers["2"].Starts), 2},
 			{"launches", float64(r.Totals.Launches), 2},
 		} {

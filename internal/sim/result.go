@@ -23,7 +23,8 @@ type Result struct {
 	// OracleCaps are policy oracle's caps, one per model in scenario order.
 	OracleCaps []int `json:"oracle_caps,omitempty"`
 	OracleRuns int   `json:"-"` // static runs the sweep took
-	// JobWaits is each job's wait share (submit → running) / (submit → end),
+	// JobWaits is each job's wait share (submit → running, plus its calls'
+	// time blocked at the gateway) / (submit → end),
 	// in job order; NaN for a job that did not finish. Policies run the same
 	// jobs, so CommonWaitShare can compare like with like.
 	JobWaits []float32 `json:"-"`
@@ -213,7 +214,9 @@ func (e *engine) result(trace bool) *Result {
 			r.Totals.Lost++
 		}
 		if (jb.state == jobSucceeded || jb.state == jobFailed) && jb.endAt > b.at {
-			w := (jb.runAt - b.at).Seconds() / (jb.endAt - b.at).Seconds()
+			// Time blocked at the gateway is waiting too: a container
+			// that runs while its calls queue is not being served.
+			w := (jb.runAt - b.at + jb.blocked).Seconds() / (jb.endAt - b.at).Seconds()
 			waits = append(waits, w)
 			r.JobWaits[i] = float32(w)
 		}

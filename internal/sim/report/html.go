@@ -128,11 +128,18 @@ func (rp *reporter) sideBySide() {
 		vals := make([][]*float64, len(r0.ModelNames))
 		for g, m := range r0.ModelNames {
 			for _, r := range rp.results {
-				v := f(r.Models[m])
+				mr := r.Models[m]
+				if mr.RunningS == 0 && mr.Succeeded+mr.Failed == 0 {
+					// The policy never ran the model: its 0 blocked would
+					// read as the best value.
+					vals[g] = append(vals[g], nil)
+					continue
+				}
+				v := f(mr)
 				vals[g] = append(vals[g], &v)
 			}
 		}
-		rp.bars(title, r0.ModelNames, names, vals, format, "", false)
+		rp.bars(title, r0.ModelNames, names, vals, format, "—", false)
 	}
 	perModel("Throughput (succeeded jobs per hour; higher is better)", func(m *sim.ModelResult) float64 { return m.ThroughputPerH }, "%.0f")
 	perModel("Backlog utilization (provider busy while work waits; higher is better)", func(m *sim.ModelResult) float64 { return m.BacklogUtilization }, "%.3f")
@@ -146,12 +153,12 @@ func (rp *reporter) sideBySide() {
 		}
 		// A log axis: one batch that waited hours must not flatten the
 		// seconds of the others.
-		rp.bars(title, r0.BatchKeys, names, vals, "%.0f", "never", true)
+		rp.bars(title, r0.BatchKeys, names, vals, "%.0f", never, true)
 	}
 	perBatch("First start of each batch (s after submit, log scale; shorter is better)", func(b *sim.BatchResult) *float64 { return b.FirstStartS })
 	perBatch("Each batch finished (its last job's end, s after submit, log scale; shorter is better)", func(b *sim.BatchResult) *float64 { return b.LastEndS })
 	n, p50, p90 := sim.CommonWaitShare(rp.results)
-	rp.bars(fmt.Sprintf("Wait share (submit→running / submit→end; lower is better) over the %d jobs every policy finished", n),
+	rp.bars(fmt.Sprintf("Wait share ((submit→running + blocked at the gateway) / submit→end; lower is better) over the %d jobs every policy finished", n),
 		[]string{"p50", "p90"}, names, [][]*float64{p50, p90}, "%.2f", "–", false)
 	rp.printf("</div>\n")
 	if n == 0 {
@@ -387,7 +394,12 @@ func (rp *reporter) bars(title string, groups, series []string, vals [][]*float6
 				color = palette[i%len(palette)]
 			}
 			v := vals[g][i]
-			if v == nil {
+			if v == nil && missing == never {
+				// Never is the worst of "shorter is better": drawn past
+				// the axis's end, dashed, never as the shortest bar.
+				rp.printf(`<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="%s" stroke-dasharray="4 3" data-series="%s" data-missing="never"/><text x="%d" y="%d">%s</text>`+"\n",
+					labelW, y+1, barW+40, rowH-3, color, esc(s), labelW+barW+44, y+rowH-3, esc(missing))
+			} else if v == nil {
 				rp.printf(`<rect x="%d" y="%d" width="6" height="%d" fill="none" stroke="%s" data-series="%s"/><text x="%d" y="%d">%s</text>`+"\n",
 					labelW, y+1, rowH-3, color, esc(s), labelW+10, y+rowH-3, esc(missing))
 			} else {
@@ -401,6 +413,9 @@ func (rp *reporter) bars(title string, groups, series []string, vals [][]*float6
 	}
 	rp.printf("</svg>\n")
 }
+
+// never labels a batch that never started or finished within the run.
+const never = "never"
 
 // niceCeil rounds up to 1, 2 or 5 times a power of ten; 1 for nothing.
 func niceCeil(v float64) float64 {

@@ -171,3 +171,55 @@ func TestCommonWaitShare(t *testing.T) {
 
 // tiny is the hand-checkable one-model scenario (scenariotest.Tiny).
 var tiny = scenariotest.Tiny
+
+// TestReportNeverIsNotTheShortestBar: a batch that never finished is drawn
+// as a dashed outline past every measured bar, labelled "never", on the
+// shorter-is-better charts; a model a policy never ran shows "—" on the
+// per-model charts, not a 0.000 bar.
+func TestReportNeverIsNotTheShortestBar(t *testing.T) {
+	results, _, charts := reportCharts(t)
+	ends := chartsTitled(charts, "Each batch finished")
+	if len(ends) != 1 {
+		t.Fatalf("%d batch finish charts", len(ends))
+	}
+	longest, nevers := 0.0, 0
+	for _, r := range ends[0].Rects {
+		if r.Value != nil {
+			longest = max(longest, r.Width)
+		}
+	}
+	for _, r := range ends[0].Rects {
+		if r.Series != "" && r.Value == nil {
+			nevers++
+			if r.Width <= longest {
+				t.Errorf("%s: a never-finished batch drawn %.1f px, not past the longest bar (%.1f px)", r.Series, r.Width, longest)
+			}
+		}
+	}
+	if nevers == 0 {
+		t.Fatal("no batch went unfinished: the scenario's late batch should")
+	}
+
+	// The last policy never ran the model.
+	results[len(results)-1].Models[results[0].ModelNames[0]] = &sim.ModelResult{}
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, results); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	i := strings.Index(page, "<title>Blocked share")
+	j := strings.Index(page[i:], "</svg>")
+	var c svgChart
+	if err := xml.Unmarshal([]byte(page[strings.LastIndex(page[:i], "<svg"):i+j+len("</svg>")]), &c); err != nil {
+		t.Fatal(err)
+	}
+	last := string(results[len(results)-1].Policy)
+	for _, r := range c.Rects {
+		if r.Series == last && r.Value != nil {
+			t.Errorf("blocked share: %s, which never ran the model, drawn as %g", last, *r.Value)
+		}
+	}
+	if !strings.Contains(page[i:i+j], ">—<") {
+		t.Error("blocked share: no \"—\" for the model a policy never ran")
+	}
+}
