@@ -124,7 +124,7 @@ func runBatches(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "BATCH\tMODEL\tSTATE\tJOBS\tWAITING\tSTARTING\tRUNNING\tSUCCEEDED\tFAILED\tCANCELLED\tSKIPPED\tPROVIDER RETRIES\tPARTS\t")
+	fmt.Fprintln(tw, "BATCH\tMODEL\tSTATE\tJOBS\tWAITING\tSTARTING\tRUNNING\tSUCCEEDED\tFAILED\tCANCELLED\tSKIPPED\tPROVIDER-RETRIES\tPARTS\t")
 	for _, r := range rows {
 		parts := "-"
 		if r.PartsExpected > 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -37,7 +38,11 @@ func runBridge(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "usage: %s bridge --config FILE\n\nScrapes the configured Prometheus endpoints every interval (1s) and publishes each\nmodel's queue depth (and calls in service, errors and calls when named) as\nhigh-resolution CloudWatch metrics, in the namespace, names and dimension the\nscheduler reads. The cloudwatch fields left empty take EVALSCHED_METRIC_NAMESPACE,\nEVALSCHED_METRIC_NAME, EVALSCHED_METRIC_DIMENSION, EVALSCHED_INSERVICE_METRIC_NAME,\nEVALSCHED_ERROR_METRIC_NAME and EVALSCHED_CALLS_METRIC_NAME, as the scheduler does.\nPresets: %v. See docs/bridge.md.\n\n", programName, depthbridge.Presets())
 		fs.PrintDefaults()
 	}
-	if pos, err := parseInterspersed(fs, args); err != nil || len(pos) > 0 {
+	pos, err := parseInterspersed(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil || len(pos) > 0 {
 		return exitUsage
 	}
 	cfg, err := bridgeConfig(*file)

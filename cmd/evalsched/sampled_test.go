@@ -143,7 +143,7 @@ func stoppedSampledBatch(t *testing.T, st interface {
 			return ran
 		}
 		for _, j := range c.Claimed {
-			if _, err := st.RecordResult(ctx, j.ID, memstore.Result{Attempt: j.Attempt, Pass: j.Key[0] == 'a', At: time.Now()}); err != nil {
+			if _, err := st.RecordResult(ctx, j.ID, memstore.Result{Attempt: j.Attempt, Pass: j.Key[0] == 'a', At: time.Now(), Token: j.ResultToken}); err != nil {
 				t.Fatal(err)
 			}
 			ran++

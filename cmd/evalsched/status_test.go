@@ -294,7 +294,7 @@ func TestFinishedBatchesStay(t *testing.T) {
 			t.Errorf("batches: %s\n got %+v\nwant %+v", name, byName[name], w)
 		}
 	}
-	if out, _ := cliOut(t, "batches", "lab"); !strings.Contains(out, "lab/bulk/big") || strings.Contains(out, "acme/") || !strings.Contains(out, "finished") || !strings.Contains(out, "PROVIDER RETRIES") {
+	if out, _ := cliOut(t, "batches", "lab"); !strings.Contains(out, "lab/bulk/big") || strings.Contains(out, "acme/") || !strings.Contains(out, "finished") || !strings.Contains(out, "PROVIDER-RETRIES") {
 		t.Errorf("batches lab:\n%s", out)
 	}
 	if out, _ := cliOut(t, "status", "--all"); !strings.Contains(out, "1 waiting of 1; 1 provider retries") {

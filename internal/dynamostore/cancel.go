@@ -118,6 +118,10 @@ func (s *Store) pauseIfNot(ctx context.Context, scope string, now time.Time) (bo
 			attrPK: &types.AttributeValueMemberS{Value: pkPauses}, attrSK: &types.AttributeValueMemberS{Value: scope},
 			attrScope: &types.AttributeValueMemberS{Value: scope}, "since": &types.AttributeValueMemberS{Value: stamp(now)},
 		},
+		// Guard: a cancel writes its own pause only where none stands, and
+		// lifts only the pause it wrote, so an operator's pause of the scope
+		// outlives the cancel. Without it TestCancelKeepsAnOperatorsPause
+		// fails (make mutate: cancel-keeps-operators-pause).
 		ConditionExpression: aws.String("attribute_not_exists(pk)"),
 	})
 	if isConditionFailed(err) {
@@ -131,9 +135,15 @@ func (s *Store) pauseIfNot(ctx context.Context, scope string, now time.Time) (bo
 // gone is not written.
 func (s *Store) markQueue(ctx context.Context, k scheduler.QueueKey, tok string, on bool) error {
 	u := expression.Set(name(attrCancelling), value(tok))
+	// Guard: a mark is written on a queue item that exists, never creating
+	// a stray one (a queue emptied and tidied away meanwhile needs none).
 	cond := name(attrPK).AttributeExists()
 	if !on {
 		u = expression.Remove(name(attrCancelling))
+		// Guard: a cancel lifts its own mark only; a second cancel of an
+		// overlapping scope, still sweeping, keeps its queues closed to
+		// claims. Without it TestACancelLiftsOnlyItsOwnMark fails (make
+		// mutate: cancel-lifts-own-mark).
 		cond = cond.And(name(attrCancelling).Equal(value(tok)))
 	}
 	e, err := expression.NewBuilder().WithUpdate(u).WithCondition(cond).Build()

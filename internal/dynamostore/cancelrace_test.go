@@ -120,6 +120,25 @@ func TestCancelKeepsAnOperatorsPause(t *testing.T) {
 	}
 }
 
+// TestACancelLiftsOnlyItsOwnMark: a cancel that ends while another, of
+// an overlapping scope, still sweeps leaves the other's mark on the queue.
+func TestACancelLiftsOnlyItsOwnMark(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	submit(t, s, batch("ops", "bulk", "cx", "gpt", -1, 5))
+	k := scheduler.QueueKey{Account: "ops", Project: "bulk", Batch: "cx", Model: "gpt"}
+	if err := s.markQueue(ctx, k, "other-cancel", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.markQueue(ctx, k, "this-cancel", false); err != nil && !isConditionFailed(err) {
+		t.Fatal(err)
+	}
+	q, _, err := s.readQueue(ctx, queuePK(k))
+	if err != nil || q.Cancelling != "other-cancel" {
+		t.Errorf("queue mark %q, %v; want the other cancel's kept", q.Cancelling, err)
+	}
+}
+
 // TestSlowClaimRefusesAQueueMarkedAfterItsRead: a cancel's mark written
 // between a one-queue claim's read of the queue and its transaction
 // refuses the transaction; the claim then reads the mark and takes

@@ -316,4 +316,16 @@ var Mutations = []Mutation{
 		Edits: []Edit{{`cond := unmarked()`, `cond := ` + always}},
 		Pkg:   "./internal/dynamostore", Tests: []string{"TestSlowClaimRefusesAQueueMarkedAfterItsRead"},
 	},
+	{
+		Name: "cancel-keeps-operators-pause", Why: "a cancel lifts only the pause it wrote, never the operator's",
+		File:  "internal/dynamostore/cancel.go",
+		Edits: []Edit{{`ConditionExpression: aws.String("attribute_not_exists(pk)"),`, ``}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestCancelKeepsAnOperatorsPause"},
+	},
+	{
+		Name: "cancel-lifts-own-mark", Why: "a cancel lifts its own mark on a queue, never another cancel's",
+		File:  "internal/dynamostore/cancel.go",
+		Edits: []Edit{{`cond = cond.And(name(attrCancelling).Equal(value(tok)))`, `cond = cond.And(` + always + `)`}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestACancelLiftsOnlyItsOwnMark"},
+	},
 }
