@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
@@ -29,14 +28,7 @@ import (
 // fakes, so the real clients serialize every call.
 func TestFlowsUnderTheTemplatesRole(t *testing.T) {
 	ctx := context.Background()
-	stack, err := iamcheck.LoadTemplate(map[string]string{"Subnets": "subnet-1", "SecurityGroups": "sg-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	check, err := stack.FunctionChecker("SchedulerFunction")
-	if err != nil {
-		t.Fatal(err)
-	}
+	stack, check := iamcheck.Function(t, "SchedulerFunction", map[string]string{"Subnets": "subnet-1", "SecurityGroups": "sg-1"})
 	ddb := localaws.DynamoDB(t)
 	ecsFake, cw := awsfake.NewECS(), awsfake.NewCloudWatch()
 	t.Cleanup(ecsFake.Close)
@@ -111,9 +103,7 @@ func TestFlowsUnderTheTemplatesRole(t *testing.T) {
 	if d := check.Denied(); len(d) > 0 {
 		t.Errorf("SchedulerRole refused %d calls the scheduler makes:\n%s\nthe function logged:\n%s", len(d), check.Report(), tail(logs.String()))
 	}
-	if extra := check.Unexercised(iamcheck.LambdaPlatform...); len(extra) > 0 {
-		t.Errorf("SchedulerRole grants what no flow used (drop it, or add the flow that needs it):\n  %s", strings.Join(extra, "\n  "))
-	}
+	check.RequireExercised(t, "SchedulerRole")
 }
 
 func tail(s string) string {

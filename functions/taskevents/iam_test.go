@@ -25,14 +25,7 @@ import (
 // TaskEventsRole grants it on that resource (internal/iamcheck).
 func TestFlowsUnderTheTemplatesRole(t *testing.T) {
 	ctx := context.Background()
-	stack, err := iamcheck.LoadTemplate(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check, err := stack.FunctionChecker("TaskEventsFunction")
-	if err != nil {
-		t.Fatal(err)
-	}
+	stack, check := iamcheck.Function(t, "TaskEventsFunction", nil)
 	ddb := localaws.DynamoDB(t)
 	env := stack.Setenv(t, "TaskEventsFunction", map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": ddb})
 	store := dynamotest.Tables(t, ddb, env["EVALSCHED_TABLE_PREFIX"], scheduler.ModelConfig{Enabled: true, MaxLimit: 10})
@@ -84,7 +77,5 @@ func TestFlowsUnderTheTemplatesRole(t *testing.T) {
 	if d := check.Denied(); len(d) > 0 {
 		t.Errorf("TaskEventsRole refused %d calls the function makes:\n%s\nthe function logged:\n%s", len(d), check.Report(), logs.String())
 	}
-	if extra := check.Unexercised(iamcheck.LambdaPlatform...); len(extra) > 0 {
-		t.Errorf("TaskEventsRole grants what no flow used (drop it, or add the flow that needs it):\n  %s", strings.Join(extra, "\n  "))
-	}
+	check.RequireExercised(t, "TaskEventsRole")
 }
