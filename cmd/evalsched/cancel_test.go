@@ -23,7 +23,7 @@ func waitingOf(t *testing.T, st *dynamostore.Store, account, project, batch stri
 	t.Helper()
 	n := 0
 	for _, k := range keys {
-		j, ok, err := st.Job(context.Background(), scheduler.JobID(account, project, batch, k))
+		j, ok, err := st.Job(context.Background(), domain.JobID(account, project, batch, k))
 		if err != nil || !ok {
 			t.Fatalf("job %s: %v %v", k, ok, err)
 		}
@@ -137,7 +137,7 @@ func TestCancelStopsLocalTasks(t *testing.T) {
 	states := func() map[domain.State]int {
 		n := map[domain.State]int{}
 		for _, k := range keys {
-			if j, ok, err := st.Job(ctx, scheduler.JobID("dev", "try", "b1", k)); err == nil && ok {
+			if j, ok, err := st.Job(ctx, domain.JobID("dev", "try", "b1", k)); err == nil && ok {
 				n[j.State]++
 			}
 		}

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/evalsched/evalsched/internal/memstore"
+	domain "github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/sampling"
 )
 
 // sampledReader reads a sampled batch's estimate; *dynamostore.Store has it.
 type sampledReader interface {
-	Sampled(ctx context.Context, batch string) (memstore.SampledBatch, bool, error)
+	Sampled(ctx context.Context, batch string) (domain.SampledBatch, bool, error)
 }
 
 // sampledView is what status and why show of a sampled batch: the pass
@@ -61,7 +61,7 @@ func (v *view) addSampling(ctx context.Context, st sampledReader) error {
 	return nil
 }
 
-func sampledViewOf(sb memstore.SampledBatch) *sampledView {
+func sampledViewOf(sb domain.SampledBatch) *sampledView {
 	sv := &sampledView{MOE: sb.Params.MOE, Confidence: sb.Params.Confidence, Estimate: sb.Estimate.Mean, HalfWidth: sb.Estimate.HalfWidth,
 		Results: sb.Estimate.Results, Jobs: sb.Estimate.Jobs, Stop: sb.Estimate.Stop, Strata: []sampledStratum{}, ExpectedResults: -1}
 	if r, err := sampling.NewRule(sb.Params); err == nil {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	domain "github.com/evalsched/evalsched/internal/job"
-	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/sampling"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -42,7 +41,7 @@ func TestStatusWhySampled(t *testing.T) {
 		if j.Key == "hard-9" || j.Key == "easy-9" {
 			continue // still running, no verdict
 		}
-		if _, err := st.RecordResult(ctx, j.ID, memstore.Result{Attempt: 1, Pass: passed[j.Key], At: time.Now(), Token: j.ResultToken}); err != nil {
+		if _, err := st.RecordResult(ctx, j.ID, domain.Result{Attempt: 1, Pass: passed[j.Key], At: time.Now(), Token: j.ResultToken}); err != nil {
 			t.Fatal(err)
 		}
 		results++
@@ -120,7 +119,7 @@ func TestStatusWhySampled(t *testing.T) {
 func stoppedSampledBatch(t *testing.T, st interface {
 	Submit(ctx context.Context, b domain.BatchSpec, now time.Time) (int, error)
 	Commit(ctx context.Context, plan scheduler.Plan, read scheduler.Versions) (scheduler.Committed, error)
-	RecordResult(ctx context.Context, jobID string, r memstore.Result) (bool, error)
+	RecordResult(ctx context.Context, jobID string, r domain.Result) (bool, error)
 }) int {
 	t.Helper()
 	ctx := context.Background()
@@ -143,7 +142,7 @@ func stoppedSampledBatch(t *testing.T, st interface {
 			return ran
 		}
 		for _, j := range c.Claimed {
-			if _, err := st.RecordResult(ctx, j.ID, memstore.Result{Attempt: j.Attempt, Pass: j.Key[0] == 'a', At: time.Now(), Token: j.ResultToken}); err != nil {
+			if _, err := st.RecordResult(ctx, j.ID, domain.Result{Attempt: j.Attempt, Pass: j.Key[0] == 'a', At: time.Now(), Token: j.ResultToken}); err != nil {
 				t.Fatal(err)
 			}
 			ran++
@@ -185,7 +184,7 @@ func TestStoppedSampledBatchCounts(t *testing.T) {
 	found := false
 	for i := range 300 {
 		key := fmt.Sprintf("%c%03d", "ab"[i/150], i%150)
-		j, _, err := st.Job(context.Background(), scheduler.JobID("acme", "evals", "early", key))
+		j, _, err := st.Job(context.Background(), domain.JobID("acme", "evals", "early", key))
 		if err != nil || j.State != domain.Skipped {
 			continue
 		}

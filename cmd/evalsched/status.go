@@ -496,7 +496,7 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 			// Not a batch: ACCOUNT/PROJECT/BATCH/KEY, the last name a job's key.
 			if i := strings.LastIndex(target, "/"); strings.Count(target, "/") >= 3 {
 				b, _, _ := parseScope(target[:i])
-				jobID = scheduler.JobID(b.Account, b.Project, b.Batch, target[i+1:])
+				jobID = domain.JobID(b.Account, b.Project, b.Batch, target[i+1:])
 			}
 		}
 	}

@@ -135,7 +135,7 @@ func TestPinStatusWhy(t *testing.T) {
 		!strings.Contains(out, "provider concurrency: 3 set; target depth steered to 0.05 of 10") {
 		t.Errorf("why: got %d\n%s", code, out)
 	}
-	jobID := scheduler.JobID("acme", "search", "b17", "a")
+	jobID := domain.JobID("acme", "search", "b17", "a")
 	out, _, code = cli(t, "why", jobID)
 	if code != exitOK || !strings.Contains(out, "WAITING, attempt 1 of 3") || !strings.Contains(out, "tier 0 (account pin)") {
 		t.Errorf("why JOB: got %d\n%s", code, out)

@@ -93,7 +93,7 @@ func TestFlowsUnderTheTemplatesRole(t *testing.T) {
 	}
 	skipped := 0
 	for i := range 20 {
-		j, _, err := store.Job(ctx, scheduler.JobID(sampled.Account, sampled.Project, sampled.Batch, fmt.Sprintf("q-%d", i)))
+		j, _, err := store.Job(ctx, job.JobID(sampled.Account, sampled.Project, sampled.Batch, fmt.Sprintf("q-%d", i)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -208,7 +208,7 @@ func plural(n int) string {
 	return "s"
 }
 
-// jobIDLen is the length of scheduler.JobID's ids.
+// jobIDLen is the length of job.JobID's ids.
 const jobIDLen = 32
 
 // attemptLen is the length of the longest EVALSCHED_ATTEMPT value, "10".

@@ -14,7 +14,6 @@ import (
 
 	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/resulttoken"
-	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
 var cfg3 = DefaultConfig()
@@ -338,7 +337,7 @@ func envList(m Message, j Job) []map[string]string {
 		model = m.Model
 	}
 	return append(list,
-		map[string]string{"name": "EVALSCHED_JOB_ID", "value": scheduler.JobID(m.Account, m.Project, m.Batch, j.Key)},
+		map[string]string{"name": "EVALSCHED_JOB_ID", "value": job.JobID(m.Account, m.Project, m.Batch, j.Key)},
 		map[string]string{"name": "EVALSCHED_BATCH", "value": m.ID()},
 		map[string]string{"name": "EVALSCHED_MODEL", "value": model},
 		map[string]string{"name": "EVALSCHED_ATTEMPT", "value": "10"},
@@ -404,8 +403,8 @@ func TestOverrideLimit(t *testing.T) {
 }
 
 func TestJobIDLen(t *testing.T) {
-	if n := len(scheduler.JobID("a", "p", "b", "k")); n != jobIDLen {
-		t.Errorf("scheduler.JobID is %d characters; OverrideSize counts %d", n, jobIDLen)
+	if n := len(job.JobID("a", "p", "b", "k")); n != jobIDLen {
+		t.Errorf("job.JobID is %d characters; OverrideSize counts %d", n, jobIDLen)
 	}
 }
 

@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/evalsched/evalsched/internal/job"
-	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/sampling"
 )
 
@@ -85,7 +84,7 @@ func TestSubmitRefusesConflicts(t *testing.T) {
 			}
 			before := stateItems(t, s)
 			n, err := s.Submit(ctx, tc.msg, t0)
-			var ce *memstore.ConflictError
+			var ce *job.ConflictError
 			if n != 0 || !errors.As(err, &ce) || !errors.Is(err, ErrConflict) || !slices.Contains(ce.Reasons, tc.reason) {
 				t.Fatalf("got %d created, %v; want none and a conflict %q", n, err, tc.reason)
 			}

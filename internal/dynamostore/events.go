@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/evalsched/evalsched/internal/job"
-	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -76,7 +75,7 @@ func (s *Store) RecordLaunches(ctx context.Context, now time.Time, results []sch
 		j, ok := jobs[r.JobID]
 		var err error
 		if !ok {
-			err = memstore.ErrUnknownJob
+			err = job.ErrUnknownJob
 		} else {
 			err = s.recordLaunch(ctx, j, r, now)
 		}
@@ -145,7 +144,7 @@ func (s *Store) recordLaunch(ctx context.Context, j jobItem, r scheduler.LaunchR
 			return err
 		}
 		if j, ok, err = s.readJob(ctx, r.JobID); err != nil || !ok {
-			return cmp.Or(err, memstore.ErrUnknownJob)
+			return cmp.Or(err, job.ErrUnknownJob)
 		}
 	}
 }
@@ -185,7 +184,7 @@ func (s *Store) TaskStarted(ctx context.Context, jobID string, attempt int, now 
 			return fmt.Errorf("task started for %s: %w", jobID, err)
 		}
 		if !ok {
-			return fmt.Errorf("task started for %s: %w", jobID, memstore.ErrUnknownJob)
+			return fmt.Errorf("task started for %s: %w", jobID, job.ErrUnknownJob)
 		}
 		c, ok := job.Apply(j.current(), job.Event{Kind: job.Start, Attempt: attempt})
 		if !ok {
@@ -221,7 +220,7 @@ func (s *Store) TaskStopped(ctx context.Context, jobID string, attempt int, exit
 			return fmt.Errorf("task stopped for %s: %w", jobID, err)
 		}
 		if !ok {
-			return fmt.Errorf("task stopped for %s: %w", jobID, memstore.ErrUnknownJob)
+			return fmt.Errorf("task stopped for %s: %w", jobID, job.ErrUnknownJob)
 		}
 		c, ok := job.Apply(j.current(), job.Event{Kind: job.Stop, Attempt: attempt, Exit: exit})
 		if !ok {

@@ -91,7 +91,7 @@ func TestBatchedClaimsFromOneSnapshot(t *testing.T) {
 	snapA, snapB := snapshot(t, a), snapshot(t, b)
 	planA, planB := planFromSnapshot(t0, snapA, 2), planFromSnapshot(t0, snapB, 2)
 	var gotA []scheduler.Job
-	first := scheduler.JobID("lab", "p", "b0", batches[0].Jobs[0].Key)
+	first := job.JobID("lab", "p", "b0", batches[0].Jobs[0].Key)
 	c.before = beforeClaimOf(jobPK(first), func() {
 		committed, err := a.Commit(context.Background(), planA, snapA.Versions)
 		if err != nil || len(committed.Stale) > 0 {
@@ -165,7 +165,7 @@ func batchQueue(b job.BatchSpec) string {
 // another release): the job and the queue's counts, nothing else.
 func cancelByHand(t testing.TB, s *Store, b job.BatchSpec, i int) {
 	t.Helper()
-	id := scheduler.JobID(b.Account, b.Project, b.Batch, b.Jobs[i].Key)
+	id := job.JobID(b.Account, b.Project, b.Batch, b.Jobs[i].Key)
 	qpk := batchQueue(b)
 	_, err := client.TransactWriteItems(context.Background(), &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Update: &types.Update{TableName: aws.String(s.tables.State), Key: key(jobPK(id), skJob),
@@ -198,7 +198,7 @@ func TestClaimSkipsAJobThatLeftWaitingAfterItWasRead(t *testing.T) {
 				snap := snapshot(t, s)
 				plan, read = planFromSnapshot(t0, snap, 2), snap.Versions
 			}
-			id := scheduler.JobID(b.Account, b.Project, b.Batch, b.Jobs[0].Key)
+			id := job.JobID(b.Account, b.Project, b.Batch, b.Jobs[0].Key)
 			c.before = beforeClaimOf(jobPK(id), func() { cancelByHand(t, s, b, 0) })
 			got := commitRead(t, s, plan, read)
 			c.before = nil
@@ -380,7 +380,7 @@ func TestClaimKeepsAQueueThatGrewActive(t *testing.T) {
 				plan, read = planFromSnapshot(t0, snap, 3), snap.Versions
 				grow()
 			} else {
-				c.before = beforeClaimOf(jobPK(scheduler.JobID("lab", "p", "b", b.Jobs[0].Key)), grow)
+				c.before = beforeClaimOf(jobPK(job.JobID("lab", "p", "b", b.Jobs[0].Key)), grow)
 			}
 			got := commitRead(t, s, plan, read)
 			c.before = nil

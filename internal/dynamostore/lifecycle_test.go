@@ -66,7 +66,7 @@ func TestStoresFollowTheTranscripts(t *testing.T) {
 						t.Fatalf("submit: %d, %v", n, err)
 					}
 				}
-				id := scheduler.JobID(b.Account, b.Project, b.Batch, "k")
+				id := job.JobID(b.Account, b.Project, b.Batch, "k")
 				model := jobtest.New(sc)
 				for n, step := range sc.Steps {
 					if step.Totals != "" {

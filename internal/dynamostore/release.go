@@ -86,7 +86,7 @@ func (s *Store) putWaits(ctx context.Context, b job.BatchSpec) error {
 	batch := b.Account + "/" + b.Project + "/" + b.Batch
 	reqs := make([]types.WriteRequest, 0, len(b.Jobs))
 	for _, js := range b.Jobs {
-		w := waitItem{PK: waitPK(batch, js.Stratum), SK: waitSK(batch, js.Key), ID: scheduler.JobID(b.Account, b.Project, b.Batch, js.Key), Attempt: 1}
+		w := waitItem{PK: waitPK(batch, js.Stratum), SK: waitSK(batch, js.Key), ID: job.JobID(b.Account, b.Project, b.Batch, js.Key), Attempt: 1}
 		item, err := attributevalue.MarshalMap(w)
 		if err != nil {
 			return err

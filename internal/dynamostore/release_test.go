@@ -155,7 +155,7 @@ func TestSampledClaimsFollowAllocate(t *testing.T) {
 				continue
 			}
 			perStratum[j.Key[0]]++
-			r := memstore.Result{Attempt: j.Attempt, Pass: neymanPass(j.Key), At: t0, Token: j.ResultToken}
+			r := job.Result{Attempt: j.Attempt, Pass: neymanPass(j.Key), At: t0, Token: j.ResultToken}
 			if ok, err := s.RecordResult(ctx, j.ID, r); !ok || err != nil {
 				t.Fatalf("record %s: %v %v", j.Key, ok, err)
 			}

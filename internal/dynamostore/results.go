@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/evalsched/evalsched/internal/job"
-	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/resulttoken"
 )
 
@@ -33,17 +32,17 @@ type resultAttrs struct {
 // attempt, so a stale attempt's result and SQS's redelivery change
 // nothing. A job of a sampled batch counts toward its stratum in the same
 // transaction (sampled.go), once per job. It reports whether the result
-// was recorded; an unknown job is memstore.ErrUnknownJob (the sender named
+// was recorded; an unknown job is job.ErrUnknownJob (the sender named
 // a job that does not exist) and a result for the current attempt without
-// its token memstore.ErrWrongToken (a sandbox speaking for another job):
+// its token job.ErrWrongToken (a sandbox speaking for another job):
 // both are the dead-letter queue's.
-func (s *Store) RecordResult(ctx context.Context, jobID string, r memstore.Result) (bool, error) {
+func (s *Store) RecordResult(ctx context.Context, jobID string, r job.Result) (bool, error) {
 	j, ok, err := s.readJob(ctx, jobID)
 	switch {
 	case err != nil:
 		return false, fmt.Errorf("result for %s: %w", jobID, err)
 	case !ok:
-		return false, fmt.Errorf("result for %s: %w", jobID, memstore.ErrUnknownJob)
+		return false, fmt.Errorf("result for %s: %w", jobID, job.ErrUnknownJob)
 	case r.Token == "":
 		return false, refusal(jobID, j, r) // no token matches none: nothing to write
 	}
@@ -126,7 +125,7 @@ func (s *Store) RecordResult(ctx context.Context, jobID string, r memstore.Resul
 
 // refusalOf reads why a result's write was refused from the job item as
 // the write found it (refusal).
-func refusalOf(jobID string, old map[string]types.AttributeValue, r memstore.Result) error {
+func refusalOf(jobID string, old map[string]types.AttributeValue, r job.Result) error {
 	var j jobItem
 	if len(old) == 0 || attributevalue.UnmarshalMap(old, &j) != nil {
 		return nil
@@ -136,34 +135,34 @@ func refusalOf(jobID string, old map[string]types.AttributeValue, r memstore.Res
 
 // refusal says why a result is refused by the job item j: one for the
 // job's current attempt, run, without that attempt's token is a forgery
-// (memstore.ErrWrongToken, compared in constant time); anything else is a
+// (job.ErrWrongToken, compared in constant time); anything else is a
 // stale or repeated result (nil).
-func refusal(jobID string, j jobItem, r memstore.Result) error {
+func refusal(jobID string, j jobItem, r job.Result) error {
 	switch j.State {
 	case job.Claimed, job.Launched, job.Running, job.Succeeded, job.Failed:
 		if j.Attempt == r.Attempt && !resulttoken.Equal(r.Token, j.ResultToken) {
-			return fmt.Errorf("result for %s attempt %d: %w", jobID, r.Attempt, memstore.ErrWrongToken)
+			return fmt.Errorf("result for %s attempt %d: %w", jobID, r.Attempt, job.ErrWrongToken)
 		}
 	}
 	return nil
 }
 
 // JobResult reads the verdict recorded for a job (ok false: none yet).
-func (s *Store) JobResult(ctx context.Context, jobID string) (memstore.Result, bool, error) {
+func (s *Store) JobResult(ctx context.Context, jobID string) (job.Result, bool, error) {
 	res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(s.tables.State), Key: key(jobPK(jobID), skJob), ConsistentRead: aws.Bool(true),
 		ProjectionExpression: aws.String("result_attempt, result_pass, result_score, result_at"),
 	})
 	if err != nil {
-		return memstore.Result{}, false, fmt.Errorf("read result of %s: %w", jobID, err)
+		return job.Result{}, false, fmt.Errorf("read result of %s: %w", jobID, err)
 	}
 	if _, has := res.Item["result_attempt"]; !has {
-		return memstore.Result{}, false, nil
+		return job.Result{}, false, nil
 	}
 	var a resultAttrs
 	if err := attributevalue.UnmarshalMap(res.Item, &a); err != nil {
-		return memstore.Result{}, false, fmt.Errorf("read result of %s: %w", jobID, err)
+		return job.Result{}, false, fmt.Errorf("read result of %s: %w", jobID, err)
 	}
 	at, _ := parseStamp(a.At)
-	return memstore.Result{Attempt: a.Attempt, Pass: a.Pass, Score: a.Score, At: at}, true, nil
+	return job.Result{Attempt: a.Attempt, Pass: a.Pass, Score: a.Score, At: at}, true, nil
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/evalsched/evalsched/internal/job"
-	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/resulttoken"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -29,7 +28,7 @@ func TestRecordResultPerAttempt(t *testing.T) {
 	launchAll(t, s, nil)
 	waiting := jobAt(t, s, b, 1)
 	score := 0.75
-	record := func(id string, r memstore.Result) bool {
+	record := func(id string, r job.Result) bool {
 		t.Helper()
 		ok, err := s.RecordResult(ctx, id, r)
 		if err != nil {
@@ -37,16 +36,16 @@ func TestRecordResultPerAttempt(t *testing.T) {
 		}
 		return ok
 	}
-	if record(waiting.ID, memstore.Result{Attempt: 1, Pass: true, At: t0, Token: j.ResultToken}) {
+	if record(waiting.ID, job.Result{Attempt: 1, Pass: true, At: t0, Token: j.ResultToken}) {
 		t.Error("a waiting job's result was recorded")
 	}
-	if record(j.ID, memstore.Result{Attempt: 2, Pass: true, At: t0, Token: j.ResultToken}) {
+	if record(j.ID, job.Result{Attempt: 2, Pass: true, At: t0, Token: j.ResultToken}) {
 		t.Error("a result for an attempt the job has not reached was recorded")
 	}
-	if !record(j.ID, memstore.Result{Attempt: 1, Pass: false, Score: &score, At: t0, Token: j.ResultToken}) {
+	if !record(j.ID, job.Result{Attempt: 1, Pass: false, Score: &score, At: t0, Token: j.ResultToken}) {
 		t.Fatal("the current attempt's result was not recorded")
 	}
-	if record(j.ID, memstore.Result{Attempt: 1, Pass: true, At: t0, Token: j.ResultToken}) {
+	if record(j.ID, job.Result{Attempt: 1, Pass: true, At: t0, Token: j.ResultToken}) {
 		t.Error("a repeated result was recorded")
 	}
 	r, ok, err := s.JobResult(ctx, j.ID)
@@ -64,25 +63,25 @@ func TestRecordResultPerAttempt(t *testing.T) {
 	if w, _, _ := s.Job(ctx, j.ID); w.State != job.Waiting || w.Attempt != 2 {
 		t.Fatalf("after the lost task: %s attempt %d, want WAITING attempt 2", w.State, w.Attempt)
 	}
-	if record(j.ID, memstore.Result{Attempt: 2, Pass: true, At: t0, Token: j.ResultToken}) {
+	if record(j.ID, job.Result{Attempt: 2, Pass: true, At: t0, Token: j.ResultToken}) {
 		t.Error("a result for a job waiting again was recorded")
 	}
 	j2 := commit(t, s, grant(t0, b, 1))[0]
 	if j2.ID != j.ID || j2.Attempt != 2 {
 		t.Fatalf("claimed %s attempt %d, want %s attempt 2", j2.ID, j2.Attempt, j.ID)
 	}
-	if record(j.ID, memstore.Result{Attempt: 1, Pass: true, At: t0, Token: j.ResultToken}) {
+	if record(j.ID, job.Result{Attempt: 1, Pass: true, At: t0, Token: j.ResultToken}) {
 		t.Error("attempt 1's result was recorded while attempt 2 runs")
 	}
-	if !record(j.ID, memstore.Result{Attempt: 2, Pass: true, At: t0, Token: j2.ResultToken}) {
+	if !record(j.ID, job.Result{Attempt: 2, Pass: true, At: t0, Token: j2.ResultToken}) {
 		t.Fatal("attempt 2's result was not recorded")
 	}
 	if r, _, _ := s.JobResult(ctx, j.ID); !r.Pass || r.Attempt != 2 || r.Score != nil {
 		t.Errorf("JobResult = %+v, want attempt 2's pass without a score", r)
 	}
 
-	_, err = s.RecordResult(ctx, strings.Repeat("f", 32), memstore.Result{Attempt: 1, Token: j.ResultToken})
-	if !errors.Is(err, memstore.ErrUnknownJob) {
+	_, err = s.RecordResult(ctx, strings.Repeat("f", 32), job.Result{Attempt: 1, Token: j.ResultToken})
+	if !errors.Is(err, job.ErrUnknownJob) {
 		t.Errorf("unknown job: %v, want ErrUnknownJob", err)
 	}
 }
@@ -155,22 +154,22 @@ func TestRecordResultNeedsTheAttemptsToken(t *testing.T) {
 	for name, tok := range map[string]resulttoken.Token{
 		"none": "", "sibling's": sibling.ResultToken, "guessed": resulttoken.New(), "attempt 1's": j.ResultToken,
 	} {
-		ok, err := s.RecordResult(ctx, j.ID, memstore.Result{Attempt: 2, Pass: true, At: t0, Token: tok})
-		if ok || !errors.Is(err, memstore.ErrWrongToken) {
+		ok, err := s.RecordResult(ctx, j.ID, job.Result{Attempt: 2, Pass: true, At: t0, Token: tok})
+		if ok || !errors.Is(err, job.ErrWrongToken) {
 			t.Errorf("%s token: %v, %v; want refused with ErrWrongToken", name, ok, err)
 		}
 	}
 	if _, ok, _ := s.JobResult(ctx, j.ID); ok {
 		t.Fatal("a refused result was recorded")
 	}
-	if ok, err := s.RecordResult(ctx, j.ID, memstore.Result{Attempt: 2, Pass: true, At: t0, Token: j2.ResultToken}); !ok || err != nil {
+	if ok, err := s.RecordResult(ctx, j.ID, job.Result{Attempt: 2, Pass: true, At: t0, Token: j2.ResultToken}); !ok || err != nil {
 		t.Fatalf("the attempt's own result: %v, %v", ok, err)
 	}
 	// Recorded: a forgery is still told apart from a repeat.
-	if ok, err := s.RecordResult(ctx, j.ID, memstore.Result{Attempt: 2, Pass: false, At: t0, Token: sibling.ResultToken}); ok || !errors.Is(err, memstore.ErrWrongToken) {
+	if ok, err := s.RecordResult(ctx, j.ID, job.Result{Attempt: 2, Pass: false, At: t0, Token: sibling.ResultToken}); ok || !errors.Is(err, job.ErrWrongToken) {
 		t.Errorf("a forgery after the verdict: %v, %v; want ErrWrongToken", ok, err)
 	}
-	if ok, err := s.RecordResult(ctx, j.ID, memstore.Result{Attempt: 2, Pass: true, At: t0, Token: j2.ResultToken}); ok || err != nil {
+	if ok, err := s.RecordResult(ctx, j.ID, job.Result{Attempt: 2, Pass: true, At: t0, Token: j2.ResultToken}); ok || err != nil {
 		t.Errorf("a repeat: %v, %v; want ignored", ok, err)
 	}
 }
@@ -201,7 +200,7 @@ func TestForgedResultsRaceTheTrueOne(t *testing.T) {
 	for i, j := range jobs {
 		results[i] = make([]outcome, forgers+1)
 		for k := range forgers + 1 {
-			r := memstore.Result{Attempt: j.Attempt, Pass: false, At: t0, Token: resulttoken.New()} // forged: fail
+			r := job.Result{Attempt: j.Attempt, Pass: false, At: t0, Token: resulttoken.New()} // forged: fail
 			if k%2 == 1 {
 				r.Token = jobs[(i+1)%len(jobs)].ResultToken // a sibling's
 			}
@@ -220,7 +219,7 @@ func TestForgedResultsRaceTheTrueOne(t *testing.T) {
 	for i, j := range jobs {
 		for k, o := range results[i] {
 			switch {
-			case o.forged && (o.ok || !errors.Is(o.err, memstore.ErrWrongToken)):
+			case o.forged && (o.ok || !errors.Is(o.err, job.ErrWrongToken)):
 				t.Errorf("%s: forgery %d: recorded %v, %v; want refused with ErrWrongToken", j.Key, k, o.ok, o.err)
 			case !o.forged && (!o.ok || o.err != nil):
 				t.Errorf("%s: the true verdict: recorded %v, %v", j.Key, o.ok, o.err)

@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/evalsched/evalsched/internal/job"
-	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/sampling"
 )
 
@@ -132,7 +131,7 @@ func (s *Store) countResult(j jobItem, pass bool) (types.TransactWriteItem, erro
 // parameters, the strata's sizes and results, the estimate ± half-width of
 // the batch and of each stratum, and whether the stop rule holds (every
 // part arrived). ok is false for a batch that is not sampled. One Query.
-func (s *Store) Sampled(ctx context.Context, batch string) (memstore.SampledBatch, bool, error) {
+func (s *Store) Sampled(ctx context.Context, batch string) (job.SampledBatch, bool, error) {
 	items, err := s.query(ctx, &dynamodb.QueryInput{
 		TableName:                 aws.String(s.tables.State),
 		KeyConditionExpression:    aws.String("pk = :pk"),
@@ -140,7 +139,7 @@ func (s *Store) Sampled(ctx context.Context, batch string) (memstore.SampledBatc
 		ConsistentRead:            aws.Bool(true),
 	}, 0)
 	if err != nil {
-		return memstore.SampledBatch{}, false, fmt.Errorf("read sampling of %s: %w", batch, err)
+		return job.SampledBatch{}, false, fmt.Errorf("read sampling of %s: %w", batch, err)
 	}
 	var (
 		p      sampling.Params
@@ -168,7 +167,7 @@ func (s *Store) Sampled(ctx context.Context, batch string) (memstore.SampledBatc
 				Stop string  `dynamodbav:"stop_reason"`
 			}
 			if err := attributevalue.UnmarshalMap(it, &v); err != nil {
-				return memstore.SampledBatch{}, false, fmt.Errorf("read sampling of %s: %w", batch, err)
+				return job.SampledBatch{}, false, fmt.Errorf("read sampling of %s: %w", batch, err)
 			}
 			p, found = sampling.Params{MOE: v.MOE, Confidence: v.Conf, MinPerStratum: v.Min}, true
 			stop = v.Stop
@@ -177,7 +176,7 @@ func (s *Store) Sampled(ctx context.Context, batch string) (memstore.SampledBatc
 				Strata map[string]int `dynamodbav:"strata"`
 			}
 			if err := attributevalue.UnmarshalMap(it, &v); err != nil {
-				return memstore.SampledBatch{}, false, fmt.Errorf("read sampling of %s: %w", batch, err)
+				return job.SampledBatch{}, false, fmt.Errorf("read sampling of %s: %w", batch, err)
 			}
 			for name, jobs := range v.Strata {
 				stratum(name).Jobs += jobs
@@ -189,31 +188,31 @@ func (s *Store) Sampled(ctx context.Context, batch string) (memstore.SampledBatc
 				Released int `dynamodbav:"released"`
 			}
 			if err := attributevalue.UnmarshalMap(it, &v); err != nil {
-				return memstore.SampledBatch{}, false, fmt.Errorf("read sampling of %s: %w", batch, err)
+				return job.SampledBatch{}, false, fmt.Errorf("read sampling of %s: %w", batch, err)
 			}
 			st := stratum(strings.TrimPrefix(sk.Value, stratumPrefix))
 			st.Results, st.Passes, st.Released = v.Results, v.Passes, v.Released
 		}
 	}
 	if !found {
-		return memstore.SampledBatch{}, false, nil
+		return job.SampledBatch{}, false, nil
 	}
 	rule, err := sampling.NewRule(p)
 	if err != nil {
-		return memstore.SampledBatch{}, false, fmt.Errorf("read sampling of %s: %w", batch, err)
+		return job.SampledBatch{}, false, fmt.Errorf("read sampling of %s: %w", batch, err)
 	}
-	out := memstore.SampledBatch{Batch: batch, Params: p, Stopped: stop != "", Reason: stop}
+	out := job.SampledBatch{Batch: batch, Params: p, Stopped: stop != "", Reason: stop}
 	var counts []sampling.Stratum
 	for _, n := range slices.Sorted(maps.Keys(strata)) {
 		c := *strata[n]
 		counts = append(counts, c)
-		out.Strata = append(out.Strata, memstore.SampledStratum{Stratum: c, Estimate: rule.Estimate([]sampling.Stratum{c})})
+		out.Strata = append(out.Strata, job.SampledStratum{Stratum: c, Estimate: rule.Estimate([]sampling.Stratum{c})})
 	}
 	out.Estimate = rule.Estimate(counts)
 	a, pr, b := splitBatch(batch)
 	seen, total, err := s.BatchParts(ctx, a, pr, b)
 	if err != nil {
-		return memstore.SampledBatch{}, false, err
+		return job.SampledBatch{}, false, err
 	}
 	if total > 0 && len(seen) < total {
 		out.Estimate.Stop = false // the strata's sizes are not all known yet

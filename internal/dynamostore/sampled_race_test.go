@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/evalsched/evalsched/internal/job"
-	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/sampling"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -45,7 +44,7 @@ func runUntilStopped(t *testing.T, s *Store, b job.BatchSpec) []scheduler.Job {
 			t.Fatal("ran out of jobs before the stop rule held")
 		}
 		j := jobs[0]
-		if _, err := s.RecordResult(ctx, j.ID, memstore.Result{Attempt: j.Attempt, Pass: j.Key[0] == 'a', At: t0, Token: j.ResultToken}); err != nil {
+		if _, err := s.RecordResult(ctx, j.ID, job.Result{Attempt: j.Attempt, Pass: j.Key[0] == 'a', At: t0, Token: j.ResultToken}); err != nil {
 			t.Fatal(err)
 		}
 		ran = append(ran, j)
@@ -79,7 +78,7 @@ func TestRacingResultDeliveriesCountOnce(t *testing.T) {
 	b := stopBatch()
 	submit(t, s, b)
 	j := commit(t, s, grant(t0, b, 1))[0]
-	r := memstore.Result{Attempt: 1, Pass: true, At: t0, Token: j.ResultToken}
+	r := job.Result{Attempt: 1, Pass: true, At: t0, Token: j.ResultToken}
 	c.before = once("TransactWriteItems", func() {
 		if ok, err := other.RecordResult(ctx, j.ID, r); !ok || err != nil {
 			t.Errorf("the first delivery: recorded %v, %v", ok, err)
@@ -175,7 +174,7 @@ func TestStopKeepsAQueueANewMessageCameTo(t *testing.T) {
 	if !found {
 		t.Error("the queue left the snapshot with a new job waiting in it")
 	}
-	if j, _, _ := s.Job(ctx, scheduler.JobID("acme", "p", "s", "late")); j.State != job.Waiting {
+	if j, _, _ := s.Job(ctx, job.JobID("acme", "p", "s", "late")); j.State != job.Waiting {
 		t.Errorf("the new job is %s, want WAITING", j.State)
 	}
 	check(t, s)

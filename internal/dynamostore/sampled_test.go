@@ -43,7 +43,7 @@ func TestSampledCountsResults(t *testing.T) {
 	for _, j := range jobs {
 		pass := j.Key != "p1-01" // hard (p1-00, p1-01): one of two passes; easy (p1-02, p1-03): both
 		for range 2 {            // delivered twice
-			if _, err := s.RecordResult(ctx, j.ID, memstore.Result{Attempt: 1, Pass: pass, At: t0, Token: j.ResultToken}); err != nil {
+			if _, err := s.RecordResult(ctx, j.ID, job.Result{Attempt: 1, Pass: pass, At: t0, Token: j.ResultToken}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -109,14 +109,14 @@ func TestSampledProviderFailureIsNotMeasured(t *testing.T) {
 		t.Errorf("after exit 75: released %d, results %d; want 1 and 0", st.Released, st.Results)
 	}
 	// The result message of the failed attempt, had one come, is stale.
-	if ok, err := s.RecordResult(ctx, failed.ID, memstore.Result{Attempt: 1, Pass: true, At: t0, Token: failed.ResultToken}); ok || err != nil {
+	if ok, err := s.RecordResult(ctx, failed.ID, job.Result{Attempt: 1, Pass: true, At: t0, Token: failed.ResultToken}); ok || err != nil {
 		t.Errorf("a verdict for the provider-failed attempt: %v, %v; want refused as stale", ok, err)
 	}
 	again := commit(t, s, grant(t0, b, 1))
 	if len(again) != 1 || again[0].ID != failed.ID || again[0].Attempt != 2 {
 		t.Fatalf("the next claim took %+v, want %s at attempt 2", again, failed.Key)
 	}
-	if ok, err := s.RecordResult(ctx, failed.ID, memstore.Result{Attempt: 2, Pass: true, At: t0, Token: again[0].ResultToken}); !ok || err != nil {
+	if ok, err := s.RecordResult(ctx, failed.ID, job.Result{Attempt: 2, Pass: true, At: t0, Token: again[0].ResultToken}); !ok || err != nil {
 		t.Fatalf("the verdict of attempt 2: %v, %v", ok, err)
 	}
 	if st := stratum(); st.Released != 2 || st.Results != 1 || st.Passes != 1 {
@@ -154,7 +154,7 @@ func TestSampledStopSkipsTheRest(t *testing.T) {
 			t.Fatal("ran out of jobs before the stop rule held")
 		}
 		for _, j := range jobs {
-			if _, err := s.RecordResult(ctx, j.ID, memstore.Result{Attempt: j.Attempt, Pass: j.Key[0] == 'a', At: t0, Token: j.ResultToken}); err != nil {
+			if _, err := s.RecordResult(ctx, j.ID, job.Result{Attempt: j.Attempt, Pass: j.Key[0] == 'a', At: t0, Token: j.ResultToken}); err != nil {
 				t.Fatal(err)
 			}
 			ran++
@@ -179,7 +179,7 @@ func TestSampledStopSkipsTheRest(t *testing.T) {
 	}
 	skipped := 0
 	for _, js := range b.Jobs {
-		j, _, _ := s.Job(ctx, scheduler.JobID(b.Account, b.Project, b.Batch, js.Key))
+		j, _, _ := s.Job(ctx, job.JobID(b.Account, b.Project, b.Batch, js.Key))
 		switch j.State {
 		case job.Skipped:
 			skipped++
@@ -269,7 +269,7 @@ func TestSampledRepeatedKeyCountsOnce(t *testing.T) {
 			}
 			moved.Jobs[0].Stratum = "x"
 			_, err := s.Submit(ctx, moved, t0)
-			if !errors.Is(err, memstore.ErrConflict) || !strings.Contains(err.Error(), `jobs[0].stratum: "x", but the stored job "k044" is in stratum "z"`) {
+			if !errors.Is(err, job.ErrConflict) || !strings.Contains(err.Error(), `jobs[0].stratum: "x", but the stored job "k044" is in stratum "z"`) {
 				t.Errorf("a key moved to another stratum: %v, want a conflict naming jobs[0].stratum", err)
 			}
 		})

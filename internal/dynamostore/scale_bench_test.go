@@ -397,7 +397,7 @@ func populateDirect(tb testing.TB, s *Store, sc scale, claimable int) time.Durat
 				c := chunkItem{PK: pk, SK: chunkSK(int64(start)), Start: int64(start)}
 				for pos := start; pos < min(start+chunkSize, len(b.Jobs)); pos++ {
 					js := b.Jobs[pos]
-					id := scheduler.JobID(b.Account, b.Project, b.Batch, js.Key)
+					id := job.JobID(b.Account, b.Project, b.Batch, js.Key)
 					c.IDs = append(c.IDs, id)
 					if pos < claimable {
 						put(&reqs, jobItem{
@@ -1035,7 +1035,7 @@ func logItemSizes(tb testing.TB, s *Store, sc scale) {
 	tb.Helper()
 	b := sc.spec(0)
 	q := queuePK(scheduler.QueueKey{Account: b.Account, Project: b.Project, Batch: b.Batch, Model: b.Model})
-	id := scheduler.JobID(b.Account, b.Project, b.Batch, b.Jobs[0].Key)
+	id := job.JobID(b.Account, b.Project, b.Batch, b.Jobs[0].Key)
 	waiting, err := attributevalue.MarshalMap(jobItem{
 		PK: jobPK(id), SK: skJob, ID: id, Account: b.Account, Project: b.Project, Batch: b.Batch,
 		Key: b.Jobs[0].Key, Model: b.Model, Env: b.Jobs[0].Env, TaskDefinition: b.TaskDefinition,

@@ -14,7 +14,6 @@ import (
 	"github.com/evalsched/evalsched/internal/breaker"
 	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/limits"
-	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -51,7 +50,7 @@ func commitRead(t testing.TB, s *Store, plan scheduler.Plan, read scheduler.Vers
 
 func jobAt(t testing.TB, s *Store, b job.BatchSpec, i int) Job {
 	t.Helper()
-	j, ok, err := s.Job(context.Background(), scheduler.JobID(b.Account, b.Project, b.Batch, b.Jobs[i].Key))
+	j, ok, err := s.Job(context.Background(), job.JobID(b.Account, b.Project, b.Batch, b.Jobs[i].Key))
 	if err != nil || !ok {
 		t.Fatalf("job %d: ok %v err %v", i, ok, err)
 	}
@@ -380,7 +379,7 @@ func TestTaskEventsAreIdempotentAndIgnoreStaleAttempts(t *testing.T) {
 	if err := s.TaskStopped(ctx, got[3].ID, 1, job.Exit{Code: 0}, t0); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.TaskStarted(ctx, "nope", 1, t0); !errors.Is(err, memstore.ErrUnknownJob) {
+	if err := s.TaskStarted(ctx, "nope", 1, t0); !errors.Is(err, job.ErrUnknownJob) {
 		t.Errorf("unknown job: got %v, want ErrUnknownJob", err)
 	}
 

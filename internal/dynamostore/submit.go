@@ -17,16 +17,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/evalsched/evalsched/internal/job"
-	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
 // Errors of Submit. ErrConflict and ErrInvalid are the message's fault (to
 // the dead-letter queue with the reason); ErrBusy is transient (let SQS
-// redeliver). A conflict is a *memstore.ConflictError, the same as the
+// redeliver). A conflict is a *job.ConflictError, the same as the
 // memory store's, naming each field.
 var (
-	ErrConflict = memstore.ErrConflict
+	ErrConflict = job.ErrConflict
 	ErrBusy     = errors.New("batch is being submitted by another call")
 	ErrInvalid  = errors.New("invalid batch")
 )
@@ -36,7 +35,7 @@ var (
 // stored batch — a job of the same key with another model or env, other
 // terms (tier, task definition, timeout, max attempts, parts), another copy
 // of a part already stored — is refused whole with a
-// *memstore.ConflictError (wrapping ErrConflict) naming each field, before
+// *job.ConflictError (wrapping ErrConflict) naming each field, before
 // anything is written: the stored jobs and parts stay as they were.
 //
 //  1. lock      the batch item (one Submit per batch at a time); it holds
@@ -160,7 +159,7 @@ func (s *Store) submit(ctx context.Context, b job.BatchSpec, now time.Time) (cre
 // another part). A key repeated in the message, a registered job of the
 // same key, or terms other than the batch's stored ones (locked, the batch
 // item as the lock found it) are conflicts: the message is refused whole
-// with a *memstore.ConflictError naming each.
+// with a *job.ConflictError naming each.
 func (s *Store) classify(ctx context.Context, b job.BatchSpec, locked map[string]types.AttributeValue) ([]newJob, error) {
 	var registered int64
 	if av, ok := locked["jobs"].(*types.AttributeValueMemberN); ok {
@@ -168,7 +167,7 @@ func (s *Store) classify(ctx context.Context, b job.BatchSpec, locked map[string
 	}
 	var (
 		jobs      []newJob
-		conflicts memstore.Conflicts
+		conflicts job.Conflicts
 		first     = map[string]job.JobSpec{}
 	)
 	// Without this check TestSubmitRefusesConflicts fails (make mutate:
@@ -183,7 +182,7 @@ func (s *Store) classify(ctx context.Context, b job.BatchSpec, locked map[string
 			continue
 		}
 		first[js.Key] = js
-		jobs = append(jobs, newJob{spec: js, id: scheduler.JobID(b.Account, b.Project, b.Batch, js.Key), mdl: mdl, i: i})
+		jobs = append(jobs, newJob{spec: js, id: job.JobID(b.Account, b.Project, b.Batch, js.Key), mdl: mdl, i: i})
 	}
 	if registered > 0 {
 		ids := make([]string, len(jobs))

@@ -63,7 +63,7 @@ func TestEndedJobsExpire(t *testing.T) {
 	if got := expiresAt(t, s, jobs[3].ID); got != 0 {
 		t.Errorf("a running job expires at %d, want never", got)
 	}
-	waiting := scheduler.JobID(b.Account, b.Project, b.Batch, b.Jobs[4].Key)
+	waiting := job.JobID(b.Account, b.Project, b.Batch, b.Jobs[4].Key)
 	if got := expiresAt(t, s, waiting); got != 0 {
 		t.Errorf("a waiting job expires at %d, want never", got)
 	}

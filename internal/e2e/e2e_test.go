@@ -126,7 +126,7 @@ func TestABatchRunsToTheEnd(t *testing.T) {
 		t.Errorf("got %d tasks for %d jobs", n, jobs)
 	}
 	for i := range jobs {
-		j, ok, err := store.Job(ctx, scheduler.JobID("acme", "search", "e2e", fmt.Sprintf("task-%02d", i)))
+		j, ok, err := store.Job(ctx, job.JobID("acme", "search", "e2e", fmt.Sprintf("task-%02d", i)))
 		if err != nil || !ok || j.State != job.Succeeded || j.Attempt != 1 {
 			t.Errorf("job %d: got %s attempt %d (%v)", i, j.State, j.Attempt, err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 
 	"github.com/evalsched/evalsched/internal/awsfake"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/resulttoken"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -37,7 +38,7 @@ func jobs(n int) []scheduler.Job {
 	var out []scheduler.Job
 	for i := range n {
 		out = append(out, scheduler.Job{
-			ID: scheduler.JobID("acme", "search", "b1", fmt.Sprint(i)), Account: "acme", Project: "search", Batch: "b1",
+			ID: job.JobID("acme", "search", "b1", fmt.Sprint(i)), Account: "acme", Project: "search", Batch: "b1",
 			Key: fmt.Sprint(i), Model: "gpt-5.5", Attempt: 1, MaxAttempts: 3, Env: map[string]string{"TASK_ID": fmt.Sprint(i)},
 		})
 	}

@@ -15,7 +15,7 @@
 //	                               beside the submitter's own attributes (up to
 //	                               SQS's ten); logged, IntakeRejected; then done
 //	conflicts with its batch       to the dead-letter queue the same way, the
-//	  (a *memstore.ConflictError)  reason naming each field that differs (a job's
+//	  (a *job.ConflictError)       reason naming each field that differs (a job's
 //	                               env or model, tier, task_definition, …, part,
 //	                               parts); nothing of it stored, the stored jobs
 //	                               unchanged; logged, IntakeConflicts; then done

@@ -17,13 +17,12 @@ import (
 	"github.com/evalsched/evalsched/internal/config"
 	"github.com/evalsched/evalsched/internal/dynamostore"
 	"github.com/evalsched/evalsched/internal/job"
-	"github.com/evalsched/evalsched/internal/memstore"
 )
 
 // Submitter stores a batch's jobs as waiting, idempotently: a job that
 // exists with the same content is skipped; a message that disagrees with
-// its stored batch is refused whole with a *memstore.ConflictError (wrapping
-// memstore.ErrConflict). *dynamostore.Store and *memstore.Store satisfy it.
+// its stored batch is refused whole with a *job.ConflictError (wrapping
+// job.ErrConflict). *dynamostore.Store and *memstore.Store satisfy it.
 type Submitter interface {
 	Submit(ctx context.Context, b job.BatchSpec, now time.Time) (created int, err error)
 }
@@ -162,7 +161,7 @@ func (h *Handler) record(ctx context.Context, r *events.SQSMessage, counts *Coun
 	counts.Jobs += created
 
 	// 3. Answer.
-	var conflict *memstore.ConflictError
+	var conflict *job.ConflictError
 	switch {
 	case err == nil:
 		if m.Parts > 0 {

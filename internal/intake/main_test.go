@@ -225,7 +225,7 @@ func (r *rig) queues() []scheduler.Queue {
 // job reads one stored job.
 func (r *rig) job(account, project, batch, key string) dynamostore.Job {
 	r.t.Helper()
-	j, ok, err := r.store.Job(context.Background(), scheduler.JobID(account, project, batch, key))
+	j, ok, err := r.store.Job(context.Background(), job.JobID(account, project, batch, key))
 	if err != nil || !ok {
 		r.t.Fatalf("job %s/%s/%s %s: found %v, %v", account, project, batch, key, ok, err)
 	}

@@ -14,6 +14,13 @@
 // memory, dynamostore in one conditional transaction) persist that Change
 // and nothing else, so the lifecycle is written once.
 //
+// The rest of what both stores share lives here too, so that the Lambda
+// binaries (which link dynamostore) never link the in-memory store: a job's
+// id (JobID), the conflict rule a resubmitted batch is judged by
+// (Conflicts, refused with a *ConflictError wrapping ErrConflict), a job's
+// verdict (Result), what status shows of a sampled batch (SampledBatch),
+// and the stores' errors (ErrUnknownJob, ErrWrongToken).
+//
 // The package is pure: it imports no AWS package and never reads the clock
 // (a store stamps its own times). testdata/*.txt are transcripts of event
 // sequences (duplicate, out-of-order and stale-attempt events, every retry

@@ -89,7 +89,7 @@ func TestLocalRunsASubmittedBatch(t *testing.T) {
 	for {
 		ok := 0
 		for i := range 8 {
-			j, found, err := store.Job(ctx, scheduler.JobID("dev", "try", "b1", fmt.Sprint(i)))
+			j, found, err := store.Job(ctx, job.JobID("dev", "try", "b1", fmt.Sprint(i)))
 			if err == nil && found && j.State == job.Succeeded {
 				ok++
 			}
@@ -106,7 +106,7 @@ func TestLocalRunsASubmittedBatch(t *testing.T) {
 	// Each job's verdict reached the store through the results queue.
 	deadline = time.Now().Add(30 * time.Second)
 	for i := 0; i < 8; {
-		id := scheduler.JobID("dev", "try", "b1", fmt.Sprint(i))
+		id := job.JobID("dev", "try", "b1", fmt.Sprint(i))
 		j, _, _ := store.Job(ctx, id)
 		r, ok, err := store.JobResult(ctx, id)
 		if err != nil {
@@ -215,7 +215,7 @@ func TestLocalYields(t *testing.T) {
 		for {
 			got = got[:0]
 			for i := range n {
-				j, found, err := store.Job(ctx, scheduler.JobID("dev", "hot", batch, fmt.Sprint(i)))
+				j, found, err := store.Job(ctx, job.JobID("dev", "hot", batch, fmt.Sprint(i)))
 				if err == nil && found && j.State == job.Succeeded {
 					got = append(got, j)
 				}

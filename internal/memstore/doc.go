@@ -7,7 +7,9 @@
 // as the job state they count. A claim (Commit), launch result, task event,
 // cancel or skip moves a job as job.Apply (internal/job, the lifecycle the
 // DynamoDB store follows too) says, and the store persists that change. The
-// domain types (State, BatchSpec, JobSpec, Exit, Terms) live in internal/job.
+// domain types (State, BatchSpec, JobSpec, Exit, Terms, Result, the conflict
+// rule and the store errors) live in internal/job, so no Lambda binary
+// links this package (functions/links_test.go).
 //
 // It also takes the writes the other functions make in production: Submit (the
 // intake function), TaskStarted and TaskStopped (the task-events function),

@@ -13,17 +13,6 @@ import (
 	"github.com/evalsched/evalsched/internal/sampling"
 )
 
-// Result is a job's verdict as its sandbox reported it (internal/resultmsg).
-type Result struct {
-	Attempt int
-	Pass    bool
-	Score   *float64
-	At      time.Time
-	// Token is the sender's result token (RecordResult's credential). It is
-	// never kept with the verdict: JobResult's is empty.
-	Token resulttoken.Token
-}
-
 // sampledBatch is the sampling state of one sampled batch: its strata, each
 // with its jobs in release order and its counts, and its release log: the
 // jobs in the order they were first claimed, whose completed prefix feeds
@@ -115,7 +104,7 @@ func (sb *sampledBatch) counts() []sampling.Stratum {
 // holds the counted prefix until it has a result; else, unless the
 // batch holds its Window of claims past the counted prefix, from the
 // stratum sampling.Sequence.Next picks, the lowest-ranked waiting job.
-func (sb *sampledBatch) take(res func(*Job) (Result, bool)) *Job {
+func (sb *sampledBatch) take(res func(*Job) (job.Result, bool)) *Job {
 	if sb.stopped {
 		return nil
 	}
@@ -159,7 +148,7 @@ func (sb *sampledBatch) take(res func(*Job) (Result, bool)) *Job {
 // it anew when the batch's size moved. A job that ended without a result
 // (failed after its attempts, cancelled) is passed over: nothing is
 // known of it, and the sequence keeps it among the unmeasured.
-func (sb *sampledBatch) advance(res func(*Job) (Result, bool)) {
+func (sb *sampledBatch) advance(res func(*Job) (job.Result, bool)) {
 	total := 0
 	for _, n := range sb.names {
 		total += sb.strata[n].counts.Jobs
@@ -193,7 +182,7 @@ func (sb *sampledBatch) advance(res func(*Job) (Result, bool)) {
 // estimate is the batch's interval from the counted prefix, and whether
 // it may stop: every stratum has min(min_per_stratum, N_h) results
 // counted and the half-width is within moe.
-func (sb *sampledBatch) estimate(res func(*Job) (Result, bool)) sampling.Estimate {
+func (sb *sampledBatch) estimate(res func(*Job) (job.Result, bool)) sampling.Estimate {
 	sb.advance(res)
 	lo, hi := sb.seq.Bounds()
 	e := sampling.Estimate{Mean: (lo + hi) / 2, HalfWidth: (hi - lo) / 2, Lower: lo, Upper: hi, Results: sb.seq.Results(), Jobs: sb.seqJobs}
@@ -225,14 +214,14 @@ func (sb *sampledBatch) putBack(j *Job) {
 // (and every part of the batch has arrived) the batch's waiting jobs end
 // SKIPPED with the estimate as the reason. A result for the current
 // attempt must carry the attempt's result token (compared in constant
-// time): without it the result is refused with ErrWrongToken. It reports
+// time): without it the result is refused with job.ErrWrongToken. It reports
 // whether the result was recorded.
-func (s *Store) RecordResult(_ context.Context, jobID string, r Result) (bool, error) {
+func (s *Store) RecordResult(_ context.Context, jobID string, r job.Result) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	j, ok := s.jobs[jobID]
 	if !ok {
-		return false, fmt.Errorf("result for %s: %w", jobID, ErrUnknownJob)
+		return false, fmt.Errorf("result for %s: %w", jobID, job.ErrUnknownJob)
 	}
 	if j.Attempt != r.Attempt {
 		return false, nil
@@ -245,14 +234,14 @@ func (s *Store) RecordResult(_ context.Context, jobID string, r Result) (bool, e
 	// repeat with the right token is acknowledged below; a wrong one is
 	// refused even when a verdict is in, so a forger learns nothing.
 	if !resulttoken.Equal(r.Token, j.ResultToken) {
-		return false, fmt.Errorf("result for %s attempt %d: %w", jobID, r.Attempt, ErrWrongToken)
+		return false, fmt.Errorf("result for %s attempt %d: %w", jobID, r.Attempt, job.ErrWrongToken)
 	}
 	if old, dup := s.results[jobID]; dup && old.Attempt >= r.Attempt {
 		return false, nil
 	}
 	r.Token = ""
 	if s.results == nil {
-		s.results = map[string]Result{}
+		s.results = map[string]job.Result{}
 	}
 	_, counted := s.results[jobID] // an earlier attempt's verdict: the job counts once
 	s.results[jobID] = r
@@ -301,32 +290,16 @@ func (s *Store) stop(sb *sampledBatch, e sampling.Estimate, q *queue, now time.T
 	}
 }
 
-// SampledStratum is one stratum's counts and its own estimate.
-type SampledStratum struct {
-	sampling.Stratum
-	Estimate sampling.Estimate
-}
-
-// SampledBatch is what status and why show of a sampled batch.
-type SampledBatch struct {
-	Batch    string // account/project/batch
-	Params   sampling.Params
-	Estimate sampling.Estimate
-	Strata   []SampledStratum // by name
-	Stopped  bool
-	Reason   string // why the rest was skipped, when it was
-}
-
 // Sampled returns the sampling state of a sampled batch (ok false for a
 // batch that is not sampled).
-func (s *Store) Sampled(batch string) (SampledBatch, bool) {
+func (s *Store) Sampled(batch string) (job.SampledBatch, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sb := s.sampled[batch]
 	if sb == nil {
-		return SampledBatch{}, false
+		return job.SampledBatch{}, false
 	}
-	out := SampledBatch{Batch: batch, Params: sb.params, Estimate: sb.estimate(s.result), Stopped: sb.stopped, Reason: sb.reason}
+	out := job.SampledBatch{Batch: batch, Params: sb.params, Estimate: sb.estimate(s.result), Stopped: sb.stopped, Reason: sb.reason}
 	for h, c := range sb.counts() {
 		// Each stratum's own sequence over its jobs in the counted
 		// prefix: an interval for it alone, at the batch's confidence.
@@ -338,7 +311,7 @@ func (s *Store) Sampled(batch string) (SampledBatch, bool) {
 		}
 		lo, hi := one.Bounds()
 		e := sampling.Estimate{Mean: (lo + hi) / 2, HalfWidth: (hi - lo) / 2, Lower: lo, Upper: hi, Results: one.Results(), Jobs: c.Jobs}
-		out.Strata = append(out.Strata, SampledStratum{Stratum: c, Estimate: e})
+		out.Strata = append(out.Strata, job.SampledStratum{Stratum: c, Estimate: e})
 	}
 	return out, true
 }
@@ -351,13 +324,13 @@ func (s *Store) SampledBatches() []string {
 }
 
 // result is a job's recorded verdict; the caller holds the lock.
-func (s *Store) result(j *Job) (Result, bool) {
+func (s *Store) result(j *Job) (job.Result, bool) {
 	r, ok := s.results[j.ID]
 	return r, ok
 }
 
 // JobResult returns the result recorded for a job.
-func (s *Store) JobResult(jobID string) (Result, bool) {
+func (s *Store) JobResult(jobID string) (job.Result, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.results[jobID]

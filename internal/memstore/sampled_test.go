@@ -32,7 +32,7 @@ func sampledSpec(name string, n, minPer int) job.BatchSpec {
 func finish(t *testing.T, s *Store, j scheduler.Job, pass bool) {
 	t.Helper()
 	ctx := context.Background()
-	if ok, err := s.RecordResult(ctx, j.ID, Result{Attempt: j.Attempt, Pass: pass, At: t0, Token: j.ResultToken}); !ok || err != nil {
+	if ok, err := s.RecordResult(ctx, j.ID, job.Result{Attempt: j.Attempt, Pass: pass, At: t0, Token: j.ResultToken}); !ok || err != nil {
 		t.Fatalf("RecordResult(%s): %v, %v", j.Key, ok, err)
 	}
 	if err := s.TaskStopped(ctx, j.ID, j.Attempt, job.Exit{}, t0); err != nil {
@@ -114,26 +114,26 @@ func TestRecordResultStaleAndRepeated(t *testing.T) {
 	if !resulttoken.Valid(tok.Reveal()) {
 		t.Fatalf("the claimed job's token %q has not a token's form", tok.Reveal())
 	}
-	if ok, _ := s.RecordResult(ctx, j.ID, Result{Attempt: 2, Pass: true, Token: tok}); ok {
+	if ok, _ := s.RecordResult(ctx, j.ID, job.Result{Attempt: 2, Pass: true, Token: tok}); ok {
 		t.Error("a result of another attempt was recorded")
 	}
-	if ok, err := s.RecordResult(ctx, j.ID, Result{Attempt: 1, Pass: false, Token: tok}); !ok || err != nil {
+	if ok, err := s.RecordResult(ctx, j.ID, job.Result{Attempt: 1, Pass: false, Token: tok}); !ok || err != nil {
 		t.Fatalf("RecordResult: %v, %v", ok, err)
 	}
-	if ok, _ := s.RecordResult(ctx, j.ID, Result{Attempt: 1, Pass: true, Token: tok}); ok {
+	if ok, _ := s.RecordResult(ctx, j.ID, job.Result{Attempt: 1, Pass: true, Token: tok}); ok {
 		t.Error("a repeated result was recorded")
 	}
 	if r, _ := s.JobResult(j.ID); r.Pass || r.Token != "" {
 		t.Errorf("JobResult = %+v: the repeat replaced the first result, or the token was kept", r)
 	}
-	if _, err := s.RecordResult(ctx, strings.Repeat("0", 32), Result{Attempt: 1, Token: tok}); err == nil {
+	if _, err := s.RecordResult(ctx, strings.Repeat("0", 32), job.Result{Attempt: 1, Token: tok}); err == nil {
 		t.Error("a result for an unknown job was accepted")
 	}
 }
 
 // TestRecordResultNeedsTheAttemptsToken: a result naming the job's
 // current attempt with another attempt's token, a guessed one or none is
-// refused with ErrWrongToken and records nothing; the next attempt gets a
+// refused with job.ErrWrongToken and records nothing; the next attempt gets a
 // new token, and the earlier one no longer speaks for the job.
 func TestRecordResultNeedsTheAttemptsToken(t *testing.T) {
 	ctx := context.Background()
@@ -145,9 +145,9 @@ func TestRecordResultNeedsTheAttemptsToken(t *testing.T) {
 		t.Fatal("two claims drew the same token")
 	}
 	for name, tok := range map[string]resulttoken.Token{"none": "", "sibling's": sibling.ResultToken, "guessed": resulttoken.New()} {
-		ok, err := s.RecordResult(ctx, j.ID, Result{Attempt: 1, Pass: true, Token: tok})
-		if ok || !errors.Is(err, ErrWrongToken) {
-			t.Errorf("%s token: %v, %v; want refused with ErrWrongToken", name, ok, err)
+		ok, err := s.RecordResult(ctx, j.ID, job.Result{Attempt: 1, Pass: true, Token: tok})
+		if ok || !errors.Is(err, job.ErrWrongToken) {
+			t.Errorf("%s token: %v, %v; want refused with job.ErrWrongToken", name, ok, err)
 		}
 	}
 	if _, ok := s.JobResult(j.ID); ok {
@@ -161,10 +161,10 @@ func TestRecordResultNeedsTheAttemptsToken(t *testing.T) {
 	if j2.ID != j.ID || j2.Attempt != 2 || j2.ResultToken == j.ResultToken {
 		t.Fatalf("claimed %s attempt %d (same token: %v), want %s attempt 2 with a new token", j2.ID, j2.Attempt, j2.ResultToken == j.ResultToken, j.ID)
 	}
-	if ok, err := s.RecordResult(ctx, j.ID, Result{Attempt: 2, Pass: true, Token: j.ResultToken}); ok || !errors.Is(err, ErrWrongToken) {
-		t.Errorf("attempt 1's token for attempt 2: %v, %v; want ErrWrongToken", ok, err)
+	if ok, err := s.RecordResult(ctx, j.ID, job.Result{Attempt: 2, Pass: true, Token: j.ResultToken}); ok || !errors.Is(err, job.ErrWrongToken) {
+		t.Errorf("attempt 1's token for attempt 2: %v, %v; want job.ErrWrongToken", ok, err)
 	}
-	if ok, err := s.RecordResult(ctx, j.ID, Result{Attempt: 2, Pass: true, Token: j2.ResultToken}); !ok || err != nil {
+	if ok, err := s.RecordResult(ctx, j.ID, job.Result{Attempt: 2, Pass: true, Token: j2.ResultToken}); !ok || err != nil {
 		t.Errorf("attempt 2's own result: %v, %v; want recorded", ok, err)
 	}
 }
@@ -199,7 +199,7 @@ func TestSampledStopSkipsTheRest(t *testing.T) {
 	}
 	var skipped Job
 	for _, k := range []string{"a499", "b499", "a000"} {
-		if j, _ := s.Job(scheduler.JobID("lab", "sweep", "b", k)); j.State == job.Skipped {
+		if j, _ := s.Job(job.JobID("lab", "sweep", "b", k)); j.State == job.Skipped {
 			skipped = j
 		}
 	}
@@ -356,7 +356,7 @@ func TestSampledRepeatedKeyCountsOnce(t *testing.T) {
 	}
 	moved.Jobs[1].Stratum = "b" // a001
 	_, err := s.Submit(ctx, moved, t0)
-	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), `jobs[1].stratum: "b", but the stored job "a001" is in stratum "a"`) {
+	if !errors.Is(err, job.ErrConflict) || !strings.Contains(err.Error(), `jobs[1].stratum: "b", but the stored job "a001" is in stratum "a"`) {
 		t.Errorf("a key moved to another stratum: %v, want a conflict naming jobs[1].stratum", err)
 	}
 	if err := s.Check(); err != nil {

@@ -17,13 +17,6 @@ import (
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
-// ErrUnknownJob is returned for a job id the store has never seen.
-var ErrUnknownJob = errors.New("unknown job")
-
-// ErrWrongToken refuses a result that names the job's current attempt
-// but not its result token: a sandbox speaking for a job not its own.
-var ErrWrongToken = errors.New("result_token does not match the job's attempt")
-
 // Job is a copy of one job's record.
 type Job struct {
 	scheduler.Job
@@ -65,7 +58,7 @@ type Store struct {
 	seq      int64
 	loads    map[int]scheduler.ShardLoad // by shard: what each reported last
 	sampled  map[string]*sampledBatch    // by account/project/batch (sampled.go)
-	results  map[string]Result           // by job id: the current attempt's verdict
+	results  map[string]job.Result       // by job id: the current attempt's verdict
 	tokens   resulttoken.Source          // draws each claim's result token
 }
 
@@ -192,13 +185,13 @@ func (s *Store) model(name string) *model {
 // with the same content is skipped. A message that disagrees with its
 // stored batch — a job of the same key with another model or env, other
 // terms (tier, task definition, timeout, max attempts, parts), another
-// copy of a part already stored — is refused whole with a *ConflictError
-// (wrapping ErrConflict) naming each field; nothing of it is stored.
+// copy of a part already stored — is refused whole with a *job.ConflictError
+// (wrapping job.ErrConflict) naming each field; nothing of it is stored.
 func (s *Store) Submit(_ context.Context, b job.BatchSpec, now time.Time) (created int, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := b.Account + "/" + b.Project + "/" + b.Batch
-	var c Conflicts
+	var c job.Conflicts
 	rec := s.batches[k]
 	if rec != nil {
 		c.Terms(rec.terms, rec.sums[b.Part], b) // sampling among them
@@ -206,7 +199,7 @@ func (s *Store) Submit(_ context.Context, b job.BatchSpec, now time.Time) (creat
 	first := map[string]int{} // a key's first job in the message wins
 	var fresh []int
 	for i, js := range b.Jobs {
-		id := scheduler.JobID(b.Account, b.Project, b.Batch, js.Key)
+		id := job.JobID(b.Account, b.Project, b.Batch, js.Key)
 		if old, ok := s.jobs[id]; ok {
 			c.Job(b, i, old.Model, old.Env, old.stratum) // another part's, or this one's again: counted once
 			continue
@@ -238,7 +231,7 @@ func (s *Store) Submit(_ context.Context, b job.BatchSpec, now time.Time) (creat
 	for _, i := range fresh {
 		js := b.Jobs[i]
 		mdl := cmp.Or(js.Model, b.Model)
-		id := scheduler.JobID(b.Account, b.Project, b.Batch, js.Key)
+		id := job.JobID(b.Account, b.Project, b.Batch, js.Key)
 		key := scheduler.QueueKey{Account: b.Account, Project: b.Project, Batch: b.Batch, Model: mdl}
 		q, ok := s.queues[key]
 		if !ok {
@@ -374,7 +367,7 @@ func (s *Store) Commit(_ context.Context, plan scheduler.Plan, _ scheduler.Versi
 
 // take claims the queue's oldest waiting job (a sampled batch's: by its
 // sequence, which reads the results so far through res).
-func (q *queue) take(res func(*Job) (Result, bool)) *Job {
+func (q *queue) take(res func(*Job) (job.Result, bool)) *Job {
 	var j *Job
 	switch {
 	case q.sampled != nil:
@@ -413,7 +406,7 @@ func (s *Store) RecordLaunches(_ context.Context, now time.Time, results []sched
 	for _, r := range results {
 		j, ok := s.jobs[r.JobID]
 		if !ok {
-			errs = append(errs, fmt.Errorf("record launch of %s: %w", r.JobID, ErrUnknownJob))
+			errs = append(errs, fmt.Errorf("record launch of %s: %w", r.JobID, job.ErrUnknownJob))
 			continue
 		}
 		ev := job.Event{Kind: job.LaunchFail, Attempt: r.Attempt, Reason: r.Reason}
@@ -495,7 +488,7 @@ func (s *Store) TaskStarted(_ context.Context, jobID string, attempt int, now ti
 	defer s.mu.Unlock()
 	j, ok := s.jobs[jobID]
 	if !ok {
-		return fmt.Errorf("task started for %s: %w", jobID, ErrUnknownJob)
+		return fmt.Errorf("task started for %s: %w", jobID, job.ErrUnknownJob)
 	}
 	if c, ok := job.Apply(j.current(), job.Event{Kind: job.Start, Attempt: attempt}); ok {
 		s.apply(j, c, job.Exit{}, now)
@@ -514,7 +507,7 @@ func (s *Store) TaskStopped(_ context.Context, jobID string, attempt int, exit j
 	defer s.mu.Unlock()
 	j, ok := s.jobs[jobID]
 	if !ok {
-		return fmt.Errorf("task stopped for %s: %w", jobID, ErrUnknownJob)
+		return fmt.Errorf("task stopped for %s: %w", jobID, job.ErrUnknownJob)
 	}
 	if c, ok := job.Apply(j.current(), job.Event{Kind: job.Stop, Attempt: attempt, Exit: exit}); ok {
 		s.apply(j, c, exit, now)

@@ -104,8 +104,8 @@ func TestSubmitRefusesConflicts(t *testing.T) {
 			before := s.Counts()
 			parts, total, _ := s.BatchParts(ctx, "lab", "sweep", tc.msg.Batch)
 			n, err := s.Submit(ctx, tc.msg, t0)
-			var ce *ConflictError
-			if n != 0 || !errors.As(err, &ce) || !errors.Is(err, ErrConflict) || !slices.Contains(ce.Reasons, tc.reason) {
+			var ce *job.ConflictError
+			if n != 0 || !errors.As(err, &ce) || !errors.Is(err, job.ErrConflict) || !slices.Contains(ce.Reasons, tc.reason) {
 				t.Fatalf("got %d created, %v; want none and a conflict %q", n, err, tc.reason)
 			}
 			if after := s.Counts(); after != before {
@@ -114,7 +114,7 @@ func TestSubmitRefusesConflicts(t *testing.T) {
 			if p, n, _ := s.BatchParts(ctx, "lab", "sweep", tc.msg.Batch); !slices.Equal(p, parts) || n != total {
 				t.Errorf("parts %v of %d after the conflict, want %v of %d", p, n, parts, total)
 			}
-			if j, _ := s.Job(scheduler.JobID("lab", "sweep", "b", "k002")); tc.name == "env" && j.Env["I"] != "2" {
+			if j, _ := s.Job(job.JobID("lab", "sweep", "b", "k002")); tc.name == "env" && j.Env["I"] != "2" {
 				t.Errorf("a conflicting submit changed the job: env %v", j.Env)
 			}
 			// The stored batch's own messages are still a no-op.
@@ -139,7 +139,7 @@ func TestConflictReasonsAreBounded(t *testing.T) {
 		j.Env["I"] = "x"
 	}
 	_, err := s.Submit(context.Background(), b, t0)
-	var ce *ConflictError
+	var ce *job.ConflictError
 	if !errors.As(err, &ce) || len(ce.Reasons) != 10 || ce.Reasons[9] != "and 19991 more" {
 		t.Fatalf("got %v, want 9 reasons and \"and 19991 more\"", err)
 	}

@@ -181,7 +181,7 @@ func integer(raw json.RawMessage) (int64, bool) {
 	return n, err == nil
 }
 
-// validJobID: scheduler.JobID's form, 32 lowercase hex characters.
+// validJobID: job.JobID's form, 32 lowercase hex characters.
 func validJobID(s string) bool {
 	if len(s) != 32 {
 		return false

@@ -12,14 +12,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/evalsched/evalsched/internal/intake"
-	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/resultmsg"
 )
 
 // Recorder records a job's verdict for an attempt; *dynamostore.Store and
 // *memstore.Store satisfy it.
 type Recorder interface {
-	RecordResult(ctx context.Context, jobID string, r memstore.Result) (bool, error)
+	RecordResult(ctx context.Context, jobID string, r job.Result) (bool, error)
 }
 
 // Handler is the results function. Its fields are set once, at cold start.
@@ -57,11 +57,11 @@ func (h *Handler) record(ctx context.Context, r *events.SQSMessage, c *Counts) b
 	if err != nil {
 		return h.reject(ctx, r, reason(err), c)
 	}
-	ok, err := h.Store.RecordResult(ctx, m.JobID, memstore.Result{Attempt: m.Attempt, Pass: m.Pass, Score: m.Score, At: h.now(), Token: m.Token})
+	ok, err := h.Store.RecordResult(ctx, m.JobID, job.Result{Attempt: m.Attempt, Pass: m.Pass, Score: m.Score, At: h.now(), Token: m.Token})
 	switch {
-	case errors.Is(err, memstore.ErrUnknownJob):
+	case errors.Is(err, job.ErrUnknownJob):
 		return h.reject(ctx, r, "job_id: "+m.JobID+" is no job of this deployment", c)
-	case errors.Is(err, memstore.ErrWrongToken):
+	case errors.Is(err, job.ErrWrongToken):
 		// Right id and attempt, wrong token: a sandbox speaking for a job
 		// not its own (or a harness that did not pass its token on).
 		return h.reject(ctx, r, fmt.Sprintf("result_token: not the token of job %s attempt %d (EVALSCHED_RESULT_TOKEN of that attempt's task)", m.JobID, m.Attempt), c)

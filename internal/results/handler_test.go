@@ -64,7 +64,7 @@ func TestHandleEventFile(t *testing.T) {
 			t.Fatalf("round %d: %v, failures %v", round, err, resp.BatchItemFailures)
 		}
 	}
-	id := scheduler.JobID(b.Account, b.Project, b.Batch, "task-000123")
+	id := job.JobID(b.Account, b.Project, b.Batch, "task-000123")
 	if r, ok := store.JobResult(id); !ok || !r.Pass || r.Attempt != 1 || r.Score == nil || *r.Score != 0.83 {
 		t.Errorf("recorded %+v, %v; want attempt 1's pass with score 0.83", r, ok)
 	}

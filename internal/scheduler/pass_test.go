@@ -147,7 +147,7 @@ func TestPassRetriesFailedLaunches(t *testing.T) {
 	if err != nil || rep.Launched != 2 || rep.Retried != 1 {
 		t.Fatalf("got launched %d retried %d err %v, want 2, 1, nil", rep.Launched, rep.Retried, err)
 	}
-	id := scheduler.JobID("lab", "sweep", "b1", "b1-0001")
+	id := job.JobID("lab", "sweep", "b1", "b1-0001")
 	if j, _ := st.Job(id); j.State != job.Waiting || j.Attempt != 2 {
 		t.Fatalf("got %s attempt %d, want WAITING attempt 2", j.State, j.Attempt)
 	}

@@ -131,7 +131,7 @@ func newDynamic(e *engine, opt Options) (*dynamicPolicy, error) {
 	for bi := range e.batches {
 		b := &e.batches[bi]
 		for k := range b.n {
-			id := scheduler.JobID(b.cfg.Account, b.cfg.Project, b.cfg.Batch, strconv.Itoa(int(k)))
+			id := domain.JobID(b.cfg.Account, b.cfg.Project, b.cfg.Batch, strconv.Itoa(int(k)))
 			d.ids[b.first+k] = id
 			d.byID[id] = b.first + k
 		}

@@ -51,7 +51,7 @@ func TestReconcilerEndsARunningJobWhoseLaunchWasNeverRecorded(t *testing.T) {
 	if _, err := sched.Pass(ctx); err == nil {
 		t.Fatal("the pass recorded its launches; want the throttled RecordLaunches to fail it")
 	}
-	id := scheduler.JobID("a", "p", "b", "k")
+	id := domain.JobID("a", "p", "b", "k")
 	if fake.arn == "" {
 		t.Fatal("the pass launched nothing")
 	}

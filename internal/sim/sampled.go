@@ -54,7 +54,7 @@ func runSampled(sc *scenario.Sampled, seed int64) SampledRun {
 			if !d.pass && sc.FailFactor != 1 {
 				d.dur = time.Duration(float64(d.dur) * sc.FailFactor)
 			}
-			draws[scheduler.JobID("sim", "sampled", sampledBatchName, key)] = d
+			draws[domain.JobID("sim", "sampled", sampledBatchName, key)] = d
 			if d.pass {
 				passes++
 			}
@@ -103,7 +103,7 @@ func runOnSlots(sc *scenario.Sampled, b domain.BatchSpec, draws map[string]sampl
 		for len(ends) > 0 && !ends[0].at.After(now) {
 			e := heap.Pop(&ends).(end)
 			d := draws[e.job.ID]
-			s.RecordResult(ctx, e.job.ID, memstore.Result{Attempt: e.job.Attempt, Pass: d.pass, At: e.at, Token: e.job.ResultToken})
+			s.RecordResult(ctx, e.job.ID, domain.Result{Attempt: e.job.Attempt, Pass: d.pass, At: e.at, Token: e.job.ResultToken})
 			s.TaskStopped(ctx, e.job.ID, e.job.Attempt, domain.Exit{}, e.at)
 			last = e.at
 		}

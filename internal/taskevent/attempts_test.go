@@ -102,7 +102,7 @@ func TestAttemptsEndToEnd(t *testing.T) {
 				tasks := fake.Tasks()
 				return &tasks[len(tasks)-1]
 			}
-			id := scheduler.JobID("acme", "p", "b", "k")
+			id := job.JobID("acme", "p", "b", "k")
 			want := func(step string, state job.State, attempt int) {
 				t.Helper()
 				if s, a := jobOf(id); s != state || a != attempt {

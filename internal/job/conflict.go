@@ -1,4 +1,4 @@
-package memstore
+package job
 
 import (
 	"cmp"
@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/sampling"
 )
 
@@ -60,7 +59,7 @@ func (c *Conflicts) add(format string, a ...any) {
 
 // Terms adds the ways b disagrees with the terms its batch was stored
 // with; sum is the digest stored for b's part ("" if none was).
-func (c *Conflicts) Terms(stored job.Terms, sum string, b job.BatchSpec) {
+func (c *Conflicts) Terms(stored Terms, sum string, b BatchSpec) {
 	t := b.Terms()
 	if t.Tier != stored.Tier {
 		c.add("tier: %s, but the batch was stored with %s", tierText(t.Tier), tierText(stored.Tier))
@@ -118,7 +117,7 @@ func (c *Conflicts) sampling(got, stored sampling.Params) {
 // runs model with env in stratum ("" outside a sampled batch). A job
 // counts in one stratum's size, whatever part repeats it: another stratum
 // would weigh it twice, so it is a conflict too.
-func (c *Conflicts) Job(b job.BatchSpec, i int, model string, env map[string]string, stratum string) {
+func (c *Conflicts) Job(b BatchSpec, i int, model string, env map[string]string, stratum string) {
 	j := b.Jobs[i]
 	if m := cmp.Or(j.Model, b.Model); m != model {
 		c.add("jobs[%d].model: %q, but the stored job %q runs %q", i, m, j.Key, model)
@@ -152,7 +151,7 @@ func (c *Conflicts) Job(b job.BatchSpec, i int, model string, env map[string]str
 }
 
 // Err returns the conflict of the batch's message, nil when it agrees.
-func (c *Conflicts) Err(b job.BatchSpec) error {
+func (c *Conflicts) Err(b BatchSpec) error {
 	if len(c.reasons) == 0 {
 		return nil
 	}
