@@ -44,7 +44,12 @@ type Config struct {
 	// InServiceMetricName is the gateway's count of calls in service to
 	// each model's provider; empty (the default): not read.
 	InServiceMetricName string
-	EMFNamespace        string
+	// DepthSource is where the pass reads the gateway's readings:
+	// DepthFromCloudWatch (GetMetricData on the metrics above) or
+	// DepthFromDynamoDB (the bridge's readings item in the state table,
+	// package depthitem).
+	DepthSource  string
+	EMFNamespace string
 	// ModelMetrics is emf.Full or emf.Essential: how many per-model
 	// values become CloudWatch metrics (the rest stay in the logs).
 	ModelMetrics string
@@ -119,6 +124,7 @@ func Load(getenv Getenv) (Config, error) {
 		ErrorMetricName:       r.str("EVALSCHED_ERROR_METRIC_NAME", ""),
 		CallsMetricName:       r.str("EVALSCHED_CALLS_METRIC_NAME", ""),
 		InServiceMetricName:   r.str("EVALSCHED_INSERVICE_METRIC_NAME", ""),
+		DepthSource:           r.str("EVALSCHED_DEPTH_SOURCE", DepthFromCloudWatch),
 		EMFNamespace:          r.str("EVALSCHED_EMF_NAMESPACE", "evalsched"),
 		ModelMetrics:          r.str("EVALSCHED_MODEL_METRICS", "essential"),
 		DLQURL:                r.str("EVALSCHED_DLQ_URL", ""),
@@ -144,11 +150,20 @@ func Load(getenv Getenv) (Config, error) {
 	default:
 		r.fail("EVALSCHED_CAPACITY", "%q is not FARGATE, FARGATE_SPOT or SPOT_FALLBACK", c.Capacity)
 	}
+	if c.DepthSource != DepthFromCloudWatch && c.DepthSource != DepthFromDynamoDB {
+		r.fail("EVALSCHED_DEPTH_SOURCE", "%q is not %s or %s", c.DepthSource, DepthFromCloudWatch, DepthFromDynamoDB)
+	}
 	if c.ModelMetrics != "full" && c.ModelMetrics != "essential" {
 		r.fail("EVALSCHED_MODEL_METRICS", "%q is not full or essential", c.ModelMetrics)
 	}
 	return c, errors.Join(r.errs...)
 }
+
+// The sources of the gateway's readings (EVALSCHED_DEPTH_SOURCE).
+const (
+	DepthFromCloudWatch = "cloudwatch"
+	DepthFromDynamoDB   = "dynamodb"
+)
 
 // Require reports the named variables that are empty, for the function that
 // needs them (the scheduler needs the cluster, the intake the DLQ).
