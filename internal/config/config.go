@@ -50,8 +50,9 @@ type Config struct {
 	// package depthitem).
 	DepthSource  string
 	EMFNamespace string
-	// ModelMetrics is emf.Full or emf.Essential: how many per-model
-	// values become CloudWatch metrics (the rest stay in the logs).
+	// ModelMetrics is emf.Full, emf.Essential or emf.Lean: how many
+	// per-model values become CloudWatch metrics (the rest stay in the
+	// logs).
 	ModelMetrics string
 
 	DLQURL             string
@@ -126,7 +127,7 @@ func Load(getenv Getenv) (Config, error) {
 		InServiceMetricName:   r.str("EVALSCHED_INSERVICE_METRIC_NAME", ""),
 		DepthSource:           r.str("EVALSCHED_DEPTH_SOURCE", DepthFromCloudWatch),
 		EMFNamespace:          r.str("EVALSCHED_EMF_NAMESPACE", "evalsched"),
-		ModelMetrics:          r.str("EVALSCHED_MODEL_METRICS", "essential"),
+		ModelMetrics:          r.str("EVALSCHED_MODEL_METRICS", "lean"),
 		DLQURL:                r.str("EVALSCHED_DLQ_URL", ""),
 		ProviderErrorCodes:    r.ints("EVALSCHED_PROVIDER_ERROR_EXIT_CODES", []int{75}),
 		JobRetention:          time.Duration(r.integer("EVALSCHED_JOB_RETENTION_DAYS", 90, 0, 3650)) * 24 * time.Hour,
@@ -153,8 +154,8 @@ func Load(getenv Getenv) (Config, error) {
 	if c.DepthSource != DepthFromCloudWatch && c.DepthSource != DepthFromDynamoDB {
 		r.fail("EVALSCHED_DEPTH_SOURCE", "%q is not %s or %s", c.DepthSource, DepthFromCloudWatch, DepthFromDynamoDB)
 	}
-	if c.ModelMetrics != "full" && c.ModelMetrics != "essential" {
-		r.fail("EVALSCHED_MODEL_METRICS", "%q is not full or essential", c.ModelMetrics)
+	if c.ModelMetrics != "full" && c.ModelMetrics != "essential" && c.ModelMetrics != "lean" {
+		r.fail("EVALSCHED_MODEL_METRICS", "%q is not full, essential or lean", c.ModelMetrics)
 	}
 	return c, errors.Join(r.errs...)
 }
