@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 
 	"github.com/evalsched/evalsched/internal/config"
+	"github.com/evalsched/evalsched/internal/depthitem"
 	"github.com/evalsched/evalsched/internal/dynamolease"
 	"github.com/evalsched/evalsched/internal/dynamostore"
 	"github.com/evalsched/evalsched/internal/ecslauncher"
@@ -112,11 +113,16 @@ func shardRunner(cfg config.Config, c clients, shard int, log *slog.Logger) (*ru
 		Capacity: cfg.Capacity, ContainerName: cfg.ContainerName, DefaultTaskDefinition: cfg.DefaultTaskDefinition,
 		Rate: share.LaunchRate, Burst: share.LaunchBurst,
 	}, log)
-	depths := gatewaydepth.New(c.cw, gatewaydepth.Config{
+	var depths scheduler.DepthReader = gatewaydepth.New(c.cw, gatewaydepth.Config{
 		Namespace: cfg.MetricNamespace, MetricName: cfg.MetricName, Dimension: cfg.MetricDimension, Period: cfg.MetricPeriod,
 		ErrorMetricName: cfg.ErrorMetricName, CallsMetricName: cfg.CallsMetricName,
 		InServiceMetricName: cfg.InServiceMetricName,
 	})
+	if cfg.DepthSource == config.DepthFromDynamoDB {
+		// The bridge's readings item: one read a pass, not a metric query
+		// per busy model (docs/cost.md).
+		depths = &depthitem.Reader{API: c.ddb, Table: tables.State}
+	}
 	clock := runner.RealClock{}
 	return &runner.Runner{
 		Shard: shard,
