@@ -28,6 +28,7 @@ import (
 	"github.com/evalsched/evalsched/internal/gatewaydepth"
 	"github.com/evalsched/evalsched/internal/passloop"
 	"github.com/evalsched/evalsched/internal/reconcile"
+	"github.com/evalsched/evalsched/internal/reconcile/ecstasks"
 	"github.com/evalsched/evalsched/internal/runner"
 	"github.com/evalsched/evalsched/internal/scheduler"
 	"github.com/evalsched/evalsched/internal/taskevent"
@@ -105,7 +106,7 @@ func shardRunner(cfg config.Config, c clients, shard int, log *slog.Logger) (*ru
 	store.Log = log
 	store.ScopeToShard(shard, cfg.Shards)
 	rec := &reconcile.Reconciler{
-		Store: store, ECS: c.ecs, Cluster: cfg.Cluster, Log: log,
+		Store: store, Tasks: ecstasks.Tasks{ECS: c.ecs, Cluster: cfg.Cluster}, Log: log,
 		Events: taskevent.Config{ProviderErrorCodes: cfg.ProviderErrorCodes, Container: cfg.ContainerName},
 	}
 	launcher := ecslauncher.New(c.ecs, ecslauncher.Config{

@@ -29,6 +29,7 @@ import (
 	"github.com/evalsched/evalsched/internal/passloop"
 	"github.com/evalsched/evalsched/internal/passtest"
 	"github.com/evalsched/evalsched/internal/reconcile"
+	"github.com/evalsched/evalsched/internal/reconcile/ecstasks"
 	"github.com/evalsched/evalsched/internal/resultmsg"
 	"github.com/evalsched/evalsched/internal/resulttoken"
 	"github.com/evalsched/evalsched/internal/scheduler"
@@ -284,7 +285,7 @@ func Measure(ctx context.Context, endpoint string, load Load, setup Setup) (Meas
 	ms.Lease = meter.Take()
 
 	// 4. The reconciler, with every launched job in flight.
-	rec := &reconcile.Reconciler{Store: store, ECS: ecsc, Cluster: "sandbox", Log: quiet}
+	rec := &reconcile.Reconciler{Store: store, Tasks: ecstasks.Tasks{ECS: ecsc, Cluster: "sandbox"}, Log: quiet}
 	meter.Take()
 	rr, err := rec.Run(ctx, clock.Now())
 	if err != nil {

@@ -219,7 +219,12 @@ func (s *Store) writeClaimTxn(ctx context.Context, at time.Time, t *claimTxn) {
 			// condition also gone, two passes from one Snapshot claim a job
 			// twice: TestBatchedClaimsFromOneSnapshot (make mutate:
 			// batched-claim-job-and-cursor).
-			it, err := updateItem(s.tables.State, key(j.PK, skJob), claimUpdate(*j, u.c.g.Tier, atKey),
+			up, err := claimUpdate(j, u.c.g.Tier, atKey)
+			if err != nil {
+				fail(err)
+				return
+			}
+			it, err := updateItem(s.tables.State, key(j.PK, skJob), up,
 				name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt))))
 			if err != nil {
 				fail(err)
@@ -289,7 +294,6 @@ func (s *Store) writeClaimTxn(ctx context.Context, at time.Time, t *claimTxn) {
 	case err == nil:
 		for _, u := range t.units {
 			for _, j := range u.taken {
-				j.setClaimed(u.c.g.Tier, atKey)
 				u.c.jobs = append(u.c.jobs, j.schedulerJob())
 			}
 			// Jobs passed over (cancelled) leave the grant short: claim

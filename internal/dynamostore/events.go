@@ -260,9 +260,7 @@ func (s *Store) persist(ctx context.Context, j jobItem, c job.Change, exit *job.
 	if err != nil {
 		return false, err
 	}
-	// A yield's max attempts stay as they were: the job ends here.
-	c.To, c.Attempt, c.Reason, c.Waiting, c.Backs, c.MaxAttempts = job.Skipped, j.Attempt, stop, 0, 0, 0
-	return s.apply(ctx, j, c, exit, now)
+	return s.apply(ctx, j, job.SkipRetry(j.current(), c, stop), exit, now)
 }
 
 // outcomeAttr is the queue item's count of the jobs that ended so.

@@ -216,7 +216,11 @@ func (s *Store) claimSampled(ctx context.Context, g scheduler.Grant, at time.Tim
 			// Without it TestRacingSampledClaimsTakeAJobOnce fails (make
 			// mutate: sampled-claim-job).
 			j.ResultToken = s.resultToken()
-			it, err := updateItem(s.tables.State, key(j.PK, skJob), claimUpdate(j, g.Tier, atKey),
+			up, err := claimUpdate(&j, g.Tier, atKey)
+			if err != nil {
+				return out, err
+			}
+			it, err := updateItem(s.tables.State, key(j.PK, skJob), up,
 				name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt))))
 			if err != nil {
 				return out, err
@@ -224,7 +228,6 @@ func (s *Store) claimSampled(ctx context.Context, g scheduler.Grant, at time.Tim
 			// The wait item goes with the claim (whatever attempt it
 			// names: the job's condition makes the pair once).
 			items = append(items, it, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.tables.State), Key: key(w.PK, w.SK)}})
-			j.setClaimed(g.Tier, atKey)
 			taken = append(taken, j)
 			per[j.Stratum]++
 		}

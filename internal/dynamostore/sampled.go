@@ -360,9 +360,13 @@ func (s *Store) skipJobs(ctx context.Context, pk string, jobs []jobItem, backOf 
 			if len(items)+2+btoi(back) > transactMax-1 {
 				break
 			}
-			u := s.expiry(expression.Set(name("state"), value(job.Skipped)).
+			c, err := judged(j, job.Skip, reason)
+			if err != nil {
+				return err
+			}
+			u := s.expiry(expression.Set(name("state"), value(c.To)).
 				Set(name("ended_at"), value(stamp(now))).
-				Set(name("reason"), value(reason)), now)
+				Set(name("reason"), value(c.Reason)), now)
 			// Guard: a stop skips only a job still WAITING at the attempt it
 			// read, never one a pass claimed (or an event moved) meanwhile;
 			// the transaction is refused and the step read again. Without it

@@ -126,9 +126,9 @@ var Mutations = []Mutation{
 	},
 	{
 		Name: "reconcile-running-no-task", Why: "a RUNNING job with no task past the missing grace goes back to waiting",
-		File:  "internal/reconcile/reconcile.go",
-		Edits: []Edit{{`case now.Sub(j.ClaimedAt) > missingGrace:`, `case false:`}},
-		Pkg:   "./internal/reconcile", Tests: []string{"TestReconcileRequeuesARunningJobWhoseTaskIsGone"},
+		File:  "internal/reconcile/judge.go",
+		Edits: []Edit{{`case now.Sub(j.ClaimedAt) > g.MissingGrace:`, `case false:`}},
+		Pkg:   "./internal/reconcile/ecstasks", Tests: []string{"TestReconcileRequeuesARunningJobWhoseTaskIsGone"},
 	},
 	{
 		Name: "batched-claim-backs", Why: "a queue's retried jobs are claimed before the jobs at its cursor",
