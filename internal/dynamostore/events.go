@@ -407,12 +407,28 @@ func (s *Store) apply(ctx context.Context, j jobItem, c job.Change, exit *job.Ex
 		items = append(items, putItem(s.tables.State, back))
 	}
 
+	// A released job of a sampled batch that ends without a verdict is
+	// done in the release log, unmeasured (sequence.go): the prefix passes
+	// over it and never counts it as measured. A verdict, before or after,
+	// wins.
+	unmeasured := c.To.Ended() && j.Stratum != "" && j.ReleasePos != nil
+	if unmeasured {
+		if err := add(s.logOutcome(j.batchID(), j.Stratum, *j.ReleasePos, outcomeNone)); err != nil {
+			return false, err
+		}
+	}
+
 	err := s.transact(ctx, items, token())
 	if reasons := cancelReasons(err); reasons != nil {
 		if stopCheck >= 0 && stopCheck < len(reasons) && reasons[stopCheck] == "ConditionalCheckFailed" {
 			return false, errStopped
 		}
 		return false, nil
+	}
+	if err == nil && unmeasured {
+		if err := s.stopIfDone(ctx, j, now); err != nil {
+			return true, fmt.Errorf("%s ended: stop rule: %w", j.ID, err)
+		}
 	}
 	return err == nil, err
 }

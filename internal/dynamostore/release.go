@@ -3,6 +3,7 @@ package dynamostore
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -158,35 +159,39 @@ func (s *Store) claimSampled(ctx context.Context, g scheduler.Grant, at time.Tim
 		if !ok || q.Waiting <= 0 || q.Cancelling != "" {
 			return out, nil
 		}
-		sb, found, err := s.Sampled(ctx, batch)
+		sb, found, err := s.readSampled(ctx, batch)
 		if err != nil || !found {
 			return out, err // not found: its sampling is not registered yet; the next pass
 		}
-		counts := make([]sampling.Stratum, len(sb.Strata))
-		for i, st := range sb.Strata {
-			counts[i] = st.Stratum
-			if empty[st.Name] {
-				counts[i].Jobs = counts[i].Released
-			}
+		st, err := s.current(ctx, batch, sb)
+		if err != nil {
+			return out, err
 		}
-		alloc := sampling.Allocate(sb.Params, counts, min(g.Count-len(out), maxSampledClaim))
-		var waits []waitItem
-		asked := 0
+		order := allocate(sb, st, empty, min(g.Count-len(out), maxSampledClaim))
+		alloc := make([]int, len(st.names))
+		for _, h := range order {
+			alloc[h]++
+		}
+		byStratum := make([][]waitItem, len(st.names))
 		for i, a := range alloc {
 			if a == 0 {
 				continue
 			}
-			asked += a
-			ws, err := s.readWaits(ctx, batch, counts[i].Name, a)
-			if err != nil {
+			if byStratum[i], err = s.readWaits(ctx, batch, st.names[i], a); err != nil {
 				return out, err
 			}
-			if len(ws) < a {
-				empty[counts[i].Name] = true
+			if len(byStratum[i]) < a {
+				empty[st.names[i]] = true
 			}
-			waits = append(waits, ws...)
 		}
-		if asked == 0 {
+		// In the order allocate picked the strata: the release order.
+		var waits []waitItem
+		for _, h := range order {
+			if len(byStratum[h]) > 0 {
+				waits, byStratum[h] = append(waits, byStratum[h][0]), byStratum[h][1:]
+			}
+		}
+		if len(order) == 0 {
 			return out, nil // every stratum released in full
 		}
 		ids := make([]string, len(waits))
@@ -201,6 +206,10 @@ func (s *Store) claimSampled(ctx context.Context, g scheduler.Grant, at time.Tim
 		tok := token()
 		var items []types.TransactWriteItem
 		var taken []jobItem
+		log, logged := sb.seq.Log, maps.Clone(sb.seq.Logged)
+		if logged == nil {
+			logged = map[string]int64{}
+		}
 		per := map[string]int64{}
 		for _, w := range waits {
 			j, ok := jobs[w.ID]
@@ -216,8 +225,15 @@ func (s *Store) claimSampled(ctx context.Context, g scheduler.Grant, at time.Tim
 			// Without it TestRacingSampledClaimsTakeAJobOnce fails (make
 			// mutate: sampled-claim-job).
 			j.ResultToken = s.resultToken()
-			it, err := updateItem(s.tables.State, key(j.PK, skJob), claimUpdate(j, g.Tier, atKey),
-				name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt))))
+			u := claimUpdate(j, g.Tier, atKey)
+			cond := name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt)))
+			if j.ReleasePos == nil { // its first claim: the next place in the release log
+				u = u.Set(name(attrReleasePos), value(log))
+				cond = cond.And(name(attrReleasePos).AttributeNotExists())
+				logged[j.Stratum]++
+				log++
+			}
+			it, err := updateItem(s.tables.State, key(j.PK, skJob), u, cond)
 			if err != nil {
 				return out, err
 			}
@@ -261,6 +277,23 @@ func (s *Store) claimSampled(ctx context.Context, g scheduler.Grant, at time.Tim
 			items = append(items, it)
 		}
 
+		if log > sb.seq.Log {
+			// Guard: positions are handed out from the log counter as read:
+			// of two claims that read it, the second is refused and reads
+			// again, so no two jobs share a place. Without it
+			// TestRacingSampledClaimsTakeTheirOwnPlaces fails (make mutate:
+			// sampled-claim-log).
+			cond := name("log").Equal(value(sb.seq.Log))
+			if sb.seq.Log == 0 {
+				cond = expression.Or(name("log").AttributeNotExists(), cond)
+			}
+			if it, err = updateItem(s.tables.State, key(sampledPK(batch), skSeq),
+				expression.Set(name("log"), value(log)).Set(name("logged"), value(logged)), cond); err != nil {
+				return out, err
+			}
+			items = append(items, it)
+		}
+
 		applied, err := s.writeClaim(ctx, pk, items, tok, &conflicts)
 		if err != nil {
 			return out, err
@@ -274,4 +307,39 @@ func (s *Store) claimSampled(ctx context.Context, g scheduler.Grant, at time.Tim
 		}
 	}
 	return out, nil
+}
+
+// allocate splits k claims over a sampled batch's strata as memstore's
+// take does: first the jobs that hold a place in the release log and wait
+// again (a retry: logged, not released), then one at a time by
+// sampling.Sequence.Next on the counted prefix, with each stratum's
+// claims past the prefix pending. It returns the stratum of each claim,
+// in order: the order the claims take their places in the release log. A stratum in empty has no wait item
+// left for this claim and gets nothing new.
+func allocate(sb sampledState, st seqState, empty map[string]bool, k int) (order []int) {
+	pending := make([]int, len(st.names))
+	for h, n := range st.names {
+		logged := int(sb.seq.Logged[n])
+		pending[h] = logged - st.passed[h]
+		back := min(max(0, logged-sb.strata[n].Released), k)
+		if empty[n] {
+			back = 0
+		}
+		for range back {
+			order = append(order, h)
+		}
+		k -= back
+		if empty[n] {
+			pending[h] = st.seq.Size(h) - st.seq.Counted(h)
+		}
+	}
+	for ; k > 0; k-- {
+		h := st.seq.Next(pending)
+		if h < 0 {
+			break
+		}
+		order = append(order, h)
+		pending[h]++
+	}
+	return order
 }

@@ -294,3 +294,6 @@ func RestoreSequence(p Params, sizes []int, st SequenceState) (*Sequence, bool) 
 
 // Passes is the number of passes added for stratum h.
 func (s *Sequence) Passes(h int) int { return s.pass[h] }
+
+// Size is stratum h's size N_h.
+func (s *Sequence) Size(h int) int { return int(s.size[h]) }
