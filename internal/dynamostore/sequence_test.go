@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -193,7 +194,7 @@ func TestRacingAdvancesCountEachResult(t *testing.T) {
 
 // TestRacingSampledClaimsTakeTheirOwnPlaces: two passes claim from one
 // sampled batch; the second claims between the first's read of the log
-// counter and its transaction. The first's transaction — conditioned on
+// counter and its read of the waiting jobs (so the two take other jobs). The first's transaction — conditioned on
 // the counter it read — is refused, and it claims again: every claimed
 // job has its own place in the release log, 0 … n−1.
 func TestRacingSampledClaimsTakeTheirOwnPlaces(t *testing.T) {
@@ -203,7 +204,16 @@ func TestRacingSampledClaimsTakeTheirOwnPlaces(t *testing.T) {
 	b := slowBatch()
 	submit(t, s, b)
 	var theirs []scheduler.Job
-	c.before = once("TransactWriteItems", func() { theirs = commit(t, other, grant(t0, b, 3)) })
+	var o sync.Once
+	c.before = func(op string, in any) {
+		q, ok := in.(*dynamodb.QueryInput)
+		if op != "Query" || !ok {
+			return
+		}
+		if pk, _ := q.ExpressionAttributeValues[":pk"].(*types.AttributeValueMemberS); pk != nil && strings.HasPrefix(pk.Value, waitPrefix) {
+			o.Do(func() { theirs = commit(t, other, grant(t0, b, 3)) })
+		}
+	}
 	mine := commit(t, s, grant(t0, b, 4))
 	c.before = nil
 	var places []int64
