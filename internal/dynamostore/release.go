@@ -30,8 +30,8 @@ import (
 // batch sent in several parts is released in one random order per
 // stratum. The queue item stays what the pass sees (size, waiting,
 // active): a Grant{Queue, Count} is split across strata here, by
-// sampling.Allocate over the strata's counts (STRATUM# items: results,
-// passes and released, the claims not returned to waiting).
+// sampling.Sequence.Next over the release log's counted prefix
+// (sequence.go), retried jobs first.
 //
 // Wait items are an index, not the claim's guard: the job's own condition
 // (WAITING at the attempt read) makes a claim once. So they are written
@@ -138,11 +138,12 @@ func (s *Store) dropStaleWait(ctx context.Context, w waitItem) error {
 }
 
 // claimSampled claims up to g.Count jobs of a sampled batch's queue: per
-// round (≤ maxSampledClaim jobs), sampling.Allocate splits the round over
-// the strata from their counts as read now, each stratum gives its
+// round (≤ maxSampledClaim jobs), allocate splits the round over the
+// strata from the sequence as read now, each stratum gives its
 // lowest-ranked wait items, and one transaction claims their jobs with
-// the queue's waiting count, the model's counters and the strata's
-// released counts. A stratum that has fewer wait items than allocated is
+// the queue's waiting count, the model's counters, the strata's released
+// counts and (for jobs claimed the first time) their places in the
+// release log. A stratum that has fewer wait items than allocated is
 // out of waiting jobs for this claim (its size may count a part not yet
 // registered) and gets no more.
 func (s *Store) claimSampled(ctx context.Context, g scheduler.Grant, at time.Time) ([]scheduler.Job, error) {
@@ -167,8 +168,18 @@ func (s *Store) claimSampled(ctx context.Context, g scheduler.Grant, at time.Tim
 		if err != nil {
 			return out, err
 		}
-		order := allocate(sb, st, empty, min(g.Count-len(out), maxSampledClaim))
+		room := min(g.Count-len(out), maxSampledClaim)
+		if w := sb.params.Window; w > 0 {
+			// At most Window places past the counted prefix, as memstore:
+			// retried jobs (their places are in the log) come back first
+			// whatever the window.
+			room = min(room, w-int(sb.seq.Log-st.prefix)+backs(sb, st))
+		}
+		order := allocate(sb, st, empty, max(room, 0))
 		alloc := make([]int, len(st.names))
+		if len(order) == 0 && sb.params.Window > 0 {
+			return out, nil // the window is full: a slow job holds the prefix
+		}
 		for _, h := range order {
 			alloc[h]++
 		}
@@ -307,6 +318,16 @@ func (s *Store) claimSampled(ctx context.Context, g scheduler.Grant, at time.Tim
 		}
 	}
 	return out, nil
+}
+
+// backs is the batch's jobs that hold a place in the release log and wait
+// again (retried): logged, not released.
+func backs(sb sampledState, st seqState) int {
+	n := 0
+	for _, name := range st.names {
+		n += max(0, int(sb.seq.Logged[name])-sb.strata[name].Released)
+	}
+	return n
 }
 
 // allocate splits k claims over a sampled batch's strata as memstore's

@@ -23,21 +23,22 @@ import (
 //	SAMPLED#<a>#<p>#<b>  PARAMS            moe, confidence, min_per_stratum; stop_reason once stopped
 //	  same pk            JOBS#<token>      strata: the jobs one registration registered, per stratum
 //	  same pk            WAITS#<part>#<digest>  a message's wait items are written
-//	  same pk            STRATUM#<name>    results, passes: RecordResult adds to them;
-//	                                       released: claims add, retries take back
+//	  same pk            STRATUM#<name>    released: claims add, retries take back
+//	  same pk            SEQ               the release log's counter and the sequence (sequence.go)
+//	LOG#<a>#<p>#<b>      <place>           a released job that is done (sequence.go)
 //	WAIT#<a>#<p>#<b>#<stratum>  <rank>#<key>  a waiting job, in release order (release.go)
 //
 // A JOBS# item is written in the transaction that registers its jobs, so
 // a job counts once whatever part or message repeats it, and the strata's
 // sizes are the sums over the JOBS# items (and the PART# items of the
-// first release, which counted a repeated job twice). The result
-// counters move in the transaction that records the verdict on the job,
-// the released counts in the claim's and the retry's.
+// first release, which counted a repeated job twice). The released
+// counts move in the claim's transaction and the retry's.
 //
-// A claim splits its grant over the strata by sampling.Allocate and takes
-// each stratum's lowest-ranked waiting jobs (release.go), as memstore
-// does. Once the stop rule holds, the result that made it hold ends the
-// batch's waiting jobs SKIPPED (stopIfDone).
+// A claim splits its grant over the strata by sampling.Sequence.Next and
+// takes each stratum's lowest-ranked waiting jobs (release.go), as
+// memstore does. Once the stop rule holds on the release log's completed
+// prefix (sequence.go), the result that made it hold ends the batch's
+// waiting jobs SKIPPED (stopIfDone).
 
 const (
 	sampledPrefix  = "SAMPLED#"
@@ -68,7 +69,8 @@ func (s *Store) sampledItems(b job.BatchSpec, owner string, strata map[string]in
 	params, err := updateItem(s.tables.State, key(pk, skParams),
 		expression.Set(name("moe"), value(b.Sampling.MOE)).
 			Set(name("confidence"), value(b.Sampling.Confidence)).
-			Set(name("min_per_stratum"), value(b.Sampling.MinPerStratum)), expression.ConditionBuilder{})
+			Set(name("min_per_stratum"), value(b.Sampling.MinPerStratum)).
+			Set(name("window"), value(b.Sampling.Window)), expression.ConditionBuilder{})
 	if err != nil {
 		return nil, err
 	}
@@ -165,10 +167,11 @@ func (s *Store) readSampled(ctx context.Context, batch string) (sampledState, bo
 				MOE  float64 `dynamodbav:"moe"`
 				Conf float64 `dynamodbav:"confidence"`
 				Min  int     `dynamodbav:"min_per_stratum"`
+				Win  int     `dynamodbav:"window"`
 				Stop string  `dynamodbav:"stop_reason"`
 			}
 			err = attributevalue.UnmarshalMap(it, &v)
-			sb.params, found = sampling.Params{MOE: v.MOE, Confidence: v.Conf, MinPerStratum: v.Min}, true
+			sb.params, found = sampling.Params{MOE: v.MOE, Confidence: v.Conf, MinPerStratum: v.Min, Window: v.Win}, true
 			sb.stop = v.Stop
 		case sk.Value == skSeq:
 			err = attributevalue.UnmarshalMap(it, &sb.seq)

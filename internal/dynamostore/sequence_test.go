@@ -230,3 +230,58 @@ func TestRacingSampledClaimsTakeTheirOwnPlaces(t *testing.T) {
 	}
 	check(t, s)
 }
+
+// TestSampledWindowHoldsClaims: a batch with sampling.window 5 holds at
+// most 5 claims past its counted prefix, in DynamoDB as in memstore: 5 of
+// 10 granted; the results of places 1 … 4 move nothing while place 0
+// runs, so the next grant claims none; place 0's result lets 5 more go.
+func TestSampledWindowHoldsClaims(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	m := memstore.New(scheduler.ModelConfig{})
+	b := slowBatch()
+	p := *b.Sampling
+	p.Window = 5
+	b.Sampling = &p
+	submit(t, s, b)
+	if _, err := m.Submit(ctx, b, t0); err != nil {
+		t.Fatal(err)
+	}
+	mjob := map[string]scheduler.Job{}
+	claim := func(want int) []scheduler.Job {
+		t.Helper()
+		dj := commit(t, s, grant(t0, b, 10))
+		mc, err := m.Commit(ctx, grant(t0, b, 10), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := keysOf(dj); len(dj) != want || !slices.Equal(got, keysOf(mc.Claimed)) {
+			t.Fatalf("claimed %v, memstore %v; want %d", got, keysOf(mc.Claimed), want)
+		}
+		for _, j := range mc.Claimed {
+			mjob[j.Key] = j
+		}
+		return dj
+	}
+	record := func(j scheduler.Job) {
+		t.Helper()
+		r := job.Result{Attempt: 1, Pass: slowPass(j.Key), At: t0, Token: j.ResultToken}
+		if ok, err := s.RecordResult(ctx, j.ID, r); !ok || err != nil {
+			t.Fatalf("record %s: %v %v", j.Key, ok, err)
+		}
+		r.Token = mjob[j.Key].ResultToken
+		if ok, err := m.RecordResult(ctx, mjob[j.Key].ID, r); !ok || err != nil {
+			t.Fatalf("memstore: record %s: %v %v", j.Key, ok, err)
+		}
+	}
+	first := claim(5)
+	for _, j := range first[1:] {
+		record(j)
+	}
+	claim(0)
+	record(first[0])
+	claim(5)
+	if sb, _, _ := s.Sampled(ctx, "acme/p/slow"); sb.Params.Window != 5 {
+		t.Errorf("stored window %d, want 5", sb.Params.Window)
+	}
+}

@@ -301,7 +301,7 @@ var Mutations = []Mutation{
 	{
 		Name: "sampled-claim-job", Why: "a sampled claim takes only a job still WAITING at the attempt read",
 		File:  "internal/dynamostore/release.go",
-		Edits: []Edit{{`name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt))))`, always + `)`}},
+		Edits: []Edit{{`cond := name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt)))`, `cond := ` + always}},
 		Pkg:   "./internal/dynamostore", Tests: []string{"TestRacingSampledClaimsTakeAJobOnce"},
 	},
 	{
