@@ -232,8 +232,9 @@ func (s *Store) claimSampled(ctx context.Context, g scheduler.Grant, at time.Tim
 			}
 			// Guard: the job is claimed only if still WAITING at the
 			// attempt read: of two claims that read the same wait item,
-			// the second's transaction is refused and it reads again.
-			// Without it TestRacingSampledClaimsTakeAJobOnce fails (make
+			// the second's transaction is refused and it reads again (a new
+			// place's counter refuses it too; a retried job takes none).
+			// Without it TestRacingSampledClaimsTakeARetriedJobOnce fails (make
 			// mutate: sampled-claim-job).
 			j.ResultToken = s.resultToken()
 			u := claimUpdate(j, g.Tier, atKey)

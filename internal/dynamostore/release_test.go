@@ -250,6 +250,33 @@ func TestRacingSampledClaimsTakeAJobOnce(t *testing.T) {
 	check(t, s)
 }
 
+// TestRacingSampledClaimsTakeARetriedJobOnce: a job whose task was lost
+// waits again with its place in the release log; two passes race for it
+// (a retried job comes first, and its claim writes no new place, so only
+// the job's own condition stands between them). One claims it.
+func TestRacingSampledClaimsTakeARetriedJobOnce(t *testing.T) {
+	ctx := context.Background()
+	s, c := newStore(t)
+	other := otherWriter(s)
+	b := smallSampled(5)
+	submit(t, s, b)
+	first := commit(t, s, grant(t0, b, 1))
+	launchAll(t, s, first)
+	if err := s.TaskStopped(ctx, first[0].ID, 1, job.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
+		t.Fatal(err)
+	}
+	var theirs []scheduler.Job
+	c.before = beforeClaimOf(queuePK(scheduler.QueueKey{Account: "acme", Project: "p", Batch: "r", Model: "gpt"}), func() {
+		theirs = commit(t, other, grant(t0, b, 1))
+	})
+	ours := commit(t, s, grant(t0, b, 1))
+	c.before = nil
+	if len(theirs) != 1 || theirs[0].ID != first[0].ID || slices.ContainsFunc(ours, func(j scheduler.Job) bool { return j.ID == first[0].ID }) {
+		t.Fatalf("claimed %v and %v: want the retried %s once", keysOf(ours), keysOf(theirs), first[0].Key)
+	}
+	check(t, s)
+}
+
 // TestSampledClaimKeepsAQueueARetryCameBackTo: a sampled claim takes the
 // queue's last waiting job; between its read and its write another job's
 // task is lost and that job waits again. The claim's removal of the queue

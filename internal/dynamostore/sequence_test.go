@@ -33,7 +33,7 @@ func slowPass(key string) bool { return sampling.Rank("verdict", key)%10 < 7 }
 // TestSampledStopWaitsForTheSlowPrefix: 80 jobs are claimed; the passes
 // come back first, out of release order, and the failures (the slow ones,
 // as when a failing job runs to its timeout) after, in release order; the
-// first failure's task ends (exit 0) without a verdict, the second's fails
+// first failure's task is cancelled without a verdict, the second's fails
 // with the provider (exit 75: back to waiting, claimed again, then its
 // verdict). The same
 // events go to memstore. At every step the estimate counts only the
@@ -120,7 +120,7 @@ func TestSampledStopWaitsForTheSlowPrefix(t *testing.T) {
 	if sb := same("a provider failure"); sb.Estimate.Results != firstFail {
 		t.Fatalf("after exit 75: %d results, want %d (the provider-failed job holds its place)", sb.Estimate.Results, firstFail)
 	}
-	stop(unmeasured, job.Exit{Code: 0})
+	stop(unmeasured, job.Exit{Cancelled: true})
 	at := slices.IndexFunc(dj, func(j scheduler.Job) bool { return j.ID == provider.ID })
 	if sb := same("a job without a verdict"); sb.Estimate.Results != at-1 {
 		t.Fatalf("after a job ended without a verdict: %d results, want %d (passed over, not counted)", sb.Estimate.Results, at-1)

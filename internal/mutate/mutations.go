@@ -302,7 +302,7 @@ var Mutations = []Mutation{
 		Name: "sampled-claim-job", Why: "a sampled claim takes only a job still WAITING at the attempt read",
 		File:  "internal/dynamostore/release.go",
 		Edits: []Edit{{`cond := name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt)))`, `cond := ` + always}},
-		Pkg:   "./internal/dynamostore", Tests: []string{"TestRacingSampledClaimsTakeAJobOnce"},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestRacingSampledClaimsTakeARetriedJobOnce"},
 	},
 	{
 		Name: "sampled-claim-emptying", Why: "a sampled claim takes its queue out of the active index only while nothing else waits",
