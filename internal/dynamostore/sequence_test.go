@@ -285,3 +285,21 @@ func TestSampledWindowHoldsClaims(t *testing.T) {
 		t.Errorf("stored window %d, want 5", sb.Params.Window)
 	}
 }
+
+// TestSampledWindowIsATerm: a part whose sampling.window differs from the
+// batch's first is refused whole, naming the field.
+func TestSampledWindowIsATerm(t *testing.T) {
+	s, _ := newStore(t)
+	b := slowBatch()
+	p := *b.Sampling
+	p.Window = 5
+	b.Sampling, b.Part, b.Parts = &p, 1, 2
+	submit(t, s, b)
+	other := slowBatch()
+	q := p
+	q.Window = 6
+	other.Sampling, other.Part, other.Parts, other.Jobs = &q, 2, 2, []job.JobSpec{{Key: "z", Stratum: "only"}}
+	if _, err := s.Submit(context.Background(), other, t0); err == nil || !strings.Contains(err.Error(), "sampling.window: 6, but the batch was stored with 5") {
+		t.Errorf("a part with another window: %v", err)
+	}
+}
