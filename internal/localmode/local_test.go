@@ -124,13 +124,15 @@ func TestLocalRunsASubmittedBatch(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 
-	// A sampled batch stops on the verdicts: its rest ends SKIPPED.
+	// A sampled batch stops on the verdicts: its rest ends SKIPPED. Its
+	// window keeps the claims past the counted prefix few, else the
+	// passes would claim most of it while the prefix waits for the slow.
 	var sampledJobs []map[string]any
 	for i := range 200 {
 		sampledJobs = append(sampledJobs, map[string]any{"key": fmt.Sprintf("s%03d", i), "stratum": []string{"easy", "hard"}[i%2]})
 	}
 	body, _ = json.Marshal(map[string]any{"version": 1, "account": "dev", "project": "try", "batch": "s1", "model": "gpt-5.5",
-		"sampling": map[string]any{"moe": 0.25, "confidence": 0.5, "min_per_stratum": 2}, "jobs": sampledJobs})
+		"sampling": map[string]any{"moe": 0.25, "confidence": 0.5, "min_per_stratum": 2, "window": 10}, "jobs": sampledJobs})
 	if _, err := sq.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String(string(body))}); err != nil {
 		t.Fatal(err)
 	}
