@@ -244,6 +244,10 @@ func (s *Store) claimSampled(ctx context.Context, g scheduler.Grant, at time.Tim
 			cond := name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt)))
 			if j.ReleasePos == nil { // its first claim: the next place in the release log
 				u = u.Set(name(attrReleasePos), value(log))
+				// Guard: a job's place is never overwritten: a job claimed,
+				// given a place and sent back to waiting by a provider retry
+				// since this read keeps the place it had. No test races that
+				// path yet, so no mutation lists it.
 				cond = cond.And(name(attrReleasePos).AttributeNotExists())
 				logged[j.Stratum]++
 				log++
