@@ -13,8 +13,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambda"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
@@ -26,6 +24,7 @@ import (
 	"github.com/evalsched/evalsched/internal/ecslauncher"
 	"github.com/evalsched/evalsched/internal/emf"
 	"github.com/evalsched/evalsched/internal/gatewaydepth"
+	"github.com/evalsched/evalsched/internal/lambdaboot"
 	"github.com/evalsched/evalsched/internal/passloop"
 	"github.com/evalsched/evalsched/internal/reconcile"
 	"github.com/evalsched/evalsched/internal/reconcile/ecstasks"
@@ -35,26 +34,17 @@ import (
 )
 
 func main() {
-	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
-	h, err := build(context.Background(), log)
-	if err != nil {
-		log.Error("scheduler cannot start", "err", err)
-		os.Exit(1)
-	}
-	lambda.Start(h.Handle)
+	lambdaboot.Start("scheduler", build, func(h *runner.Handler) any { return h.Handle })
 }
 
-// build wires the handler from the environment; opts go to the AWS
-// configuration (none in Lambda; the tests add the IAM check of
-// internal/iamcheck, so the role in template.yaml is enforced).
-func build(ctx context.Context, log *slog.Logger, opts ...func(*awsconfig.LoadOptions) error) (*runner.Handler, error) {
-	cfg, err := config.Load(nil)
-	if err == nil {
-		err = cfg.Require("EVALSCHED_CLUSTER", "EVALSCHED_SUBNETS", "EVALSCHED_DEFAULT_TASK_DEFINITION")
-	}
+// build wires the handler from the environment (lambdaboot.Option says
+// what opts are for).
+func build(ctx context.Context, log *slog.Logger, opts ...lambdaboot.Option) (*runner.Handler, error) {
+	env, err := lambdaboot.Load(ctx, log, []string{"EVALSCHED_CLUSTER", "EVALSCHED_SUBNETS", "EVALSCHED_DEFAULT_TASK_DEFINITION"}, opts...)
 	if err != nil {
 		return nil, err
 	}
+	cfg := env.Config
 	// Every shard's configuration is checked at cold start, not at its
 	// first invocation: a bad one stops the function with the reason.
 	for k := range cfg.Shards {
@@ -62,10 +52,7 @@ func build(ctx context.Context, log *slog.Logger, opts ...func(*awsconfig.LoadOp
 			return nil, err
 		}
 	}
-	aws, err := awsconfig.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
-		return nil, err
-	}
+	aws := env.AWS
 	c := clients{ddb: dynamodb.NewFromConfig(aws), ecs: ecs.NewFromConfig(aws), cw: cloudwatch.NewFromConfig(aws)}
 	return &runner.Handler{
 		Shards: cfg.Shards,
