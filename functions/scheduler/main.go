@@ -101,15 +101,15 @@ func shardRunner(cfg config.Config, c clients, shard int, log *slog.Logger) (*ru
 		Capacity: cfg.Capacity, ContainerName: cfg.ContainerName, DefaultTaskDefinition: cfg.DefaultTaskDefinition,
 		Rate: share.LaunchRate, Burst: share.LaunchBurst,
 	}, log)
-	var depths scheduler.DepthReader = gatewaydepth.New(c.cw, gatewaydepth.Config{
-		Namespace: cfg.MetricNamespace, MetricName: cfg.MetricName, Dimension: cfg.MetricDimension, Period: cfg.MetricPeriod,
-		ErrorMetricName: cfg.ErrorMetricName, CallsMetricName: cfg.CallsMetricName,
-		InServiceMetricName: cfg.InServiceMetricName,
-	})
-	if cfg.DepthSource == config.DepthFromDynamoDB {
-		// The bridge's readings item: one read a pass, not a metric query
-		// per busy model (docs/cost.md).
-		depths = &depthitem.Reader{API: c.ddb, Table: tables.State}
+	// The bridge's readings item: one read a pass, not a metric query per
+	// busy model (docs/cost.md).
+	var depths scheduler.DepthReader = &depthitem.Reader{API: c.ddb, Table: tables.State}
+	if cfg.DepthSource != config.DepthFromDynamoDB {
+		depths = gatewaydepth.New(c.cw, gatewaydepth.Config{
+			Namespace: cfg.MetricNamespace, MetricName: cfg.MetricName, Dimension: cfg.MetricDimension, Period: cfg.MetricPeriod,
+			ErrorMetricName: cfg.ErrorMetricName, CallsMetricName: cfg.CallsMetricName,
+			InServiceMetricName: cfg.InServiceMetricName,
+		})
 	}
 	clock := runner.RealClock{}
 	return &runner.Runner{
