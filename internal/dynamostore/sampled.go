@@ -234,7 +234,7 @@ func (s *Store) Sampled(ctx context.Context, batch string) (job.SampledBatch, bo
 	if err != nil || !found {
 		return job.SampledBatch{}, false, err
 	}
-	st, err := s.current(ctx, batch, sb)
+	st, err := s.current(ctx, batch, sb, time.Time{})
 	if err != nil {
 		return job.SampledBatch{}, false, err
 	}
@@ -276,7 +276,7 @@ const skipStep = 1000
 // way), it skips what is still waiting, with the marked reason.
 func (s *Store) stopIfDone(ctx context.Context, j jobItem, now time.Time) error {
 	batch := j.batchID()
-	st, seq, err := s.advance(ctx, batch)
+	st, seq, err := s.advance(ctx, batch, now)
 	if err != nil || len(st.strata) == 0 {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -301,5 +302,40 @@ func TestSampledWindowIsATerm(t *testing.T) {
 	other.Sampling, other.Part, other.Parts, other.Jobs = &q, 2, 2, []job.JobSpec{{Key: "z", Stratum: "only"}}
 	if _, err := s.Submit(context.Background(), other, t0); err == nil || !strings.Contains(err.Error(), "sampling.window: 6, but the batch was stored with 5") {
 		t.Errorf("a part with another window: %v", err)
+	}
+}
+
+// TestSampledUnreportedSuccessPassedAfterGrace: a job that succeeded
+// (exit 0) without reporting holds the counted prefix for its result
+// grace, then is passed over as unmeasured, in DynamoDB as in memstore;
+// one that reports after its end but within the grace counts. Place 0
+// succeeds and never reports in time; place 1 succeeds and reports a
+// minute later; places 2 … 9 report. Nothing counts until the grace
+// (sampling.DefaultResultGrace) is out; the first claim after it passes
+// place 0 over and counts the nine others; place 0's verdict after that
+// counts nothing.
+func TestSampledUnreportedSuccessPassedAfterGrace(t *testing.T) {
+	w := newTwin(t, slowBatch())
+	jobs := w.claim(t0, 10)
+	w.stop(jobs[0], job.Exit{}, t0)
+	w.stop(jobs[1], job.Exit{}, t0)
+	for _, j := range jobs[2:] {
+		w.record(j, slowPass(j.Key), t0)
+	}
+	if sb := w.same("place 0 and 1 ended without a verdict"); sb.Estimate.Results != 0 {
+		t.Fatalf("%d results counted; want 0: place 0 succeeded and may still report", sb.Estimate.Results)
+	}
+	w.record(jobs[1], slowPass(jobs[1].Key), t0.Add(time.Minute))
+	w.claim(t0.Add(4*time.Minute), 1)
+	if sb := w.same("within the grace"); sb.Estimate.Results != 0 {
+		t.Fatalf("%d results counted within the grace; want 0", sb.Estimate.Results)
+	}
+	w.claim(t0.Add(5*time.Minute), 1)
+	if sb := w.same("the grace out"); sb.Estimate.Results != 9 {
+		t.Fatalf("%d results counted after the grace; want 9 (place 0 passed over, place 1's late verdict counted)", sb.Estimate.Results)
+	}
+	w.record(jobs[0], true, t0.Add(6*time.Minute))
+	if sb := w.same("place 0's verdict after the grace"); sb.Estimate.Results != 9 {
+		t.Errorf("%d results counted; want 9: place 0 was passed over", sb.Estimate.Results)
 	}
 }

@@ -260,6 +260,12 @@ var Mutations = []Mutation{
 		Pkg:   "./internal/dynamostore", Tests: []string{"TestSampledStopWaitsForTheSlowPrefix"},
 	},
 	{
+		Name: "sampled-result-grace", Why: "a sampled job that succeeded holds the counted prefix for its result grace: its verdict may come after its end",
+		File:  "internal/dynamostore/sequence.go",
+		Edits: []Edit{{`if !e.done(now, grace) {`, `if e.Outcome == "" && e.Ended == "" {`}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestSampledUnreportedSuccessPassedAfterGrace"},
+	},
+	{
 		Name: "sampled-seq-version", Why: "an advance writes a sampled batch's sequence only over the version it read",
 		File:  "internal/dynamostore/sequence.go",
 		Edits: []Edit{{`cond := name("ver").Equal(value(sb.seq.Ver))`, `cond := ` + always}},
