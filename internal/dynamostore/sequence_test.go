@@ -339,3 +339,37 @@ func TestSampledUnreportedSuccessPassedAfterGrace(t *testing.T) {
 		t.Errorf("%d results counted; want 9: place 0 was passed over", sb.Estimate.Results)
 	}
 }
+
+// TestSampledFirstVerdictIsFinal: a sampled job reports a failure, its
+// task is lost (an infrastructure exit: it runs again, keeping its
+// place), and its second attempt reports a pass. Both stores refuse the
+// second verdict and count the first, while place 0 still runs and only
+// after it reports: the job's outcome is the draw first reported, never
+// the newest when the prefix gets there.
+func TestSampledFirstVerdictIsFinal(t *testing.T) {
+	w := newTwin(t, slowBatch())
+	jobs := w.claim(t0, 3)
+	if !w.record(jobs[1], false, t0) {
+		t.Fatalf("the first verdict of %s was not recorded", jobs[1].Key)
+	}
+	w.stop(jobs[1], job.Exit{Code: 1, Infrastructure: true}, t0)
+	again := w.claim(t0, 1)
+	if len(again) != 1 || again[0].ID != jobs[1].ID || again[0].Attempt != 2 {
+		t.Fatalf("claimed %v; want %s at attempt 2", keysOf(again), jobs[1].Key)
+	}
+	if w.record(again[0], true, t0) {
+		t.Errorf("attempt 2's verdict was recorded over attempt 1's")
+	}
+	w.stop(again[0], job.Exit{}, t0)
+	w.record(jobs[2], true, t0)
+	w.record(jobs[0], true, t0)
+	sb := w.same("every verdict in")
+	if sb.Estimate.Results != 3 || sb.Strata[0].Passes != 2 {
+		t.Errorf("%d results, %d passes; want 3 and 2 (the job's first verdict, a failure)", sb.Estimate.Results, sb.Strata[0].Passes)
+	}
+	dr, ok, err := w.d.JobResult(context.Background(), jobs[1].ID)
+	mr, mok := w.m.JobResult(w.mjob[jobs[1].Key].ID)
+	if err != nil || !ok || !mok || dr.Pass || mr.Pass || dr.Attempt != 1 || mr.Attempt != 1 {
+		t.Errorf("job result %+v (%v %v), memstore %+v (%v); want attempt 1's failure in both", dr, ok, err, mr, mok)
+	}
+}

@@ -215,7 +215,8 @@ func (sb *sampledBatch) putBack(j *Job) {
 // second result of the same attempt (SQS delivers at least once) and one
 // for a job that ended without running (cancelled, skipped). A later
 // attempt's verdict replaces an earlier one's (a task that reported and was
-// then lost), but a sampled batch counts the job once. In a sampled
+// then lost) — except in a sampled batch, where the first verdict is
+// final (below), as in the DynamoDB store. In a sampled
 // batch the result counts toward its stratum, and when the stop rule holds
 // (and every part of the batch has arrived) the batch's waiting jobs end
 // SKIPPED with the estimate as the reason. A result for the current
@@ -242,17 +243,24 @@ func (s *Store) RecordResult(_ context.Context, jobID string, r job.Result) (boo
 	if !resulttoken.Equal(r.Token, j.ResultToken) {
 		return false, fmt.Errorf("result for %s attempt %d: %w", jobID, r.Attempt, job.ErrWrongToken)
 	}
-	if old, dup := s.results[jobID]; dup && old.Attempt >= r.Attempt {
+	sb := s.sampled[j.Batch3()]
+	// A sampled job's first verdict is final. Its outcome is one draw,
+	// fixed when it was reported; taking a later attempt's instead (the
+	// newest when the prefix reaches the job) would let the timing of a
+	// retry pick between draws — a second chance for the outcome that
+	// gets retried more (a failing task lost mid-report), a bias the
+	// sequence cannot see. It is also the cheap rule in DynamoDB: one
+	// conditional write (no verdict yet), and a log entry that never
+	// changes once written.
+	if old, dup := s.results[jobID]; dup && (old.Attempt >= r.Attempt || sb != nil) {
 		return false, nil
 	}
 	r.Token = ""
 	if s.results == nil {
 		s.results = map[string]job.Result{}
 	}
-	_, counted := s.results[jobID] // an earlier attempt's verdict: the job counts once
 	s.results[jobID] = r
-	sb := s.sampled[j.Batch3()]
-	if sb == nil || counted {
+	if sb == nil {
 		return true, nil
 	}
 	st := sb.strata[j.stratum]
