@@ -283,8 +283,13 @@ func (s *Store) claimSampled(ctx context.Context, g scheduler.Grant, at time.Tim
 				u = u.Set(name(attrReleasePos), value(log))
 				// Guard: a job's place is never overwritten: a job claimed,
 				// given a place and sent back to waiting by a provider retry
-				// since this read keeps the place it had. No test races that
-				// path yet, so no mutation lists it.
+				// since this read keeps the place it had. That race also
+				// moves the job's attempt and the log counter, whose
+				// conditions refuse it first; this one holds if either goes
+				// (a path back to waiting at the same attempt). Without the
+				// three TestSampledClaimRacingAProviderRetryKeepsItsPlace
+				// fails; with this one alone it passes (make mutate:
+				// sampled-claim-place).
 				cond = cond.And(name(attrReleasePos).AttributeNotExists())
 				logged[j.Stratum]++
 				log++

@@ -419,3 +419,44 @@ func TestSampledClaimLostAnswer(t *testing.T) {
 	}
 	check(t, s)
 }
+
+// TestSampledClaimRacingAProviderRetryKeepsItsPlace: a sampled claim reads
+// the lowest-ranked waiting job (no place yet) and, before its
+// transaction, another pass claims that job (place 0) and its provider
+// fails it (exit 75: waiting again, place kept, attempt 2). The claim's
+// transaction is refused, and read again it takes the job as the retry it
+// now is: the job keeps place 0, the next job takes place 1, and the log
+// counter says 2. (What refuses it is the job's attempt and the log
+// counter, both moved by the race; the place's own attribute_not_exists
+// is a third guard that no interleaving of the store's writes reaches
+// alone: see release.go.)
+func TestSampledClaimRacingAProviderRetryKeepsItsPlace(t *testing.T) {
+	ctx := context.Background()
+	s, c := newStore(t)
+	other := otherWriter(s)
+	b := smallSampled(5)
+	submit(t, s, b)
+	var theirs []scheduler.Job
+	c.before = beforeClaimOf(queuePK(scheduler.QueueKey{Account: "acme", Project: "p", Batch: "r", Model: "gpt"}), func() {
+		theirs = commit(t, other, grant(t0, b, 1))
+		launchAll(t, other, theirs)
+		if err := other.TaskStopped(ctx, theirs[0].ID, 1, job.Exit{Code: 75, ProviderError: true}, t0); err != nil {
+			t.Error(err)
+		}
+	})
+	ours := commit(t, s, grant(t0, b, 2))
+	c.before = nil
+	if len(theirs) != 1 || len(ours) != 2 || ours[0].ID != theirs[0].ID || ours[0].Attempt != 2 {
+		t.Fatalf("claimed %v, the other pass %v; want %s again at attempt 2, then one more", keysOf(ours), keysOf(theirs), keysOf(theirs))
+	}
+	for i, j := range ours {
+		it, ok, err := s.readJob(ctx, j.ID)
+		if err != nil || !ok || it.ReleasePos == nil || *it.ReleasePos != int64(i) {
+			t.Errorf("job %s: place %v (%v, %v); want %d", j.Key, it.ReleasePos, ok, err, i)
+		}
+	}
+	if sb, _, err := s.readSampled(ctx, "acme/p/r"); err != nil || sb.seq.Log != 2 || sb.seq.Logged["s"] != 2 {
+		t.Errorf("log counter %d, stratum s %d (%v); want 2 and 2", sb.seq.Log, sb.seq.Logged["s"], err)
+	}
+	check(t, s)
+}

@@ -305,6 +305,19 @@ var Mutations = []Mutation{
 		Pkg:   "./internal/dynamostore", Tests: []string{"TestRetryRacingTheStopIsSkipped"},
 	},
 	{
+		// The place's condition is the third guard of this race (the
+		// attempt and the log counter refuse it first): the mutation
+		// drops all three, and the test passes with the place's alone.
+		Name: "sampled-claim-place", Why: "a job claimed and sent back by a provider retry between a sampled claim's read and its write keeps its place",
+		File: "internal/dynamostore/release.go",
+		Edits: []Edit{
+			{`cond := name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt)))`, `cond := name("state").Equal(value(job.Waiting))`},
+			{`cond = cond.And(name(attrReleasePos).AttributeNotExists())`, `_ = attrReleasePos`},
+			{`cond := name("log").Equal(value(sb.seq.Log))`, `cond := ` + always},
+		},
+		Pkg: "./internal/dynamostore", Tests: []string{"TestSampledClaimRacingAProviderRetryKeepsItsPlace"},
+	},
+	{
 		Name: "sampled-claim-job", Why: "a sampled claim takes only a job still WAITING at the attempt read",
 		File:  "internal/dynamostore/release.go",
 		Edits: []Edit{{`cond := name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt)))`, `cond := ` + always}},
