@@ -396,7 +396,8 @@ func (s *Store) skipJobs(ctx context.Context, pk string, jobs []jobItem, backOf 
 		for _, j := range jobs {
 			b, back := backOf[j.ID]
 			back = back && b.Pos == j.Pos && b.Attempt == j.Attempt
-			if len(items)+2+btoi(back) > transactMax-1 {
+			placed := j.Stratum != "" && j.ReleasePos != nil
+			if len(items)+2+btoi(back)+btoi(placed) > transactMax-1 {
 				break
 			}
 			c, err := judged(j, job.Skip, reason)
@@ -420,6 +421,15 @@ func (s *Store) skipJobs(ctx context.Context, pk string, jobs []jobItem, backOf 
 			if j.Stratum != "" {
 				w := waitOf(j, j.Attempt)
 				items = append(items, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.tables.State), Key: key(w.PK, w.SK)}})
+			}
+			if placed {
+				// A retried job with its place in the release log ends
+				// unmeasured there, as a cancel's (cancel.go).
+				it, err := s.logOutcome(j.batchID(), j.Stratum, *j.ReleasePos, outcomeNone)
+				if err != nil {
+					return err
+				}
+				items = append(items, it)
 			}
 			if back { // taken with its job: the job's condition makes it once
 				items = append(items, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.tables.State), Key: key(pk, b.SK)}})

@@ -373,3 +373,30 @@ func TestSampledFirstVerdictIsFinal(t *testing.T) {
 		t.Errorf("job result %+v (%v %v), memstore %+v (%v); want attempt 1's failure in both", dr, ok, err, mr, mok)
 	}
 }
+
+// TestSampledCancelOfARetriedJobPassesItsPlace: place 0's provider fails
+// it (exit 75: it waits again, holding its place and the prefix); places
+// 1 and 2 report. An operator cancels the batch: the retried job ends
+// CANCELLED without a result, so its place is passed over as unmeasured
+// and the two verdicts after it count — in DynamoDB (a none in its log
+// entry, with the cancel) as in memstore.
+func TestSampledCancelOfARetriedJobPassesItsPlace(t *testing.T) {
+	w := newTwin(t, slowBatch())
+	jobs := w.claim(t0, 3)
+	w.stop(jobs[0], job.Exit{Code: 75, ProviderError: true}, t0)
+	w.record(jobs[1], true, t0)
+	w.record(jobs[2], false, t0)
+	if sb := w.same("place 0 waiting again"); sb.Estimate.Results != 0 {
+		t.Fatalf("%d results counted; want 0: place 0 waits to run again", sb.Estimate.Results)
+	}
+	ctx := context.Background()
+	scope := scheduler.Scope{Account: "acme", Project: "p", Batch: "slow"}
+	n, err := w.d.Cancel(ctx, scope, t0)
+	mn, merr := w.m.Cancel(ctx, scope, t0)
+	if err != nil || merr != nil || n != mn || n != 198 {
+		t.Fatalf("cancelled %d (%v), memstore %d (%v); want 198 (the retried job and the 197 never claimed)", n, err, mn, merr)
+	}
+	if sb := w.same("the batch cancelled"); sb.Estimate.Results != 2 {
+		t.Errorf("%d results counted; want 2: the cancelled place 0 passed over", sb.Estimate.Results)
+	}
+}
