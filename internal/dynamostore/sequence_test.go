@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -398,5 +399,45 @@ func TestSampledCancelOfARetriedJobPassesItsPlace(t *testing.T) {
 	}
 	if sb := w.same("the batch cancelled"); sb.Estimate.Results != 2 {
 		t.Errorf("%d results counted; want 2: the cancelled place 0 passed over", sb.Estimate.Results)
+	}
+}
+
+// TestSampledJobClaimedBeforeThePlacesIsNotCounted: a job claimed under
+// the release before the release log (no release_pos; the log counter
+// never counted it) reports: its verdict is kept on the job but never
+// counted in the batch's sequence, and it holds no place, so the jobs
+// claimed after it count as their results come (docs/sampling.md,
+// "Upgrade notes").
+func TestSampledJobClaimedBeforeThePlacesIsNotCounted(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	b := slowBatch()
+	submit(t, s, b)
+	old := commit(t, s, grant(t0, b, 1))[0]
+	// What the older release's claim left: the job out without a place,
+	// the log counter at 0.
+	if _, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.tables.State, Key: key(jobPK(old.ID), skJob), UpdateExpression: aws.String("REMOVE release_pos"),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.tables.State, Key: key(sampledPK("acme/p/slow"), skSeq)}); err != nil {
+		t.Fatal(err)
+	}
+	next := commit(t, s, grant(t0, b, 2))
+	if ok, err := s.RecordResult(ctx, old.ID, job.Result{Attempt: 1, Pass: true, At: t0, Token: old.ResultToken}); !ok || err != nil {
+		t.Fatalf("the old job's verdict: %v %v; want it recorded", ok, err)
+	}
+	for _, j := range next {
+		if ok, err := s.RecordResult(ctx, j.ID, job.Result{Attempt: 1, Pass: false, At: t0, Token: j.ResultToken}); !ok || err != nil {
+			t.Fatalf("record %s: %v %v", j.Key, ok, err)
+		}
+	}
+	sb, _, err := s.Sampled(ctx, "acme/p/slow")
+	if err != nil || sb.Estimate.Results != 2 || sb.Strata[0].Passes != 0 {
+		t.Errorf("%+v, %d passes (%v); want the 2 placed results counted, not the old job's pass", sb.Estimate, sb.Strata[0].Passes, err)
+	}
+	if r, ok, err := s.JobResult(ctx, old.ID); !ok || err != nil || !r.Pass {
+		t.Errorf("the old job's result %+v, %v, %v; want its pass kept on the job", r, ok, err)
 	}
 }
