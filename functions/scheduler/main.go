@@ -13,8 +13,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambda"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
@@ -25,6 +23,7 @@ import (
 	"github.com/evalsched/evalsched/internal/ecslauncher"
 	"github.com/evalsched/evalsched/internal/emf"
 	"github.com/evalsched/evalsched/internal/gatewaydepth"
+	"github.com/evalsched/evalsched/internal/lambdaboot"
 	"github.com/evalsched/evalsched/internal/passloop"
 	"github.com/evalsched/evalsched/internal/reconcile"
 	"github.com/evalsched/evalsched/internal/runner"
@@ -33,36 +32,24 @@ import (
 )
 
 func main() {
-	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
-	h, err := build(context.Background(), log)
-	if err != nil {
-		log.Error("scheduler cannot start", "err", err)
-		os.Exit(1)
-	}
-	lambda.Start(h.Handle)
+	lambdaboot.Main("scheduler", build, func(h *runner.Handler) any { return h.Handle })
 }
 
 // build wires the handler from the environment; opts go to the AWS
 // configuration (none in Lambda; the tests add the IAM check of
 // internal/iamcheck, so the role in template.yaml is enforced).
-func build(ctx context.Context, log *slog.Logger, opts ...func(*awsconfig.LoadOptions) error) (*runner.Handler, error) {
-	cfg, err := config.Load(nil)
-	if err == nil {
-		err = cfg.Require("EVALSCHED_CLUSTER", "EVALSCHED_SUBNETS", "EVALSCHED_DEFAULT_TASK_DEFINITION")
-	}
+func build(ctx context.Context, log *slog.Logger, opts ...lambdaboot.Option) (*runner.Handler, error) {
+	env, err := lambdaboot.Load(ctx, []string{"EVALSCHED_CLUSTER", "EVALSCHED_SUBNETS", "EVALSCHED_DEFAULT_TASK_DEFINITION"}, opts...)
 	if err != nil {
 		return nil, err
 	}
+	cfg, aws := env.Config, env.AWS
 	// Every shard's configuration is checked at cold start, not at its
 	// first invocation: a bad one stops the function with the reason.
 	for k := range cfg.Shards {
 		if _, err := passConfig(cfg, k); err != nil {
 			return nil, err
 		}
-	}
-	aws, err := awsconfig.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
-		return nil, err
 	}
 	c := clients{ddb: dynamodb.NewFromConfig(aws), ecs: ecs.NewFromConfig(aws), cw: cloudwatch.NewFromConfig(aws)}
 	return &runner.Handler{

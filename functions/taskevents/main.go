@@ -8,39 +8,25 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
-	"github.com/evalsched/evalsched/internal/config"
-	"github.com/evalsched/evalsched/internal/dynamostore"
 	"github.com/evalsched/evalsched/internal/emf"
+	"github.com/evalsched/evalsched/internal/lambdaboot"
 	"github.com/evalsched/evalsched/internal/taskevent"
 )
 
 func main() {
-	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
-	h, err := build(context.Background(), log)
-	if err != nil {
-		log.Error("task-events cannot start", "err", err)
-		os.Exit(1)
-	}
-	lambda.Start(h.Handle)
+	lambdaboot.Main("task-events", build, func(h *taskevent.Handler) any { return h.Handle })
 }
 
 // build wires the handler from the environment; opts go to the AWS
 // configuration (none in Lambda; the tests add the IAM check of
 // internal/iamcheck, so the role in template.yaml is enforced).
-func build(ctx context.Context, log *slog.Logger, opts ...func(*awsconfig.LoadOptions) error) (*taskevent.Handler, error) {
-	cfg, err := config.Load(nil)
+func build(ctx context.Context, log *slog.Logger, opts ...lambdaboot.Option) (*taskevent.Handler, error) {
+	env, err := lambdaboot.Load(ctx, nil, opts...)
 	if err != nil {
 		return nil, err
 	}
-	aws, err := awsconfig.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
-		return nil, err
-	}
-	store := dynamostore.New(dynamodb.NewFromConfig(aws), dynamostore.DefaultTables(cfg.TablePrefix), cfg.DefaultModel())
+	cfg := env.Config
+	store := env.Store(nil) // nil: slog.Default(), as before; its calls take none of the store's logging paths
 	store.Retention = cfg.JobRetention
 	return &taskevent.Handler{
 		Store:     store,
