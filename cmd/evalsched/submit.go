@@ -1,17 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -171,13 +167,13 @@ func submit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 
 	// 1. Check and split.
-	var b *outgoing
-	if isMessage(data, name) {
+	var b *batchmsg.Outgoing
+	if batchmsg.IsMessage(data, name) {
 		if len(batchSet) > 0 {
 			return usageErr("%s is a batch message, which names its own fields: %s apply to JSON Lines of jobs", name, strings.Join(batchSet, ", "))
 		}
 		var errs []string
-		b, errs = fromMessage(data, name, cfg)
+		b, errs = batchmsg.FromMessage(data, name, cfg)
 		if errs != nil {
 			printErrors(stderr, errs)
 			return exitFailed
@@ -188,17 +184,17 @@ func submit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return usageErr("%v", err)
 		}
 		var errs []string
-		b, errs = fromLines(data, name, h, *bf.stratumField, cfg)
+		b, errs = batchmsg.FromLines(data, batchmsg.Lines{Name: name, Fields: h, StratumField: *bf.stratumField, FieldNames: flagOf, MaxErrors: maxShown}, cfg)
 		if errs != nil {
 			printErrors(stderr, errs)
 			return exitFailed
 		}
 	}
 	if *dryRun {
-		for i, p := range b.parts {
-			fmt.Fprintf(stdout, "part %d of %d: %s jobs, %s bytes\n", i+1, len(b.parts), commas(p.jobs), commas(len(p.body)))
+		for i, p := range b.Parts {
+			fmt.Fprintf(stdout, "part %d of %d: %s jobs, %s bytes\n", i+1, len(b.Parts), commas(p.Jobs), commas(len(p.Body)))
 		}
-		fmt.Fprintf(stdout, "would send %s: %s jobs in %s (dry run: nothing sent)\n", b.id, commas(b.jobs), count(len(b.parts), "part"))
+		fmt.Fprintf(stdout, "would send %s: %s jobs in %s (dry run: nothing sent)\n", b.ID, commas(b.Jobs), count(len(b.Parts), "part"))
 		return exitOK
 	}
 
@@ -213,21 +209,21 @@ func submit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return failed("no AWS region: set AWS_REGION, or a region in your AWS profile")
 	}
 	client := sqs.NewFromConfig(awsCfg)
-	prog := &sendProgress{w: stderr, on: isTerminal(stderr), id: b.id, parts: len(b.parts), jobs: b.jobs}
-	for i, p := range b.parts {
+	prog := &sendProgress{w: stderr, on: isTerminal(stderr), id: b.ID, parts: len(b.Parts), jobs: b.Jobs}
+	for i, p := range b.Parts {
 		prog.draw(i)
-		_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(*queueURL), MessageBody: aws.String(string(p.body))})
+		_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(*queueURL), MessageBody: aws.String(string(p.Body))})
 		if err != nil {
 			prog.clear()
-			fmt.Fprintf(stderr, "evalsched submit: send part %d of %d to %s: %v\n", i+1, len(b.parts), *queueURL, err)
+			fmt.Fprintf(stderr, "evalsched submit: send part %d of %d to %s: %v\n", i+1, len(b.Parts), *queueURL, err)
 			return failed("%s of %s were sent (%s jobs); sending %s again is safe: the intake stores each job once",
-				commas(i), count(len(b.parts), "part"), commas(prog.sentJobs), name)
+				commas(i), count(len(b.Parts), "part"), commas(prog.sentJobs), name)
 		}
-		prog.sentJobs += p.jobs
+		prog.sentJobs += p.Jobs
 	}
-	prog.draw(len(b.parts))
+	prog.draw(len(b.Parts))
 	prog.clear()
-	fmt.Fprintf(stdout, "sent %s: %s jobs in %s to %s\n", b.id, commas(b.jobs), count(len(b.parts), "part"), *queueURL)
+	fmt.Fprintf(stdout, "sent %s: %s jobs in %s to %s\n", b.ID, commas(b.Jobs), count(len(b.Parts), "part"), *queueURL)
 	fmt.Fprintln(stdout, sentNote)
 	return exitOK
 }
@@ -237,86 +233,9 @@ func submit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // changed field is refused there, asynchronously).
 const sentNote = "the intake stores it, or puts it in the dead-letter queue with the reason if it conflicts with the batch as stored (a changed env, tier, …, or parts that do not fit): evalsched dlq"
 
-// outgoing is a checked batch, ready to send.
-type outgoing struct {
-	id    string // account/project/batch
-	jobs  int
-	parts []part
-}
-
-type part struct {
-	body []byte
-	jobs int
-}
-
-// isMessage tells a batch message from JSON Lines of jobs: JSON Lines when
-// the first line is a whole JSON object with neither "version" nor "jobs",
-// or when the name ends in .jsonl or .ndjson and the first line is not a
-// whole message.
-func isMessage(data []byte, name string) bool {
-	first := data
-	for len(first) > 0 {
-		var line []byte
-		line, first, _ = bytes.Cut(first, []byte("\n"))
-		if line = bytes.TrimSpace(line); len(line) > 0 {
-			first = line
-			break
-		}
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(first, &obj); err == nil {
-		_, version := obj["version"]
-		_, jobs := obj["jobs"]
-		return version || jobs
-	}
-	ext := strings.ToLower(filepath.Ext(name))
-	return ext != ".jsonl" && ext != ".ndjson"
-}
-
-// fromMessage checks a batch message; it is sent as it is.
-func fromMessage(data []byte, name string, cfg batchmsg.Config) (*outgoing, []string) {
-	m, err := batchmsg.Parse(data, cfg)
-	if err != nil {
-		var out []string
-		for _, e := range batchmsg.Errors(err) {
-			out = append(out, fmt.Sprintf("%s: %s", name, e))
-		}
-		if len(data) > batchmsg.MaxMessageBytes {
-			out = append(out, fmt.Sprintf("%s: a batch larger than one message goes as JSON Lines of jobs with the batch's fields as flags: it is split into parts", name))
-		}
-		if out == nil {
-			out = []string{fmt.Sprintf("%s: %v", name, err)}
-		}
-		return nil, out
-	}
-	return &outgoing{id: m.ID(), jobs: len(m.Jobs), parts: []part{{body: data, jobs: len(m.Jobs)}}}, nil
-}
-
-// header is a message's fields but for part, parts and jobs.
-type header struct {
-	Version        int             `json:"version"`
-	Account        string          `json:"account"`
-	Project        string          `json:"project"`
-	Batch          string          `json:"batch"`
-	Model          string          `json:"model,omitempty"`
-	Tier           *int            `json:"tier,omitempty"`
-	TaskDefinition string          `json:"task_definition,omitempty"`
-	TimeoutSeconds int             `json:"timeout_seconds,omitempty"`
-	MaxAttempts    int             `json:"max_attempts,omitempty"`
-	Sampling       *samplingHeader `json:"sampling,omitempty"`
-}
-
-// samplingHeader is the batch's "sampling" object (min_per_stratum absent:
-// the contract's default).
-type samplingHeader struct {
-	MOE           float64 `json:"moe"`
-	Confidence    float64 `json:"confidence"`
-	MinPerStratum int     `json:"min_per_stratum,omitempty"`
-}
-
 // header builds the batch's fields from the flags (set: the batch flags
 // given); the rules on their values are Parse's to check, on every part.
-func (f batchFlags) header(set []string) (header, error) {
+func (f batchFlags) header(set []string) (batchmsg.Fields, error) {
 	var missing []string
 	for _, r := range []struct{ flag, v string }{{"--account", *f.account}, {"--project", *f.project}, {"--batch", *f.batch}} {
 		if r.v == "" {
@@ -324,38 +243,38 @@ func (f batchFlags) header(set []string) (header, error) {
 		}
 	}
 	if missing != nil {
-		return header{}, fmt.Errorf("JSON Lines of jobs need the batch's %s", strings.Join(missing, ", "))
+		return batchmsg.Fields{}, fmt.Errorf("JSON Lines of jobs need the batch's %s", strings.Join(missing, ", "))
 	}
-	h := header{Version: batchmsg.Version, Account: *f.account, Project: *f.project, Batch: *f.batch,
+	h := batchmsg.Fields{Version: batchmsg.Version, Account: *f.account, Project: *f.project, Batch: *f.batch,
 		Model: *f.model, TaskDefinition: *f.taskDefinition, MaxAttempts: *f.maxAttempts}
 	if *f.tier != "" {
 		n, err := strconv.Atoi(*f.tier)
 		if err != nil {
-			return header{}, fmt.Errorf("--tier: %q is not an integer", *f.tier)
+			return batchmsg.Fields{}, fmt.Errorf("--tier: %q is not an integer", *f.tier)
 		}
 		h.Tier = &n
 	}
 	if *f.timeout != "" {
 		s, err := seconds(*f.timeout)
 		if err != nil {
-			return header{}, fmt.Errorf("--timeout: %v", err)
+			return batchmsg.Fields{}, fmt.Errorf("--timeout: %v", err)
 		}
 		h.TimeoutSeconds = s
 	}
 	given := func(flag string) bool { return slices.Contains(set, flag) }
 	switch {
 	case given("--moe") != given("--confidence"):
-		return header{}, errors.New("a sampled batch needs both --moe and --confidence")
+		return batchmsg.Fields{}, errors.New("a sampled batch needs both --moe and --confidence")
 	case given("--moe"):
-		h.Sampling = &samplingHeader{MOE: *f.moe, Confidence: *f.confidence}
+		h.Sampling = &batchmsg.SamplingField{MOE: *f.moe, Confidence: *f.confidence}
 		if given("--min-per-stratum") {
 			if *f.minPerStratum < 1 {
-				return header{}, fmt.Errorf("--min-per-stratum: %d is below 1", *f.minPerStratum)
+				return batchmsg.Fields{}, fmt.Errorf("--min-per-stratum: %d is below 1", *f.minPerStratum)
 			}
 			h.Sampling.MinPerStratum = *f.minPerStratum
 		}
 	case given("--min-per-stratum") || given("--stratum-field"):
-		return header{}, errors.New("--min-per-stratum and --stratum-field apply to a sampled batch: give --moe and --confidence")
+		return batchmsg.Fields{}, errors.New("--min-per-stratum and --stratum-field apply to a sampled batch: give --moe and --confidence")
 	}
 	return h, nil
 }
@@ -372,222 +291,11 @@ func seconds(s string) (int, error) {
 	return int(d / time.Second), nil
 }
 
-// job is one line of a JSON Lines file.
-type job struct {
-	line int
-	raw  []byte
-}
-
-// fromLines reads JSON Lines of jobs, packs them into parts under 1 MiB and
-// checks every part with Parse, naming the line of each broken rule.
-func fromLines(data []byte, name string, h header, stratumField string, cfg batchmsg.Config) (*outgoing, []string) {
-	errs := lineErrors{name: name}
-	fields, err := json.Marshal(h)
-	if err != nil {
-		return nil, []string{fmt.Sprintf("%s: %v", name, err)}
-	}
-	maxJob := batchmsg.MaxJobBytes(fields)
-
-	// 1. Jobs: one JSON object per non-blank line. A broken line is
-	// reported and left out, so the others are still checked.
-	var jobs []job
-	for n, rest := 1, data; len(rest) > 0; n++ {
-		var line []byte
-		line, rest, _ = bytes.Cut(rest, []byte("\n"))
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
-			continue
-		}
-		var v any
-		if err := json.Unmarshal(line, &v); err != nil {
-			errs.add(n, "", "invalid JSON: %v", err)
-			continue
-		}
-		obj, ok := v.(map[string]any)
-		if !ok {
-			errs.add(n, "", "must be a JSON object (a job), not %s", clipBytes(line))
-			continue
-		}
-		if stratumField != "" {
-			var err error
-			if line, err = withStratum(line, obj, stratumField); err != nil {
-				errs.add(n, stratumField, "%v", err)
-				continue
-			}
-		}
-		if len(line) > maxJob {
-			errs.add(n, "", "a job of %s bytes does not fit in a message (at most %s with the batch's fields)",
-				commas(len(line)), commas(maxJob))
-			continue
-		}
-		jobs = append(jobs, job{line: n, raw: line})
-	}
-	if len(jobs) == 0 && errs.list == nil {
-		errs.add(0, "", "no jobs")
-	}
-
-	// 2. Parts: as many jobs as fit in a message (batchmsg.Split).
-	raws := make([][]byte, len(jobs))
-	for i, j := range jobs {
-		raws[i] = j.raw
-	}
-	parts, err := batchmsg.Split(fields, raws)
-	var pe *batchmsg.PartsError
-	switch {
-	case errors.As(err, &pe):
-		errs.add(0, "", "the batch needs %s parts, more than the contract's %s: split it into several batches",
-			commas(pe.Parts), commas(pe.Max))
-		return nil, errs.list
-	case err != nil:
-		errs.add(0, "", "%v", err)
-		return nil, errs.list
-	}
-
-	// 3. Check every part as the intake will, and keys across parts.
-	b := &outgoing{id: h.Account + "/" + h.Project + "/" + h.Batch, jobs: len(jobs)}
-	keys := map[string]int{} // key → line
-	for _, p := range parts {
-		b.parts = append(b.parts, part{body: p.Body, jobs: p.To - p.From})
-		m, err := batchmsg.Parse(p.Body, cfg)
-		if perrs := batchmsg.Errors(err); perrs != nil {
-			for _, e := range perrs {
-				errs.fromParse(e, jobs[p.From:p.To])
-			}
-		} else if err != nil {
-			errs.add(0, "", "%v", err)
-		}
-		for k, j := range m.Jobs { // none when the part is invalid
-			line := jobs[p.From+k].line
-			if first, dup := keys[j.Key]; dup {
-				errs.add(line, "key", "%s duplicates line %d", strconv.Quote(j.Key), first)
-			} else {
-				keys[j.Key] = line
-			}
-		}
-		if len(errs.list) > maxShown {
-			break
-		}
-	}
-	if errs.list != nil {
-		return nil, errs.list
-	}
-	return b, nil
-}
-
-// withStratum rewrites a job's line with its stratum taken from field: a
-// top-level field is moved into "stratum" (the contract knows no other
-// job field), env.NAME is copied (the job's env keeps it). A string is
-// taken as it is, a number as written; the rules on the name are Parse's.
-func withStratum(line []byte, obj map[string]any, field string) ([]byte, error) {
-	var v any
-	var ok bool
-	if name, inEnv := strings.CutPrefix(field, "env."); inEnv {
-		env, _ := obj["env"].(map[string]any)
-		v, ok = env[name]
-	} else {
-		v, ok = obj[field]
-	}
-	if !ok {
-		return nil, errors.New("missing: --stratum-field names each job's stratum")
-	}
-	var stratum string
-	switch x := v.(type) {
-	case string:
-		stratum = x
-	case float64:
-		stratum = strconv.FormatFloat(x, 'f', -1, 64)
-	default:
-		return nil, fmt.Errorf("must be a string or a number (the job's stratum), not %s", clipBytes(mustJSON(v)))
-	}
-	if _, has := obj["stratum"]; has && field != "stratum" {
-		return nil, errors.New(`the line has its own "stratum" too: one or the other`)
-	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(line, &raw); err != nil {
-		return nil, err
-	}
-	if !strings.HasPrefix(field, "env.") {
-		delete(raw, field)
-	}
-	raw["stratum"] = mustJSON(stratum)
-	return json.Marshal(raw)
-}
-
-func mustJSON(v any) []byte {
-	b, _ := json.Marshal(v)
-	return b
-}
-
-// lineErrors collects "FILE:LINE: field: rule" lines, each once, in line
-// order (the file's own errors, line 0, first) whichever check found them
-// first.
-type lineErrors struct {
-	name  string
-	list  []string
-	lines []int // list[i]'s line
-	seen  map[string]bool
-}
-
-func (e *lineErrors) add(line int, field, format string, a ...any) {
-	var b strings.Builder
-	b.WriteString(e.name)
-	if line > 0 {
-		fmt.Fprintf(&b, ":%d", line)
-	}
-	b.WriteString(": ")
-	if field != "" {
-		b.WriteString(field + ": ")
-	}
-	fmt.Fprintf(&b, format, a...)
-	s := b.String()
-	if e.seen[s] {
-		return
-	}
-	if e.seen == nil {
-		e.seen = map[string]bool{}
-	}
-	e.seen[s] = true
-	i := len(e.lines)
-	for i > 0 && e.lines[i-1] > line {
-		i--
-	}
-	e.list, e.lines = slices.Insert(e.list, i, s), slices.Insert(e.lines, i, line)
-}
-
-var (
-	jobField = regexp.MustCompile(`^jobs\[(\d+)\]\.?(.*)$`)
-	jobRef   = regexp.MustCompile(`jobs\[(\d+)\](\.key)?`)
-)
-
-// flagOf names the flag that sets a message field.
+// flagOf names the flag that sets a message field, for its errors.
 var flagOf = map[string]string{
 	"account": "--account", "project": "--project", "batch": "--batch", "model": "--model", "tier": "--tier",
 	"task_definition": "--task-definition", "timeout_seconds": "--timeout", "max_attempts": "--max-attempts",
 	"sampling.moe": "--moe", "sampling.confidence": "--confidence", "sampling.min_per_stratum": "--min-per-stratum",
-}
-
-// fromParse translates an error of Parse on a part into the file's terms:
-// jobs[k] is the line of the part's k-th job, a batch field its flag.
-func (e *lineErrors) fromParse(pe *batchmsg.Error, jobs []job) {
-	lineOf := func(k string) int {
-		i, _ := strconv.Atoi(k)
-		if i < len(jobs) {
-			return jobs[i].line
-		}
-		return 0
-	}
-	rule := jobRef.ReplaceAllStringFunc(pe.Rule, func(ref string) string {
-		return fmt.Sprintf("line %d", lineOf(jobRef.FindStringSubmatch(ref)[1]))
-	})
-	if m := jobField.FindStringSubmatch(pe.Field); m != nil {
-		e.add(lineOf(m[1]), m[2], "%s", rule)
-		return
-	}
-	field := pe.Field
-	if f, ok := flagOf[field]; ok {
-		field = f
-	}
-	e.add(0, field, "%s", rule)
 }
 
 func printErrors(w io.Writer, errs []string) {
@@ -598,13 +306,6 @@ func printErrors(w io.Writer, errs []string) {
 		}
 		fmt.Fprintln(w, s)
 	}
-}
-
-func clipBytes(b []byte) []byte {
-	if len(b) > 40 {
-		return append(b[:40:40], "..."...)
-	}
-	return b
 }
 
 // sendProgress draws "parts sent / total, jobs" on a terminal, at most ten
