@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 	"github.com/aws/smithy-go/logging"
 
+	"github.com/evalsched/evalsched/internal/ecslauncher"
 	domain "github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/priority"
 	"github.com/evalsched/evalsched/internal/scheduler"
@@ -203,7 +204,7 @@ func runCancel(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s cancel: %v\n", programName, err)
 		return exitFailed
 	}
-	var stopper taskStopper
+	var stopper ecslauncher.StopAPI
 	c := cmp.Or(*cluster, cfg.Cluster)
 	if *stop {
 		if c == "" {
@@ -291,16 +292,12 @@ type jobLister interface {
 	TaskStopped(ctx context.Context, jobID string, attempt int, exit domain.Exit, now time.Time) error
 }
 
-// taskStopper is what stopScope needs of ECS.
-type taskStopper interface {
-	StopTask(ctx context.Context, in *ecs.StopTaskInput, opts ...func(*ecs.Options)) (*ecs.StopTaskOutput, error)
-}
-
 // stopScope stops the tasks of the scope's jobs (the reason
 // taskevent.CancelReason) and ends each job CANCELLED; the tasks' STOPPED
 // events then find the jobs ended and change nothing — or, if this command
 // dies between the two, end them CANCELLED by that reason.
-func stopScope(ctx context.Context, st jobLister, client taskStopper, cluster string, scope scheduler.Scope) (int, error) {
+func stopScope(ctx context.Context, st jobLister, client ecslauncher.StopAPI, cluster string, scope scheduler.Scope) (int, error) {
+	stopper := &ecslauncher.Stopper{API: client, Cluster: cluster, Reason: taskevent.CancelReason}
 	jobs, err := st.InFlight(ctx)
 	if err != nil {
 		return 0, err
@@ -313,7 +310,7 @@ func stopScope(ctx context.Context, st jobLister, client taskStopper, cluster st
 		if !scope.Matches(j.Key()) {
 			continue
 		}
-		if _, err := client.StopTask(ctx, &ecs.StopTaskInput{Cluster: &cluster, Task: &j.TaskARN, Reason: ptr(taskevent.CancelReason)}); err != nil {
+		if err := stopper.StopOne(ctx, j); err != nil {
 			return n, fmt.Errorf("stop %s: %w", j.TaskARN, err)
 		}
 		if err := st.TaskStopped(ctx, j.ID, j.Attempt, domain.Exit{Code: -1, Cancelled: true, Reason: domain.OperatorCancelReason}, time.Now()); err != nil {
@@ -355,8 +352,6 @@ func (p *countProgress) clear() {
 		p.drawn = false
 	}
 }
-
-func ptr(s string) *string { return &s }
 
 // scopeHelp says what a SCOPE is, for the -h of pause, resume and cancel.
 const scopeHelp = `SCOPE is ACCOUNT, ACCOUNT/PROJECT or ACCOUNT/PROJECT/BATCH, by the names the
