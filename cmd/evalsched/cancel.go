@@ -68,12 +68,6 @@ func parseScope(arg string) (scheduler.Scope, string, error) {
 	return scope, pin, nil
 }
 
-// pauseArg is the CLI's form of a pause's scope: "project#acme/x" → "acme/x".
-func pauseArg(scope string) string {
-	_, names, _ := strings.Cut(scope, "#")
-	return names
-}
-
 // scopeReader is what a scope's check needs of the store.
 type scopeReader interface {
 	batchLister

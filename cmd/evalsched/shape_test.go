@@ -22,10 +22,9 @@ const (
 // down (lower it when a change shrinks the CLI; remove a function's entry
 // once it is within maxFuncLines).
 var (
-	cliLinesCeiling = 3590
+	cliLinesCeiling = 2763
 	funcCeilings    = map[string]int{
-		"runSim": 162, "submit": 146, "runWhy": 134, "look": 122, "runDLQ": 113,
-		"runCancel": 96, "runFamily": 90, "runStatus": 86,
+		"runSim": 162, "submit": 146, "runDLQ": 113, "runCancel": 96, "runFamily": 90,
 	}
 )
 

@@ -19,6 +19,7 @@ import (
 	"github.com/evalsched/evalsched/internal/sim/faults"
 	"github.com/evalsched/evalsched/internal/sim/report"
 	"github.com/evalsched/evalsched/internal/sim/scenario"
+	"github.com/evalsched/evalsched/internal/status"
 )
 
 var simCommand = command{
@@ -294,7 +295,7 @@ func runFamily(f familyRun, asJSON, quiet bool, stdout, stderr io.Writer) int {
 		if !lr.Meets {
 			verdict = "misses"
 		}
-		fmt.Fprintf(stderr, "family seed %d: %d/%d lanes done, %s (lane %d %s)\n", f.seed, done, len(lanes), human(time.Since(start).Seconds()), lr.Lane, verdict)
+		fmt.Fprintf(stderr, "family seed %d: %d/%d lanes done, %s (lane %d %s)\n", f.seed, done, len(lanes), status.Human(time.Since(start).Seconds()), lr.Lane, verdict)
 	}
 	if f.oracleCache != "" {
 		if err := os.MkdirAll(f.oracleCache, 0o755); err != nil {
@@ -325,7 +326,7 @@ func runFamily(f familyRun, asJSON, quiet bool, stdout, stderr io.Writer) int {
 		}
 	} else {
 		report.WriteFamily(stdout, results, sum)
-		fmt.Fprintf(stdout, "family seed %d: wall %s on %d worker(s)\n", f.seed, human(sum.WallS), f.workers)
+		fmt.Fprintf(stdout, "family seed %d: wall %s on %d worker(s)\n", f.seed, status.Human(sum.WallS), f.workers)
 		if f.oracleStart {
 			fmt.Fprintf(stdout, "family seed %d: dynamic started at each model's oracle cap (--oracle-start): the ramp bound, not the controller's verdict\n", f.seed)
 		}
@@ -347,7 +348,7 @@ func runTwins(f familyRun, ks []int, lanes []*scenario.Scenario, asJSON, quiet b
 		if quiet || done%10 != 0 && done != len(lanes) {
 			return
 		}
-		fmt.Fprintf(stderr, "twin bound seed %d: %d/%d lanes done, %s (lane %d)\n", f.seed, done, len(lanes), human(time.Since(start).Seconds()), r.Lane)
+		fmt.Fprintf(stderr, "twin bound seed %d: %d/%d lanes done, %s (lane %d)\n", f.seed, done, len(lanes), status.Human(time.Since(start).Seconds()), r.Lane)
 	}
 	results, err := sim.RunTwins(lanes, ks, f.workers, progress)
 	if err != nil {
@@ -358,7 +359,7 @@ func runTwins(f familyRun, ks []int, lanes []*scenario.Scenario, asJSON, quiet b
 		return writeJSON(stdout, stderr, results)
 	}
 	writeTwins(stdout, lanes, results)
-	fmt.Fprintf(stdout, "twin bound seed %d: wall %s on %d worker(s)\n", f.seed, human(time.Since(start).Seconds()), f.workers)
+	fmt.Fprintf(stdout, "twin bound seed %d: wall %s on %d worker(s)\n", f.seed, status.Human(time.Since(start).Seconds()), f.workers)
 	return exitOK
 }
 
@@ -484,7 +485,7 @@ func (p *progress) update(pol sim.Policy, simS float64, _ int64) {
 	for _, q := range p.order {
 		parts = append(parts, fmt.Sprintf("%s %.0f%%", q, 100*p.reached[q]/float64(p.total)))
 	}
-	fmt.Fprintf(p.w, "\r\033[Ksim: %s of %s simulated (%s)", strings.Join(parts, ", "), human(float64(p.total)), human(now.Sub(p.start).Seconds()))
+	fmt.Fprintf(p.w, "\r\033[Ksim: %s of %s simulated (%s)", strings.Join(parts, ", "), status.Human(float64(p.total)), status.Human(now.Sub(p.start).Seconds()))
 	p.shown = true
 }
 

@@ -1,4 +1,4 @@
-package main
+package status
 
 import (
 	"testing"
@@ -10,8 +10,8 @@ import (
 
 func TestHuman(t *testing.T) {
 	for s, want := range map[float64]string{-1: "-", 0: "0s", 45: "45s", 59.4: "59s", 59.6: "1m", 600: "10m", 629: "10m", 11400: "3h10m", 11760: "3h16m", 7200: "2h", 200000: "55h33m"} {
-		if got := human(s); got != want {
-			t.Errorf("human(%v) = %q, want %q", s, got, want)
+		if got := Human(s); got != want {
+			t.Errorf("Human(%v) = %q, want %q", s, got, want)
 		}
 	}
 }
@@ -45,7 +45,7 @@ func TestSampledETACountsTheExpectedStop(t *testing.T) {
 		{Batch: "plain", Registered: 100, Waiting: 100},
 		{Batch: "unknown", Registered: 500, Waiting: 400},
 	}
-	bs := []batchView{{Sampling: &sampledView{ExpectedResults: 7300}}, {}, {Sampling: &sampledView{ExpectedResults: -1}}}
+	bs := []BatchView{{Sampling: &SampledView{ExpectedResults: 7300}}, {}, {Sampling: &SampledView{ExpectedResults: -1}}}
 	got, ok := expectedWaiting(queues, bs)
 	if !ok || got[0].Waiting != 5300 || got[1].Waiting != 100 || got[2].Waiting != 400 {
 		t.Errorf("got waiting %d, %d, %d (cut %v); want 5300 (7300 expected − 2000 admitted), 100, 400", got[0].Waiting, got[1].Waiting, got[2].Waiting, ok)

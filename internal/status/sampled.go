@@ -1,4 +1,4 @@
-package main
+package status
 
 import (
 	"context"
@@ -14,10 +14,10 @@ type sampledReader interface {
 	Sampled(ctx context.Context, batch string) (domain.SampledBatch, bool, error)
 }
 
-// sampledView is what status and why show of a sampled batch: the pass
+// SampledView is what status and why show of a sampled batch: the pass
 // rate's estimate ± half-width (docs/sampling.md) of the batch
 // and of each stratum.
-type sampledView struct {
+type SampledView struct {
 	MOE        float64 `json:"moe"`
 	Confidence float64 `json:"confidence"`
 	Estimate   float64 `json:"estimate"`
@@ -28,10 +28,10 @@ type sampledView struct {
 	// ExpectedResults is where the stop rule is expected to hold
 	// (sampling.Rule.ExpectedResults; -1: not known yet).
 	ExpectedResults int              `json:"expected_results"`
-	Strata          []sampledStratum `json:"strata"`
+	Strata          []SampledStratum `json:"strata"`
 }
 
-type sampledStratum struct {
+type SampledStratum struct {
 	Stratum   string  `json:"stratum"`
 	Jobs      int     `json:"jobs"`
 	Results   int     `json:"results"`
@@ -41,8 +41,8 @@ type sampledStratum struct {
 }
 
 // addSampling gives each sampled batch its estimate: one read per batch.
-func (v *view) addSampling(ctx context.Context, st sampledReader) error {
-	read := map[string]*sampledView{}
+func (v *View) addSampling(ctx context.Context, st sampledReader) error {
+	read := map[string]*SampledView{}
 	for i := range v.Batches {
 		id := v.Batches[i].Batch
 		sv, done := read[id]
@@ -61,9 +61,9 @@ func (v *view) addSampling(ctx context.Context, st sampledReader) error {
 	return nil
 }
 
-func sampledViewOf(sb domain.SampledBatch) *sampledView {
-	sv := &sampledView{MOE: sb.Params.MOE, Confidence: sb.Params.Confidence, Estimate: sb.Estimate.Mean, HalfWidth: sb.Estimate.HalfWidth,
-		Results: sb.Estimate.Results, Jobs: sb.Estimate.Jobs, Stop: sb.Estimate.Stop, Strata: []sampledStratum{}, ExpectedResults: -1}
+func sampledViewOf(sb domain.SampledBatch) *SampledView {
+	sv := &SampledView{MOE: sb.Params.MOE, Confidence: sb.Params.Confidence, Estimate: sb.Estimate.Mean, HalfWidth: sb.Estimate.HalfWidth,
+		Results: sb.Estimate.Results, Jobs: sb.Estimate.Jobs, Stop: sb.Estimate.Stop, Strata: []SampledStratum{}, ExpectedResults: -1}
 	if r, err := sampling.NewRule(sb.Params); err == nil {
 		strata := make([]sampling.Stratum, len(sb.Strata))
 		for i, s := range sb.Strata {
@@ -72,17 +72,17 @@ func sampledViewOf(sb domain.SampledBatch) *sampledView {
 		sv.ExpectedResults = r.ExpectedResults(sb.Estimate, strata)
 	}
 	for _, s := range sb.Strata {
-		sv.Strata = append(sv.Strata, sampledStratum{Stratum: s.Name, Jobs: s.Jobs, Results: s.Results, Passes: s.Passes,
+		sv.Strata = append(sv.Strata, SampledStratum{Stratum: s.Name, Jobs: s.Jobs, Results: s.Results, Passes: s.Passes,
 			Estimate: s.Estimate.Mean, HalfWidth: s.Estimate.HalfWidth})
 	}
 	return sv
 }
 
-// printSampling writes a sampled batch's estimate, indented:
+// WriteSampling writes a sampled batch's estimate, indented:
 //
 //	pass rate 0.7447 ± 0.0143 (moe 0.015 at 99%), 7292 results of 40000 jobs; the stop rule holds
 //	  math/hard   0.3512 ± 0.0391   1203 results of 4000
-func printSampling(w io.Writer, indent string, sv *sampledView) {
+func WriteSampling(w io.Writer, indent string, sv *SampledView) {
 	if sv == nil {
 		return
 	}
