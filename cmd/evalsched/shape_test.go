@@ -22,9 +22,9 @@ const (
 // down (lower it when a change shrinks the CLI; remove a function's entry
 // once it is within maxFuncLines).
 var (
-	cliLinesCeiling = 2763
+	cliLinesCeiling = 2592
 	funcCeilings    = map[string]int{
-		"runSim": 162, "submit": 146, "runDLQ": 113, "runCancel": 96, "runFamily": 90,
+		"submit": 146, "runCancel": 96, "runDLQ": 91,
 	}
 )
 
