@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -201,35 +202,12 @@ func runCancel(args []string, stdout, stderr io.Writer) int {
 	var stopper ecslauncher.StopAPI
 	c := cmp.Or(*cluster, cfg.Cluster)
 	if *stop {
-		if c == "" {
-			return usageErr("--stop-running needs --cluster or EVALSCHED_CLUSTER; nothing was cancelled")
-		}
-		if stopper, err = ecsClient(ctx, sf.sdkLogger()); err != nil {
-			return usageErr("--stop-running: %v; nothing was cancelled", err)
+		if stopper, err = stopRunning(ctx, c, sf); err != nil {
+			return usageErr("%v", err)
 		}
 	}
-
-	result := struct {
-		Scope     string `json:"scope"`
-		Cancelled int    `json:"cancelled"`
-		Stopped   *int   `json:"stopped,omitempty"`
-		Error     string `json:"error,omitempty"`
-	}{Scope: pos[0]}
-	finish := func(err error, hint string) int {
-		if *asJSON {
-			if err != nil {
-				result.Error = err.Error()
-			}
-			if code := writeJSON(stdout, stderr, result); code != exitOK {
-				return code
-			}
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "%s cancel: %v%s\n", programName, err, hint)
-			return exitFailed
-		}
-		return exitOK
-	}
+	result := cancelResult{Scope: pos[0]}
+	finish := func(err error, hint string) int { return result.finish(*asJSON, stdout, stderr, err, hint) }
 	bar := &countProgress{w: stderr, on: !*asJSON && isTerminal(stderr), what: "cancelling " + pos[0]}
 	n, err := st.CancelWatched(ctx, scope, time.Now(), bar.draw)
 	bar.clear()
@@ -259,6 +237,44 @@ func runCancel(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "stopped %s of %s\n", count(stopped, "task"), pos[0])
 	}
 	return finish(err, "")
+}
+
+// cancelResult is cancel's --json.
+type cancelResult struct {
+	Scope     string `json:"scope"`
+	Cancelled int    `json:"cancelled"`
+	Stopped   *int   `json:"stopped,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+// finish writes the result (with --json) and err, followed by hint.
+func (r *cancelResult) finish(asJSON bool, stdout, stderr io.Writer, err error, hint string) int {
+	if asJSON {
+		if err != nil {
+			r.Error = err.Error()
+		}
+		if code := writeJSON(stdout, stderr, r); code != exitOK {
+			return code
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s cancel: %v%s\n", programName, err, hint)
+		return exitFailed
+	}
+	return exitOK
+}
+
+// stopRunning is the ECS client of --stop-running, checked before anything
+// is cancelled.
+func stopRunning(ctx context.Context, cluster string, sf storeFlags) (ecslauncher.StopAPI, error) {
+	if cluster == "" {
+		return nil, errors.New("--stop-running needs --cluster or EVALSCHED_CLUSTER; nothing was cancelled")
+	}
+	client, err := ecsClient(ctx, sf.sdkLogger())
+	if err != nil {
+		return nil, fmt.Errorf("--stop-running: %v; nothing was cancelled", err)
+	}
+	return client, nil
 }
 
 // ecsClient is the ECS client of --stop-running, from the usual AWS

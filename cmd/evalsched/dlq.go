@@ -11,7 +11,6 @@ import (
 	"os/signal"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/evalsched/evalsched/internal/deadletter"
 )
 
@@ -68,37 +67,18 @@ func runDLQ(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitUsage
 	}
-	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "%s dlq: "+format+"\n", append([]any{programName}, a...)...)
+	if msg := dlqMisuse(pos, *queueURL, *intakeURL, *del, *redrive, *limit, *visibility); msg != "" {
+		fmt.Fprintf(stderr, "%s dlq: %s\n", programName, msg)
 		return exitUsage
-	}
-	switch {
-	case len(pos) > 0:
-		return usageErr("unexpected argument %q", pos[0])
-	case *queueURL == "":
-		return usageErr("--queue-url (or EVALSCHED_DLQ_URL) is required")
-	case *del && *redrive:
-		return usageErr("--delete and --redrive exclude each other (--redrive deletes what it sent)")
-	case *redrive && *intakeURL == "":
-		return usageErr("--redrive needs --intake-queue-url (or EVALSCHED_QUEUE_URL)")
-	case *limit < 1:
-		return usageErr("--max must be at least 1")
-	case *visibility < time.Second || *visibility > 12*time.Hour:
-		return usageErr("--visibility must be within 1s..12h")
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	awsCfg, err := loadAWS(ctx)
+	client, err := sqsClient(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s dlq: AWS configuration: %v\n", programName, err)
+		fmt.Fprintf(stderr, "%s dlq: %v\n", programName, err)
 		return exitFailed
 	}
-	if awsCfg.Region == "" {
-		fmt.Fprintf(stderr, "%s dlq: no AWS region: set AWS_REGION, or a region in your AWS profile\n", programName)
-		return exitFailed
-	}
-	client := sqs.NewFromConfig(awsCfg)
 
 	// 1. Read: receive until the queue answers empty, hiding what was read.
 	q := &deadletter.Queue{API: client, URL: *queueURL}
@@ -167,4 +147,23 @@ func act(ctx context.Context, q *deadletter.Queue, letters []deadletter.Letter, 
 		}
 	}
 	return ok
+}
+
+// dlqMisuse is what is wrong with dlq's arguments, "" when nothing.
+func dlqMisuse(pos []string, queueURL, intakeURL string, del, redrive bool, limit int, visibility time.Duration) string {
+	switch {
+	case len(pos) > 0:
+		return fmt.Sprintf("unexpected argument %q", pos[0])
+	case queueURL == "":
+		return "--queue-url (or EVALSCHED_DLQ_URL) is required"
+	case del && redrive:
+		return "--delete and --redrive exclude each other (--redrive deletes what it sent)"
+	case redrive && intakeURL == "":
+		return "--redrive needs --intake-queue-url (or EVALSCHED_QUEUE_URL)"
+	case limit < 1:
+		return "--max must be at least 1"
+	case visibility < time.Second || visibility > 12*time.Hour:
+		return "--visibility must be within 1s..12h"
+	}
+	return ""
 }

@@ -80,19 +80,9 @@ type batchFlags struct {
 	stratumField                                                  *string
 }
 
-// submit is runSubmit with standard input as a parameter, for tests.
-func submit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("submit", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), submitUsage)
-		fs.PrintDefaults()
-	}
-	queueURL := fs.String("queue-url", os.Getenv("EVALSCHED_QUEUE_URL"), "the intake queue `URL` (default $EVALSCHED_QUEUE_URL)")
-	dryRun := fs.Bool("dry-run", false, "check and split, print the parts, send nothing")
-	def := batchmsg.DefaultConfig()
-	tiers := fs.Int("tiers", def.Tiers, "the deployment's number of tiers `N`: a tier must be 0..N-1")
-	bf := batchFlags{
+// addBatchFlags adds the batch's fields for JSON Lines input to fs.
+func addBatchFlags(fs *flag.FlagSet) batchFlags {
+	return batchFlags{
 		account:        fs.String("account", "", "JSON Lines: the batch's `account`; required"),
 		project:        fs.String("project", "", "JSON Lines: the batch's `project`; required"),
 		batch:          fs.String("batch", "", "JSON Lines: the batch's `name`; required"),
@@ -106,21 +96,38 @@ func submit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		minPerStratum:  fs.Int("min-per-stratum", 0, "JSON Lines, sampled: results every stratum needs before a stop, `N` (default 30)"),
 		stratumField:   fs.String("stratum-field", "", "JSON Lines, sampled: each job's stratum is its line's `FIELD` (a top-level field, or env.NAME)"),
 	}
+}
+
+// batchFlagsSet lists the batch flags given, as "--name".
+func batchFlagsSet(fs *flag.FlagSet) []string {
+	var set []string
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "account", "project", "batch", "model", "tier", "task-definition", "timeout", "max-attempts",
+			"moe", "confidence", "min-per-stratum", "stratum-field":
+			set = append(set, "--"+f.Name)
+		}
+	})
+	return set
+}
+
+// submit is runSubmit with standard input as a parameter, for tests.
+func submit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("submit", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), submitUsage)
+		fs.PrintDefaults()
+	}
+	queueURL := fs.String("queue-url", os.Getenv("EVALSCHED_QUEUE_URL"), "the intake queue `URL` (default $EVALSCHED_QUEUE_URL)")
+	dryRun := fs.Bool("dry-run", false, "check and split, print the parts, send nothing")
+	def := batchmsg.DefaultConfig()
+	tiers := fs.Int("tiers", def.Tiers, "the deployment's number of tiers `N`: a tier must be 0..N-1")
+	bf := addBatchFlags(fs)
 	envAllow := envAllowFlag(fs)
-	// Flags may follow the file too: parse up to each argument in turn.
-	var files []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return exitOK
-			}
-			return exitUsage
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		files = append(files, fs.Arg(0))
-		args = fs.Args()[1:]
+	files, err := parseInterspersed(fs, args)
+	if err != nil {
+		return flagExit(err)
 	}
 	usageErr := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "evalsched submit: "+format+"\n", a...)
@@ -141,29 +148,11 @@ func submit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return usageErr("--tiers must be at least 1")
 	}
 	cfg := batchmsg.Config{Tiers: *tiers, DefaultTier: min(def.DefaultTier, *tiers-1), DefaultMaxAttempts: def.DefaultMaxAttempts, EnvAllow: envAllow.list()}
-	var batchSet []string
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "account", "project", "batch", "model", "tier", "task-definition", "timeout", "max-attempts",
-			"moe", "confidence", "min-per-stratum", "stratum-field":
-			batchSet = append(batchSet, "--"+f.Name)
-		}
-	})
+	batchSet := batchFlagsSet(fs)
 
-	name, in := files[0], stdin
-	if name == "-" {
-		name = "<stdin>"
-	} else {
-		f, err := os.Open(name)
-		if err != nil {
-			return failed("%v", err)
-		}
-		defer f.Close()
-		in = f
-	}
-	data, err := io.ReadAll(in)
+	name, data, err := readInput(files[0], stdin)
 	if err != nil {
-		return failed("read %s: %v", name, err)
+		return failed("%v", err)
 	}
 
 	// 1. Check and split.
@@ -199,23 +188,29 @@ func submit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 
 	// 2. Send.
+	return send(b, name, *queueURL, stdout, stderr)
+}
+
+// send sends the parts one SendMessage each, with a progress bar on a
+// terminal, and sums up.
+func send(b *batchmsg.Outgoing, name, queueURL string, stdout, stderr io.Writer) int {
+	failed := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "evalsched submit: "+format+"\n", a...)
+		return exitFailed
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	awsCfg, err := loadAWS(ctx)
+	client, err := sqsClient(ctx)
 	if err != nil {
-		return failed("AWS configuration: %v", err)
+		return failed("%v", err)
 	}
-	if awsCfg.Region == "" {
-		return failed("no AWS region: set AWS_REGION, or a region in your AWS profile")
-	}
-	client := sqs.NewFromConfig(awsCfg)
 	prog := &sendProgress{w: stderr, on: isTerminal(stderr), id: b.ID, parts: len(b.Parts), jobs: b.Jobs}
 	for i, p := range b.Parts {
 		prog.draw(i)
-		_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(*queueURL), MessageBody: aws.String(string(p.Body))})
+		_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String(string(p.Body))})
 		if err != nil {
 			prog.clear()
-			fmt.Fprintf(stderr, "evalsched submit: send part %d of %d to %s: %v\n", i+1, len(b.Parts), *queueURL, err)
+			fmt.Fprintf(stderr, "evalsched submit: send part %d of %d to %s: %v\n", i+1, len(b.Parts), queueURL, err)
 			return failed("%s of %s were sent (%s jobs); sending %s again is safe: the intake stores each job once",
 				commas(i), count(len(b.Parts), "part"), commas(prog.sentJobs), name)
 		}
@@ -223,9 +218,29 @@ func submit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	prog.draw(len(b.Parts))
 	prog.clear()
-	fmt.Fprintf(stdout, "sent %s: %s jobs in %s to %s\n", b.ID, commas(b.Jobs), count(len(b.Parts), "part"), *queueURL)
+	fmt.Fprintf(stdout, "sent %s: %s jobs in %s to %s\n", b.ID, commas(b.Jobs), count(len(b.Parts), "part"), queueURL)
 	fmt.Fprintln(stdout, sentNote)
 	return exitOK
+}
+
+// readInput reads FILE, or standard input for "-" (named <stdin>).
+func readInput(name string, stdin io.Reader) (string, []byte, error) {
+	in := stdin
+	if name == "-" {
+		name = "<stdin>"
+	} else {
+		f, err := os.Open(name)
+		if err != nil {
+			return name, nil, err
+		}
+		defer f.Close()
+		in = f
+	}
+	data, err := io.ReadAll(in)
+	if err != nil {
+		return name, nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	return name, data, nil
 }
 
 // sentNote follows the sent line: the queue took the message, the intake
