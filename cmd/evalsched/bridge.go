@@ -27,7 +27,7 @@ var bridgeCommand = command{
 
 // envBridgeConfig holds the configuration's JSON when --config is not
 // given (the ECS service passes it so).
-const envBridgeConfig = "EVALSCHED_BRIDGE_CONFIG"
+const envBridgeConfig = depthbridge.EnvConfig
 
 func runBridge(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bridge", flag.ContinueOnError)
@@ -45,7 +45,7 @@ func runBridge(args []string, stdout, stderr io.Writer) int {
 	if err != nil || len(pos) > 0 {
 		return exitUsage
 	}
-	cfg, err := bridgeConfig(*file)
+	cfg, err := depthbridge.FromEnv(*file, os.Getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s bridge: %v\n", programName, err)
 		return exitUsage
@@ -71,39 +71,4 @@ func runBridge(args []string, stdout, stderr io.Writer) int {
 	log.Info("bridge: started", "targets", len(cfg.Targets), "interval", cfg.Interval.D().String(), "namespace", cfg.CloudWatch.Namespace)
 	_ = b.Run(ctx, runner.RealClock{})
 	return exitOK
-}
-
-// bridgeConfig reads the configuration from the file or the environment
-// and fills the CloudWatch names it leaves empty from the scheduler's
-// variables, so that one set of template parameters names both sides.
-func bridgeConfig(file string) (depthbridge.Config, error) {
-	var data []byte
-	if file != "" {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return depthbridge.Config{}, err
-		}
-		data = b
-	} else if s := os.Getenv(envBridgeConfig); s != "" {
-		data = []byte(s)
-	} else {
-		return depthbridge.Config{}, fmt.Errorf("no configuration: give --config FILE or set %s", envBridgeConfig)
-	}
-	cfg, err := depthbridge.Parse(data)
-	if err != nil {
-		return cfg, err
-	}
-	cw := &cfg.CloudWatch
-	for _, f := range []struct {
-		field *string
-		env   string
-	}{
-		{&cw.Namespace, "EVALSCHED_METRIC_NAMESPACE"}, {&cw.Depth, "EVALSCHED_METRIC_NAME"}, {&cw.Dimension, "EVALSCHED_METRIC_DIMENSION"},
-		{&cw.InService, "EVALSCHED_INSERVICE_METRIC_NAME"}, {&cw.Errors, "EVALSCHED_ERROR_METRIC_NAME"}, {&cw.Calls, "EVALSCHED_CALLS_METRIC_NAME"},
-	} {
-		if *f.field == "" {
-			*f.field = os.Getenv(f.env)
-		}
-	}
-	return cfg.WithDefaults(), cfg.Validate()
 }

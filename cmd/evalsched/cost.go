@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/evalsched/evalsched/internal/bill"
@@ -72,20 +71,13 @@ func runCost(args []string, stdout, stderr io.Writer) int {
 		}
 		*template = filepath.Join(root, "template.yaml")
 	}
-	b, err := costOf(l, *template, bill.Options{InService: *inService, ErrorRate: *errorRate, Bridge: *bridge})
+	b, err := bill.MeasureLocal(context.Background(), l, *template, bill.Options{InService: *inService, ErrorRate: *errorRate, Bridge: *bridge})
 	if err != nil {
 		fmt.Fprintf(stderr, "evalsched cost: %v\n", err)
 		return exitFailed
 	}
 	if *doc != "" {
-		old, err := os.ReadFile(*doc)
-		if err == nil {
-			var text string
-			if text, err = bill.SpliceDoc(string(old), b, l); err == nil {
-				err = os.WriteFile(*doc, []byte(text), 0o644)
-			}
-		}
-		if err != nil {
+		if err := bill.WriteDoc(*doc, b, l); err != nil {
 			fmt.Fprintf(stderr, "evalsched cost: --doc: %v\n", err)
 			return exitFailed
 		}
@@ -100,20 +92,4 @@ func runCost(args []string, stdout, stderr io.Writer) int {
 	}
 	b.WriteMarkdown(stdout, l)
 	return exitOK
-}
-
-// costOf measures the code at load l under the template's deployment and
-// returns the bill.
-func costOf(l bill.Load, template string, o bill.Options) (bill.Bill, error) {
-	dep, err := bill.ReadTemplate(template)
-	if err != nil {
-		return bill.Bill{}, err
-	}
-	srv, err := localaws.StartDynamoDB()
-	if err != nil {
-		return bill.Bill{}, err
-	}
-	defer srv.Stop()
-	b, _, err := bill.Run(context.Background(), srv.Endpoint, l, dep, o)
-	return b, err
 }

@@ -5,6 +5,7 @@
 // be, Meter counts DynamoDB's consumed capacity on every request, EMFCounter
 // the distinct metrics the EMF documents publish; Compute multiplies the
 // counts back up to a month of the load at the list prices (prices.go), one
-// line of arithmetic per item. evalsched cost is its command; docs/cost.md
-// shows its output at the seed's load.
+// line of arithmetic per item. evalsched cost is its command (MeasureLocal
+// starts the DynamoDB Local it measures against; WriteDoc splices the bill
+// into a document); docs/cost.md shows its output at the seed's load.
 package bill

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -336,4 +337,44 @@ func MustParseSelector(s string) Selector {
 		panic(err)
 	}
 	return sel
+}
+
+// EnvConfig holds the configuration's JSON when no file is given (the ECS
+// service passes it so: template.yaml).
+const EnvConfig = "EVALSCHED_BRIDGE_CONFIG"
+
+// FromEnv reads the configuration from file, or from EnvConfig when file is
+// "", and fills the CloudWatch names it leaves empty from the scheduler's
+// variables, so that one set of template parameters names both sides.
+// getenv is os.Getenv but in tests.
+func FromEnv(file string, getenv func(string) string) (Config, error) {
+	var data []byte
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return Config{}, err
+		}
+		data = b
+	} else if s := getenv(EnvConfig); s != "" {
+		data = []byte(s)
+	} else {
+		return Config{}, fmt.Errorf("no configuration: give --config FILE or set %s", EnvConfig)
+	}
+	cfg, err := Parse(data)
+	if err != nil {
+		return cfg, err
+	}
+	cw := &cfg.CloudWatch
+	for _, f := range []struct {
+		field *string
+		env   string
+	}{
+		{&cw.Namespace, "EVALSCHED_METRIC_NAMESPACE"}, {&cw.Depth, "EVALSCHED_METRIC_NAME"}, {&cw.Dimension, "EVALSCHED_METRIC_DIMENSION"},
+		{&cw.InService, "EVALSCHED_INSERVICE_METRIC_NAME"}, {&cw.Errors, "EVALSCHED_ERROR_METRIC_NAME"}, {&cw.Calls, "EVALSCHED_CALLS_METRIC_NAME"},
+	} {
+		if *f.field == "" {
+			*f.field = getenv(f.env)
+		}
+	}
+	return cfg.WithDefaults(), cfg.Validate()
 }
