@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,8 +15,12 @@ import (
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/evalsched/evalsched/internal/config"
 	"github.com/evalsched/evalsched/internal/depthbridge"
+	"github.com/evalsched/evalsched/internal/depthitem"
+	"github.com/evalsched/evalsched/internal/dynamostore"
 	"github.com/evalsched/evalsched/internal/runner"
 )
 
@@ -35,7 +40,7 @@ func runBridge(args []string, stdout, stderr io.Writer) int {
 	file := fs.String("config", "", "the bridge's JSON configuration `FILE` (default: the JSON in "+envBridgeConfig+")")
 	check := fs.Bool("check", false, "validate the configuration, print it with its defaults and exit")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: %s bridge --config FILE\n\nScrapes the configured Prometheus endpoints every interval (1s) and publishes each\nmodel's queue depth (and calls in service, errors and calls when named) as\nhigh-resolution CloudWatch metrics, in the namespace, names and dimension the\nscheduler reads. The cloudwatch fields left empty take EVALSCHED_METRIC_NAMESPACE,\nEVALSCHED_METRIC_NAME, EVALSCHED_METRIC_DIMENSION, EVALSCHED_INSERVICE_METRIC_NAME,\nEVALSCHED_ERROR_METRIC_NAME and EVALSCHED_CALLS_METRIC_NAME, as the scheduler does.\nPresets: %v. See docs/bridge.md.\n\n", programName, depthbridge.Presets())
+		fmt.Fprintf(stderr, "usage: %s bridge --config FILE\n\nScrapes the configured Prometheus endpoints every interval (1s) and publishes each\nmodel's queue depth (and calls in service, errors and calls when named): with\nEVALSCHED_DEPTH_SOURCE=dynamodb to one item of the state table\n(EVALSCHED_TABLE_PREFIX) each publish period, else as high-resolution\nCloudWatch metrics, in the namespace, names and dimension the scheduler reads.\nThe cloudwatch fields left empty take EVALSCHED_METRIC_NAMESPACE,\nEVALSCHED_METRIC_NAME, EVALSCHED_METRIC_DIMENSION, EVALSCHED_INSERVICE_METRIC_NAME,\nEVALSCHED_ERROR_METRIC_NAME and EVALSCHED_CALLS_METRIC_NAME, as the scheduler does.\nPresets: %v. See docs/bridge.md.\n\n", programName, depthbridge.Presets())
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterspersed(fs, args)
@@ -63,12 +68,27 @@ func runBridge(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	b, err := depthbridge.New(cloudwatch.NewFromConfig(aws), nil, cfg, log)
+	// Where the readings go: the state table's readings item when the
+	// scheduler reads it (EVALSCHED_DEPTH_SOURCE=dynamodb, the template's
+	// default with the bridge), else CloudWatch metrics.
+	var api depthbridge.API
+	var readings depthbridge.Readings
+	switch src := os.Getenv("EVALSCHED_DEPTH_SOURCE"); src {
+	case "", config.DepthFromCloudWatch:
+		api = cloudwatch.NewFromConfig(aws)
+	case config.DepthFromDynamoDB:
+		readings = &depthitem.Writer{API: dynamodb.NewFromConfig(aws), Table: dynamostore.DefaultTables(cmp.Or(os.Getenv("EVALSCHED_TABLE_PREFIX"), "evalsched-")).State}
+	default:
+		fmt.Fprintf(stderr, "%s bridge: EVALSCHED_DEPTH_SOURCE %q is not %s or %s\n", programName, src, config.DepthFromCloudWatch, config.DepthFromDynamoDB)
+		return exitUsage
+	}
+	b, err := depthbridge.New(api, nil, cfg, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s bridge: %v\n", programName, err)
 		return exitUsage
 	}
-	log.Info("bridge: started", "targets", len(cfg.Targets), "interval", cfg.Interval.D().String(), "namespace", cfg.CloudWatch.Namespace)
+	b.Readings = readings
+	log.Info("bridge: started", "targets", len(cfg.Targets), "interval", cfg.Interval.D().String(), "namespace", cfg.CloudWatch.Namespace, "to_dynamodb", readings != nil)
 	_ = b.Run(ctx, runner.RealClock{})
 	return exitOK
 }

@@ -50,7 +50,8 @@ func runCost(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&l.JobsPerMessage, "jobs-per-message", l.JobsPerMessage, "jobs in one intake message")
 	inService := fs.Bool("in-service", true, "the pass reads the gateway's calls in service (the README's recommendation)")
 	errorRate := fs.Bool("error-rate", true, "the pass reads the gateway's error and calls counts (the README's recommendation)")
-	bridge := fs.Bool("bridge", true, "count the gateway depth bridge's PutMetricData and metrics")
+	bridge := fs.Bool("bridge", true, "count the gateway depth bridge's writes and its task")
+	cwDepth := fs.Bool("cloudwatch-depth", false, "the pass reads GetMetricData (GatewayDepthSource cloudwatch; the bridge, if counted, publishes metrics) instead of the bridge's readings item")
 	template := fs.String("template", "", "the SAM template (default: template.yaml at the repository's root)")
 	doc := fs.String("doc", "", "also write the bill into `FILE` between its markers (make cost-doc: docs/cost.md)")
 	asJSON := fs.Bool("json", false, `print {"total_usd_month", "items": [{"service", "what", "per_month_usd", "arithmetic"}]}`)
@@ -71,7 +72,7 @@ func runCost(args []string, stdout, stderr io.Writer) int {
 		}
 		*template = filepath.Join(root, "template.yaml")
 	}
-	b, err := bill.MeasureLocal(context.Background(), l, *template, bill.Options{InService: *inService, ErrorRate: *errorRate, Bridge: *bridge})
+	b, err := bill.MeasureLocal(context.Background(), l, *template, bill.Options{InService: *inService, ErrorRate: *errorRate, Bridge: *bridge, CloudWatchDepth: *cwDepth})
 	if err != nil {
 		fmt.Fprintf(stderr, "evalsched cost: %v\n", err)
 		return exitFailed

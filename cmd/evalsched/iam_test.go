@@ -99,20 +99,8 @@ func TestOperatorCommandsUnderTheDocumentedPolicy(t *testing.T) {
 	if err := store.TaskStarted(ctx, running, 1, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	sq := sqs.New(sqs.Options{Region: stack.Region, BaseEndpoint: aws.String(sqsEndpoint),
-		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
-	queueURL := func(id string) string {
-		name, err := stack.PhysicalName(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return aws.ToString(q.QueueUrl)
-	}
-	intakeURL, dlqURL := queueURL("IntakeQueue"), queueURL("IntakeDeadLetterQueue")
+	sq, urls := stack.Queues(t, sqsEndpoint, "IntakeQueue", "IntakeDeadLetterQueue")
+	intakeURL, dlqURL := urls[0], urls[1]
 	// A rejected message waits in the dead-letter queue: dlq lists it,
 	// then sends it back.
 	if _, err := sq.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(dlqURL), MessageBody: aws.String(`{"version": 1}`)}); err != nil {

@@ -16,13 +16,14 @@ import (
 )
 
 // TestStatusWhySampled: status and why show a sampled batch's pass rate
-// estimate ± half-width, of the batch and of each stratum, from the
-// verdicts recorded on DynamoDB Local.
+// estimate ± half-width (the betting sequence's, over the release log's
+// counted prefix), of the batch and of each stratum, from the verdicts
+// recorded on DynamoDB Local. The last two jobs claimed still run.
 func TestStatusWhySampled(t *testing.T) {
 	ctx := context.Background()
 	st := withTables(t)
 	b := domain.BatchSpec{Account: "acme", Project: "evals", Batch: "mmlu", Model: "gpt-5.5", Tier: 2,
-		Sampling: &sampling.Params{MOE: 0.05, Confidence: 0.9, MinPerStratum: 1}}
+		Sampling: &sampling.Params{MOE: 0.04, Confidence: 0.9, MinPerStratum: 1}}
 	for i := range 10 {
 		b.Jobs = append(b.Jobs, domain.JobSpec{Key: fmt.Sprintf("hard-%d", i), Stratum: "math/hard"})
 		b.Jobs = append(b.Jobs, domain.JobSpec{Key: fmt.Sprintf("easy-%d", i), Stratum: "reading"})
@@ -38,9 +39,9 @@ func TestStatusWhySampled(t *testing.T) {
 	}
 	passed := map[string]bool{"hard-0": true, "hard-1": true, "easy-0": true, "easy-1": true, "easy-2": true, "easy-3": true}
 	results := 0
-	for _, j := range jobs {
-		if j.Key == "hard-9" || j.Key == "easy-9" {
-			continue // still running, no verdict
+	for i, j := range jobs {
+		if i >= 18 {
+			continue // still running, no verdict: the last places in the release log
 		}
 		if _, err := st.RecordResult(ctx, j.ID, domain.Result{Attempt: 1, Pass: passed[j.Key], At: time.Now(), Token: j.ResultToken}); err != nil {
 			t.Fatal(err)
@@ -55,12 +56,18 @@ func TestStatusWhySampled(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("status: exit %d", code)
 	}
-	for _, want := range []string{
+	sb, _, err := st.Sampled(ctx, "acme/evals/mmlu")
+	if err != nil || len(sb.Strata) != 2 {
+		t.Fatalf("Sampled: %+v, %v", sb, err)
+	}
+	wants := []string{
 		"sampled acme/evals/mmlu on gpt-5.5:",
-		"pass rate 0.3333 ± ", "(moe 0.05 at 90%), 18 results of 20 jobs; the stop rule does not hold yet",
-		"math/hard  0.2222 ± ", "9 results of 10",
-		"reading    0.4444 ± ",
-	} {
+		fmt.Sprintf("pass rate %.4f ± ", sb.Estimate.Mean), "(moe 0.04 at 90%), 18 results of 20 jobs; the stop rule does not hold yet",
+	}
+	for _, sv := range sb.Strata {
+		wants = append(wants, fmt.Sprintf("%-9s  %.4f ± ", sv.Name, sv.Estimate.Mean), fmt.Sprintf("%d results of 10", sv.Results))
+	}
+	for _, want := range wants {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q:\n%s", want, out)
 		}
@@ -70,21 +77,16 @@ func TestStatusWhySampled(t *testing.T) {
 	}
 
 	out, code = cliOut(t, "why", "acme/evals/mmlu")
-	if code != exitOK || !strings.Contains(out, "  pass rate 0.3333 ± ") || !strings.Contains(out, "    math/hard  0.2222") {
+	if code != exitOK || !strings.Contains(out, fmt.Sprintf("  pass rate %.4f ± ", sb.Estimate.Mean)) || !strings.Contains(out, "    math/hard  ") {
 		t.Errorf("why: exit %d:\n%s", code, out)
 	}
 
 	// No view shows a job's result token: not status, not why of the
 	// batch or of a job still running (by id and by key), text or JSON.
-	var running scheduler.Job
-	for _, j := range jobs {
-		if j.Key == "hard-9" {
-			running = j
-		}
-	}
+	running := jobs[18]
 	for _, args := range [][]string{
 		{"status", "--all"}, {"status", "--all", "--json"}, {"why", "acme/evals/mmlu"}, {"why", running.ID},
-		{"why", "acme/evals/mmlu/hard-9"}, {"why", "--json", running.ID}, {"batches"},
+		{"why", "acme/evals/mmlu/" + running.Key}, {"why", "--json", running.ID}, {"batches"},
 	} {
 		out, _ := cliOut(t, args...)
 		for _, j := range jobs {

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/evalsched/evalsched/internal/dynamostore/dynamotest"
@@ -38,18 +36,9 @@ func TestFlowsUnderTheTemplatesRole(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := dynamotest.Tables(t, ddb, env["EVALSCHED_TABLE_PREFIX"], scheduler.ModelConfig{})
-	sq := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(sqsEndpoint),
-		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
-	dlqName, err := stack.PhysicalName("IntakeDeadLetterQueue")
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(dlqName)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sq, urls := stack.Queues(t, sqsEndpoint, "IntakeDeadLetterQueue")
 	stack.Setenv(t, "IntakeFunction", map[string]string{
-		"EVALSCHED_DLQ_URL":         aws.ToString(q.QueueUrl),
+		"EVALSCHED_DLQ_URL":         urls[0],
 		"AWS_ENDPOINT_URL_DYNAMODB": ddb, "AWS_ENDPOINT_URL_SQS": sqsEndpoint,
 	})
 	var logs bytes.Buffer // the function's log: what it saw of a refusal
@@ -116,7 +105,7 @@ func TestFlowsUnderTheTemplatesRole(t *testing.T) {
 	if want := map[string]int{"new": 2, "parts": 3, "sampled": 4}; fmt.Sprint(waiting) != fmt.Sprint(want) {
 		t.Errorf("waiting jobs by batch %v, want %v", waiting, want)
 	}
-	recv, err := sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: q.QueueUrl, MaxNumberOfMessages: 10})
+	recv, err := sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &urls[0], MaxNumberOfMessages: 10})
 	if err != nil || len(recv.Messages) != 1 {
 		t.Errorf("dead-letter queue: %v, %d messages, want the conflicting resend", err, len(recv.Messages))
 	}

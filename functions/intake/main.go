@@ -16,14 +16,13 @@ import (
 )
 
 func main() {
-	lambdaboot.Main("intake", build, func(h *intake.Handler) any { return h.Handle })
+	lambdaboot.Start("intake", build, func(h *intake.Handler) any { return h.Handle })
 }
 
-// build wires the handler from the environment; opts go to the AWS
-// configuration (none in Lambda; the tests add the IAM check of
-// internal/iamcheck, so the role in template.yaml is enforced).
+// build wires the handler from the environment (lambdaboot.Option says
+// what opts are for).
 func build(ctx context.Context, log *slog.Logger, opts ...lambdaboot.Option) (*intake.Handler, error) {
-	env, err := lambdaboot.Load(ctx, nil, opts...)
+	env, err := lambdaboot.Load(ctx, log, nil, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -32,7 +31,7 @@ func build(ctx context.Context, log *slog.Logger, opts ...lambdaboot.Option) (*i
 		return nil, err
 	}
 	return &intake.Handler{
-		Store:   env.Store(log),
+		Store:   env.Store(),
 		DLQ:     sqs.NewFromConfig(env.AWS),
 		Config:  ic,
 		Log:     log,

@@ -12,9 +12,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/evalsched/evalsched/internal/dynamostore/dynamotest"
 	"github.com/evalsched/evalsched/internal/iamcheck"
@@ -34,18 +31,9 @@ func TestFlowsUnderTheTemplatesRole(t *testing.T) {
 	ctx := context.Background()
 	stack, check := iamcheck.Function(t, "ResultsFunction", nil)
 	ddb, sqsEndpoint := localaws.DynamoDB(t), localaws.SQS(t)
-	sq := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(sqsEndpoint),
-		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
-	dlqName, err := stack.PhysicalName("ResultsDeadLetterQueue")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dlq, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(dlqName)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, urls := stack.Queues(t, sqsEndpoint, "ResultsDeadLetterQueue")
 	env := stack.Setenv(t, "ResultsFunction", map[string]string{
-		"EVALSCHED_DLQ_URL":         aws.ToString(dlq.QueueUrl),
+		"EVALSCHED_DLQ_URL":         urls[0],
 		"AWS_ENDPOINT_URL_DYNAMODB": ddb, "AWS_ENDPOINT_URL_SQS": sqsEndpoint,
 	})
 	store := dynamotest.Tables(t, ddb, env["EVALSCHED_TABLE_PREFIX"], scheduler.ModelConfig{Enabled: true, MaxLimit: 10})

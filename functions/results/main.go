@@ -15,16 +15,15 @@ import (
 )
 
 func main() {
-	lambdaboot.Main("results", build, func(h *results.Handler) any { return h.Handle })
+	lambdaboot.Start("results", build, func(h *results.Handler) any { return h.Handle })
 }
 
-// build wires the handler from the environment; opts go to the AWS
-// configuration (none in Lambda; the tests add the IAM check of
-// internal/iamcheck, so the role in template.yaml is enforced).
+// build wires the handler from the environment (lambdaboot.Option says
+// what opts are for).
 func build(ctx context.Context, log *slog.Logger, opts ...lambdaboot.Option) (*results.Handler, error) {
-	env, err := lambdaboot.Load(ctx, []string{"EVALSCHED_DLQ_URL"}, opts...)
+	env, err := lambdaboot.Load(ctx, log, []string{"EVALSCHED_DLQ_URL"}, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return &results.Handler{Store: env.Store(log), DLQ: sqs.NewFromConfig(env.AWS), DLQURL: env.Config.DLQURL, Log: log}, nil
+	return &results.Handler{Store: env.Store(), DLQ: sqs.NewFromConfig(env.AWS), DLQURL: env.Config.DLQURL, Log: log}, nil
 }

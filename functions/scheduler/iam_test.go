@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"testing"
 	"time"
 
 	"github.com/evalsched/evalsched/internal/awsfake"
+	"github.com/evalsched/evalsched/internal/depthitem"
+	"github.com/evalsched/evalsched/internal/dynamostore"
 	"github.com/evalsched/evalsched/internal/dynamostore/dynamotest"
 	"github.com/evalsched/evalsched/internal/iamcheck"
 	"github.com/evalsched/evalsched/internal/job"
@@ -25,10 +28,17 @@ import (
 // — with the function's environment and IAM role as template.yaml deploys
 // them: every SDK call is refused unless SchedulerRole grants it on that
 // resource (internal/iamcheck). ECS and CloudWatch are the HTTP-level
-// fakes, so the real clients serialize every call.
+// fakes, so the real clients serialize every call. Both depth sources:
+// GetMetricData, and the bridge's readings item (no GetMetricData grant).
 func TestFlowsUnderTheTemplatesRole(t *testing.T) {
+	for _, source := range []string{"cloudwatch", "dynamodb"} {
+		t.Run(source, func(t *testing.T) { flows(t, source) })
+	}
+}
+
+func flows(t *testing.T, source string) {
 	ctx := context.Background()
-	stack, check := iamcheck.Function(t, "SchedulerFunction", map[string]string{"Subnets": "subnet-1", "SecurityGroups": "sg-1"})
+	stack, check := iamcheck.Function(t, "SchedulerFunction", map[string]string{"Subnets": "subnet-1", "SecurityGroups": "sg-1", "GatewayDepthSource": source})
 	ddb := localaws.DynamoDB(t)
 	ecsFake, cw := awsfake.NewECS(), awsfake.NewCloudWatch()
 	t.Cleanup(ecsFake.Close)
@@ -39,6 +49,14 @@ func TestFlowsUnderTheTemplatesRole(t *testing.T) {
 		"EVALSCHED_PASS_INTERVAL_SECONDS": "1", "EVALSCHED_PASSES": "2",
 	})
 	store := dynamotest.Tables(t, ddb, env["EVALSCHED_TABLE_PREFIX"], scheduler.ModelConfig{})
+	if env["EVALSCHED_DEPTH_SOURCE"] != source {
+		t.Fatalf("EVALSCHED_DEPTH_SOURCE is %q, want %q", env["EVALSCHED_DEPTH_SOURCE"], source)
+	}
+	raw, err := dynamostore.LocalClient(ctx, ddb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readings := &depthitem.Writer{API: raw, Table: dynamostore.DefaultTables(env["EVALSCHED_TABLE_PREFIX"]).State}
 	if err := store.PutModel(ctx, scheduler.ModelConfig{Name: "gpt-5.5", Enabled: true, MinLimit: 1, MaxLimit: 100, TargetDepth: 2, InitialLimit: 8}); err != nil {
 		t.Fatal(err)
 	}
@@ -60,6 +78,9 @@ func TestFlowsUnderTheTemplatesRole(t *testing.T) {
 		now := time.Now()
 		for s := range 5 {
 			cw.Put("gpt-5.5", now.Add(-time.Duration(s)*time.Second), depth)
+		}
+		if err := readings.Put(ctx, now, map[string]scheduler.Depth{"gpt-5.5": {Value: depth, At: now}}); err != nil {
+			t.Fatal(err)
 		}
 		res, err := h.Handle(ctx, json.RawMessage(`{"shard": 0}`))
 		if err != nil {
@@ -96,7 +117,10 @@ func TestFlowsUnderTheTemplatesRole(t *testing.T) {
 	if j, _, err := store.Job(ctx, crashed.Claimed[0].ID); err != nil || j.State == job.Claimed {
 		t.Errorf("the crashed pass's job is %s (%v), want it put back or launched", j.State, err)
 	}
-	invoke(1000) // the provider drops
+	invoke(1000)                                                                     // the provider drops
+	if !regexp.MustCompile(`"gpt-5.5":\{"depth":[1-9]`).MatchString(logs.String()) { // the earlier passes read 0
+		t.Errorf("no pass read the depth of 1,000 from %s\n%s", source, tail(logs.String()))
+	}
 	if len(ecsFake.Tasks()) == 0 {
 		t.Errorf("no task launched\n%s", tail(logs.String()))
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 
 	"github.com/evalsched/evalsched/internal/config"
+	"github.com/evalsched/evalsched/internal/depthitem"
 	"github.com/evalsched/evalsched/internal/dynamolease"
 	"github.com/evalsched/evalsched/internal/dynamostore"
 	"github.com/evalsched/evalsched/internal/ecslauncher"
@@ -26,24 +27,24 @@ import (
 	"github.com/evalsched/evalsched/internal/lambdaboot"
 	"github.com/evalsched/evalsched/internal/passloop"
 	"github.com/evalsched/evalsched/internal/reconcile"
+	"github.com/evalsched/evalsched/internal/reconcile/ecstasks"
 	"github.com/evalsched/evalsched/internal/runner"
 	"github.com/evalsched/evalsched/internal/scheduler"
 	"github.com/evalsched/evalsched/internal/taskevent"
 )
 
 func main() {
-	lambdaboot.Main("scheduler", build, func(h *runner.Handler) any { return h.Handle })
+	lambdaboot.Start("scheduler", build, func(h *runner.Handler) any { return h.Handle })
 }
 
-// build wires the handler from the environment; opts go to the AWS
-// configuration (none in Lambda; the tests add the IAM check of
-// internal/iamcheck, so the role in template.yaml is enforced).
+// build wires the handler from the environment (lambdaboot.Option says
+// what opts are for).
 func build(ctx context.Context, log *slog.Logger, opts ...lambdaboot.Option) (*runner.Handler, error) {
-	env, err := lambdaboot.Load(ctx, []string{"EVALSCHED_CLUSTER", "EVALSCHED_SUBNETS", "EVALSCHED_DEFAULT_TASK_DEFINITION"}, opts...)
+	env, err := lambdaboot.Load(ctx, log, []string{"EVALSCHED_CLUSTER", "EVALSCHED_SUBNETS", "EVALSCHED_DEFAULT_TASK_DEFINITION"}, opts...)
 	if err != nil {
 		return nil, err
 	}
-	cfg, aws := env.Config, env.AWS
+	cfg := env.Config
 	// Every shard's configuration is checked at cold start, not at its
 	// first invocation: a bad one stops the function with the reason.
 	for k := range cfg.Shards {
@@ -51,6 +52,7 @@ func build(ctx context.Context, log *slog.Logger, opts ...lambdaboot.Option) (*r
 			return nil, err
 		}
 	}
+	aws := env.AWS
 	c := clients{ddb: dynamodb.NewFromConfig(aws), ecs: ecs.NewFromConfig(aws), cw: cloudwatch.NewFromConfig(aws)}
 	return &runner.Handler{
 		Shards: cfg.Shards,
@@ -91,7 +93,7 @@ func shardRunner(cfg config.Config, c clients, shard int, log *slog.Logger) (*ru
 	store.Log = log
 	store.ScopeToShard(shard, cfg.Shards)
 	rec := &reconcile.Reconciler{
-		Store: store, ECS: c.ecs, Cluster: cfg.Cluster, Log: log,
+		Store: store, Tasks: ecstasks.Tasks{ECS: c.ecs, Cluster: cfg.Cluster}, Log: log,
 		Events: taskevent.Config{ProviderErrorCodes: cfg.ProviderErrorCodes, Container: cfg.ContainerName},
 	}
 	launcher := ecslauncher.New(c.ecs, ecslauncher.Config{
@@ -99,11 +101,16 @@ func shardRunner(cfg config.Config, c clients, shard int, log *slog.Logger) (*ru
 		Capacity: cfg.Capacity, ContainerName: cfg.ContainerName, DefaultTaskDefinition: cfg.DefaultTaskDefinition,
 		Rate: share.LaunchRate, Burst: share.LaunchBurst,
 	}, log)
-	depths := gatewaydepth.New(c.cw, gatewaydepth.Config{
-		Namespace: cfg.MetricNamespace, MetricName: cfg.MetricName, Dimension: cfg.MetricDimension, Period: cfg.MetricPeriod,
-		ErrorMetricName: cfg.ErrorMetricName, CallsMetricName: cfg.CallsMetricName,
-		InServiceMetricName: cfg.InServiceMetricName,
-	})
+	// The bridge's readings item: one read a pass, not a metric query per
+	// busy model (docs/cost.md).
+	var depths scheduler.DepthReader = &depthitem.Reader{API: c.ddb, Table: tables.State}
+	if cfg.DepthSource != config.DepthFromDynamoDB {
+		depths = gatewaydepth.New(c.cw, gatewaydepth.Config{
+			Namespace: cfg.MetricNamespace, MetricName: cfg.MetricName, Dimension: cfg.MetricDimension, Period: cfg.MetricPeriod,
+			ErrorMetricName: cfg.ErrorMetricName, CallsMetricName: cfg.CallsMetricName,
+			InServiceMetricName: cfg.InServiceMetricName,
+		})
+	}
 	clock := runner.RealClock{}
 	return &runner.Runner{
 		Shard: shard,

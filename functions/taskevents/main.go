@@ -14,19 +14,18 @@ import (
 )
 
 func main() {
-	lambdaboot.Main("task-events", build, func(h *taskevent.Handler) any { return h.Handle })
+	lambdaboot.Start("task-events", build, func(h *taskevent.Handler) any { return h.Handle })
 }
 
-// build wires the handler from the environment; opts go to the AWS
-// configuration (none in Lambda; the tests add the IAM check of
-// internal/iamcheck, so the role in template.yaml is enforced).
+// build wires the handler from the environment (lambdaboot.Option says
+// what opts are for).
 func build(ctx context.Context, log *slog.Logger, opts ...lambdaboot.Option) (*taskevent.Handler, error) {
-	env, err := lambdaboot.Load(ctx, nil, opts...)
+	env, err := lambdaboot.Load(ctx, log, nil, opts...)
 	if err != nil {
 		return nil, err
 	}
 	cfg := env.Config
-	store := env.Store(nil) // nil: slog.Default(), as before; its calls take none of the store's logging paths
+	store := env.Store()
 	store.Retention = cfg.JobRetention
 	return &taskevent.Handler{
 		Store:     store,

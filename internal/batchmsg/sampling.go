@@ -6,11 +6,12 @@ import (
 	"github.com/evalsched/evalsched/internal/sampling"
 )
 
-var samplingFields = []string{"moe", "confidence", "min_per_stratum"}
+var samplingFields = []string{"moe", "confidence", "min_per_stratum", "window"}
 
 // sampling reads the optional "sampling" object: moe and confidence
 // required numbers, min_per_stratum an optional integer (default
-// sampling.DefaultMinPerStratum), each in the range sampling.Params allows.
+// sampling.DefaultMinPerStratum), window an optional integer (default 0:
+// no cap), each in the range sampling.Params allows.
 func (p *parser) sampling(at loc) (*sampling.Params, error) {
 	st, err := p.openObject(at)
 	if st != absent {
@@ -38,6 +39,12 @@ func (p *parser) sampling(at loc) (*sampling.Params, error) {
 			var n int
 			if n, st, err = p.intIn(f, 1, sampling.MaxMinPerStratum); st == good {
 				s.MinPerStratum = n
+			}
+		case "window":
+			var st state
+			var n int
+			if n, st, err = p.intIn(f, 0, sampling.MaxWindow); st == good {
+				s.Window = n
 			}
 		}
 		return err

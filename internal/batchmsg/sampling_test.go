@@ -28,10 +28,13 @@ func TestParseSampling(t *testing.T) {
 		{"default min", sampled(`{"confidence":0.95,"moe":2e-2}`, jobs),
 			&sampling.Params{MOE: 0.02, Confidence: 0.95, MinPerStratum: sampling.DefaultMinPerStratum}, nil},
 		{"null is absent", sampled(`null`, `[{"key":"q1"}]`), nil, nil},
-		{"ranges", sampled(`{"moe":0,"confidence":1,"min_per_stratum":0}`, jobs), nil, []string{
+		{"window", sampled(`{"moe":0.015,"confidence":0.99,"window":500}`, jobs),
+			&sampling.Params{MOE: 0.015, Confidence: 0.99, MinPerStratum: sampling.DefaultMinPerStratum, Window: 500}, nil},
+		{"ranges", sampled(`{"moe":0,"confidence":1,"min_per_stratum":0,"window":-1}`, jobs), nil, []string{
 			"sampling.moe: 0 is outside 0.001..0.5",
 			"sampling.confidence: 1 is outside 0.5..0.999",
 			"sampling.min_per_stratum: 0 is outside 1..10000",
+			"sampling.window: -1 is outside 0..1000000",
 		}},
 		{"types and fields", sampled(`{"moe":"1%","confidence":0.9,"min_per_stratum":1.5,"alpha":0.01}`, jobs), nil, []string{
 			"sampling.moe: must be a number, not a string",

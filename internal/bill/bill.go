@@ -29,12 +29,15 @@ type Bill struct {
 }
 
 // Bridge is the gateway depth bridge's publishing (internal/depthbridge,
-// at its defaults): every model it has seen, Metrics high-resolution
-// datapoints a second (depth, in service, and errors and calls when the
-// error rate is on; zeros for idle models), sent every PublishEvery in
-// PutMetricData calls of up to depthbridge.MaxDatums; its one Fargate task.
+// at its defaults), and its one Fargate task. With Readings, one write of
+// the readings item every PublishEvery (Measured.ReadingsPut). Otherwise
+// every model it has seen, Metrics high-resolution CloudWatch datapoints
+// a second (depth, in service, and errors and calls when the error rate
+// is on; zeros for idle models), sent every PublishEvery in PutMetricData
+// calls of up to depthbridge.MaxDatums.
 type Bridge struct {
-	Metrics int // per model
+	Readings bool
+	Metrics  int // per model, without Readings
 }
 
 // lambda platform lines (START, END, REPORT) of one invocation, assumed.
@@ -65,7 +68,11 @@ func Compute(load Load, ms Measured, dep Deployment, br Bridge) Bill {
 	states := ms.PassFixed.UnitsByOp[OpModelStates]
 	add("DynamoDB", "pass: model-state writes", states*passes*wru,
 		"%.0f WRU a pass (%d transactions; item %d B) × %s passes × $%.3f/M", states, ms.PassFixed.ByOp[OpModelStates], ms.ModelStateItemBytes, num(passes), DynamoWrite.USD)
-	otherR := ms.PassFixed.RRU - ms.SnapshotAt[1].Use.RRU
+	if ms.DepthRead.Requests > 0 {
+		add("DynamoDB", "pass: the bridge's readings item (eventually consistent)", ms.DepthRead.RRU*passes*rru,
+			"%.1f RRU (%d Query) a pass × %s passes × $%.3f/M", ms.DepthRead.RRU, ms.DepthRead.Requests, num(passes), DynamoRead.USD)
+	}
+	otherR := ms.PassFixed.RRU - ms.DepthRead.RRU - ms.SnapshotAt[1].Use.RRU
 	if otherR > 0.01 {
 		add("DynamoDB", "pass: reads beyond the fitted Snapshot (the states written since)", otherR*passes*rru, "%.1f RRU a pass × %s passes × $%.3f/M", otherR, num(passes), DynamoRead.USD)
 	}
@@ -120,9 +127,11 @@ func Compute(load Load, ms Measured, dep Deployment, br Bridge) Bill {
 	add("CloudWatch", "custom metrics (EMF, log metric filters)", float64(metrics)*CWMetric.USD,
 		"(%d a model [%s] × %d active models + %d others + %d from metric filters) = %d metrics × $%.2f",
 		perModel, strings.Join(ms.EMF.PerModel, ", "), load.ActiveModels, account, dep.MetricFilters, metrics, CWMetric.USD)
-	q := float64(ms.MetricQueries) * float64(load.ActiveModels) / float64(max(1, ms.BusyModels))
-	add("CloudWatch", "GetMetricData (gateway depth)", q*passes*CWGetMetricData.USD/1000,
-		"%.0f queries a pass (%d models with work, %d calls) × %s passes × $%.2f/1,000", q, ms.BusyModels, ms.MetricCalls, num(passes), CWGetMetricData.USD)
+	if ms.MetricQueries > 0 {
+		q := float64(ms.MetricQueries) * float64(load.ActiveModels) / float64(max(1, ms.BusyModels))
+		add("CloudWatch", "GetMetricData (gateway depth)", q*passes*CWGetMetricData.USD/1000,
+			"%.0f queries a pass (%d models with work, %d calls) × %s passes × $%.2f/1,000", q, ms.BusyModels, ms.MetricCalls, num(passes), CWGetMetricData.USD)
+	}
 	logBytes := float64(ms.PassLogBytes)*passes + float64(ms.EventLogBytes+ms.ResultLogBytes)*jobs +
 		float64(ms.SubmitLogBytes)*messages + platformLogBytes*(minutes+evInv+resInv+messages)
 	add("CloudWatch", "logs ingested", logBytes/1e9*CWLogsIngest.USD,
@@ -131,9 +140,14 @@ func Compute(load Load, ms Measured, dep Deployment, br Bridge) Bill {
 	timed()
 	add("CloudWatch", "alarms and dashboard", float64(dep.Alarms)*CWAlarm.USD+float64(dep.Dashboards)*CWDashboard.USD,
 		"%d alarms × $%.2f + %d dashboard × $%.2f", dep.Alarms, CWAlarm.USD, dep.Dashboards, CWDashboard.USD)
+	bc := depthbridge.Config{}.WithDefaults()
+	every, iv := time.Duration(bc.PublishEvery), time.Duration(bc.Interval)
+	if br.Readings {
+		writes := float64(month / every)
+		add("DynamoDB", "gateway depth bridge: the readings item", ms.ReadingsPut.WRU*writes*wru,
+			"%.0f WRU (%d PutItem, %d models) every %v × %s × $%.3f/M", ms.ReadingsPut.WRU, ms.ReadingsPut.Requests, load.Models, every, num(writes), DynamoWrite.USD)
+	}
 	if br.Metrics > 0 {
-		bc := depthbridge.Config{}.WithDefaults()
-		every, iv := time.Duration(bc.PublishEvery), time.Duration(bc.Interval)
 		perPublish := math.Ceil(float64(every/iv) * float64(load.Models*br.Metrics) / depthbridge.MaxDatums)
 		reqs := perPublish * float64(month/every)
 		add("CloudWatch", "gateway depth bridge: PutMetricData", reqs*CWPutMetricData.USD/1000,
@@ -142,11 +156,11 @@ func Compute(load Load, ms Measured, dep Deployment, br Bridge) Bill {
 		datums := br.Metrics * load.Models
 		add("CloudWatch", "gateway depth bridge: its custom metrics", float64(datums)*CWMetric.USD,
 			"%d models × %d metrics = %d metrics × $%.2f", load.Models, br.Metrics, datums, CWMetric.USD)
-		if dep.BridgeVCPU > 0 {
-			hours := month.Hours()
-			add("ECS", "gateway depth bridge: its Fargate task (ARM64)", hours*(dep.BridgeVCPU*FargateVCPU.USD+dep.BridgeGB*FargateGB.USD),
-				"%.0f h × (%.2f vCPU × $%.5f + %.2f GB × $%.5f)", hours, dep.BridgeVCPU, FargateVCPU.USD, dep.BridgeGB, FargateGB.USD)
-		}
+	}
+	if (br.Readings || br.Metrics > 0) && dep.BridgeVCPU > 0 {
+		hours := month.Hours()
+		add("ECS", "gateway depth bridge: its Fargate task (ARM64)", hours*(dep.BridgeVCPU*FargateVCPU.USD+dep.BridgeGB*FargateGB.USD),
+			"%.0f h × (%.2f vCPU × $%.5f + %.2f GB × $%.5f)", hours, dep.BridgeVCPU, FargateVCPU.USD, dep.BridgeGB, FargateGB.USD)
 	}
 	for _, it := range b.Items {
 		b.Total += it.USD
@@ -193,23 +207,30 @@ func (b Bill) WriteMarkdown(w io.Writer, load Load) {
 type Options struct {
 	InService, ErrorRate bool // the gateway metrics the pass reads besides the depth
 	Bridge               bool // count the gateway depth bridge's publishing
+	// CloudWatchDepth: the pass reads GetMetricData (GatewayDepthSource
+	// cloudwatch), the bridge, if counted, publishing metrics; otherwise
+	// it reads the bridge's readings item (the default with the bridge).
+	CloudWatchDepth bool
 }
 
 // Recommended is the configuration the operator guide recommends: the
-// in-service and error-rate metrics read, published by the bridge.
+// in-service and error-rate metrics read, written by the bridge to its
+// readings item.
 var Recommended = Options{InService: true, ErrorRate: true, Bridge: true}
 
 // Run measures the code at load under the deployment against the DynamoDB
 // at endpoint and returns the month's bill.
 func Run(ctx context.Context, endpoint string, load Load, dep Deployment, o Options) (Bill, Measured, error) {
+	readings := o.Bridge && !o.CloudWatchDepth
 	ms, err := Measure(ctx, endpoint, load, Setup{
 		ModelMetrics: dep.ModelMetrics, InService: o.InService, ErrorRate: o.ErrorRate, TaskStatuses: dep.TaskStatuses,
+		Readings: readings,
 	})
 	if err != nil {
 		return Bill{}, ms, err
 	}
-	var br Bridge
-	if o.Bridge {
+	br := Bridge{Readings: readings}
+	if o.Bridge && !readings {
 		br.Metrics = 1
 		if o.InService {
 			br.Metrics++

@@ -14,10 +14,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/evalsched/evalsched/internal/awsfake"
 	"github.com/evalsched/evalsched/internal/dynamostore"
+	"github.com/evalsched/evalsched/internal/intake"
 	"github.com/evalsched/evalsched/internal/job"
+	"github.com/evalsched/evalsched/internal/results"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -25,13 +28,29 @@ import (
 // the Commit (of which the model states), the launch records.
 type phases struct {
 	*dynamostore.Store
-	meter                                   *Meter
-	snapshot, commit, states, record, other Usage
+	meter                                          *Meter
+	snapshot, commit, states, record, other, depth Usage
 }
 
 func (p *phases) reset() {
 	p.meter.Take()
-	p.snapshot, p.commit, p.states, p.record, p.other = Usage{}, Usage{}, Usage{}, Usage{}, Usage{}
+	p.snapshot, p.commit, p.states, p.record, p.other, p.depth = Usage{}, Usage{}, Usage{}, Usage{}, Usage{}, Usage{}
+}
+
+// metered is the pass's depth reader, its DynamoDB usage (the readings
+// item's read) kept apart.
+func (p *phases) metered(r scheduler.DepthReader) scheduler.DepthReader { return depthPhase{p, r} }
+
+type depthPhase struct {
+	p *phases
+	r scheduler.DepthReader
+}
+
+func (d depthPhase) Depths(ctx context.Context, models []string, now time.Time) (map[string]scheduler.Depth, error) {
+	d.p.other = d.p.other.Plus(d.p.meter.Take())
+	out, err := d.r.Depths(ctx, models, now)
+	d.p.depth = d.p.depth.Plus(d.p.meter.Take())
+	return out, err
 }
 
 func (p *phases) Snapshot(ctx context.Context, now time.Time) (scheduler.Snapshot, error) {
@@ -274,4 +293,27 @@ func (c *EMFCounter) Count() EMFCount {
 		}
 	}
 	return out
+}
+
+// resultsHandler is the results function's handler as measured: a refused
+// result goes to dlq (kept, not sent) rather than a nil queue's panic.
+func resultsHandler(store results.Recorder, dlq *deadLetters, log *slog.Logger, now func() time.Time) *results.Handler {
+	return &results.Handler{Store: store, DLQ: dlq, DLQURL: "measured-dlq", Log: log, Now: now}
+}
+
+// deadLetters keeps the reasons of the messages sent to it.
+type deadLetters struct {
+	mu      sync.Mutex
+	reasons []string
+}
+
+func (d *deadLetters) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	why := "no reason"
+	if a, ok := in.MessageAttributes[intake.AttrReason]; ok {
+		why = aws.ToString(a.StringValue)
+	}
+	d.reasons = append(d.reasons, why)
+	return &sqs.SendMessageOutput{}, nil
 }

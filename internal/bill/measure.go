@@ -18,6 +18,7 @@ import (
 
 	"github.com/evalsched/evalsched/internal/awsfake"
 	"github.com/evalsched/evalsched/internal/batchmsg"
+	"github.com/evalsched/evalsched/internal/depthitem"
 	"github.com/evalsched/evalsched/internal/dynamolease"
 	"github.com/evalsched/evalsched/internal/dynamostore"
 	"github.com/evalsched/evalsched/internal/ecslauncher"
@@ -28,8 +29,8 @@ import (
 	"github.com/evalsched/evalsched/internal/passloop"
 	"github.com/evalsched/evalsched/internal/passtest"
 	"github.com/evalsched/evalsched/internal/reconcile"
+	"github.com/evalsched/evalsched/internal/reconcile/ecstasks"
 	"github.com/evalsched/evalsched/internal/resultmsg"
-	"github.com/evalsched/evalsched/internal/results"
 	"github.com/evalsched/evalsched/internal/resulttoken"
 	"github.com/evalsched/evalsched/internal/scheduler"
 	"github.com/evalsched/evalsched/internal/taskevent"
@@ -45,6 +46,9 @@ type Setup struct {
 	// TaskStatuses are the lastStatus values of the ECS task state changes
 	// the EventBridge rule delivers (nil: every one).
 	TaskStatuses []string
+	// Readings: the pass reads the bridge's readings item (package
+	// depthitem, GatewayDepthSource dynamodb) instead of GetMetricData.
+	Readings bool
 }
 
 // Measured is what the real code asked of AWS at the measured scale, per
@@ -63,6 +67,9 @@ type Measured struct {
 	// Metric queries the pass asked GetMetricData for, and in how many calls.
 	MetricQueries, MetricCalls int
 	BusyModels                 int
+	// With Setup.Readings: the pass's read of the readings item (part of
+	// PassFixed) and one write of it by the bridge, every model in it.
+	DepthRead, ReadingsPut Usage
 	// One job's life after its claim: the task events the rule delivers
 	// and their invocations, the result.
 	Events               Usage
@@ -187,7 +194,9 @@ func Measure(ctx context.Context, endpoint string, load Load, setup Setup) (Meas
 	defer ecsFake.Close()
 	creds := credentials.NewStaticCredentialsProvider("local", "local", "")
 	cwc := cloudwatch.New(cloudwatch.Options{Region: "us-east-1", Credentials: creds, BaseEndpoint: aws.String(cw.URL())})
-	ecsc := ecs.New(ecs.Options{Region: "us-east-1", Credentials: creds, BaseEndpoint: aws.String(ecsFake.URL()), RetryMaxAttempts: 1})
+	// The SDK's standard retries: a loaded machine's loopback sometimes
+	// drops a read, and ECS calls are not billed, so a retry moves nothing.
+	ecsc := ecs.New(ecs.Options{Region: "us-east-1", Credentials: creds, BaseEndpoint: aws.String(ecsFake.URL())})
 	gw := gatewaydepth.Config{}
 	if setup.InService {
 		gw.InServiceMetricName = "InService"
@@ -201,7 +210,12 @@ func Measure(ctx context.Context, endpoint string, load Load, setup Setup) (Meas
 	launcher := ecslauncher.New(ecsc, ecslauncher.Config{Cluster: "sandbox", Subnets: []string{"subnet-1"}, ContainerName: "sandbox",
 		DefaultTaskDefinition: "eval-sandbox:1", Rate: 1e6, Burst: 1e6}, quiet)
 	ph := &phases{Store: store, meter: meter}
-	sched := &scheduler.Scheduler{Store: ph, Depths: gatewaydepth.New(cwc, gw), Launcher: launcher, Clock: clock, Config: cfg, Log: quiet}
+	var depths scheduler.DepthReader = gatewaydepth.New(cwc, gw)
+	readings := &depthitem.Writer{API: raw, Table: tables.State} // the bridge's writes, metered once below
+	if setup.Readings {
+		depths = &depthitem.Reader{API: meter, Table: tables.State}
+	}
+	sched := &scheduler.Scheduler{Store: ph, Depths: ph.metered(depths), Launcher: launcher, Clock: clock, Config: cfg, Log: quiet}
 	const passes = 3
 	var last scheduler.Report
 	var emfOut countingWriter
@@ -214,6 +228,25 @@ func Measure(ctx context.Context, endpoint string, load Load, setup Setup) (Meas
 				cw.PutMetric("InService", model(i), t, 100)
 				cw.PutMetric("Calls", model(i), t, 50)
 				cw.PutMetric("Errors", model(i), t, 0)
+			}
+		}
+		if setup.Readings {
+			// The bridge's period: every model it has seen, the busy ones
+			// at the same readings.
+			items := map[string]scheduler.Depth{}
+			for i := range load.Models {
+				at := now.Add(-5 * time.Second)
+				items[model(i)] = scheduler.Depth{Value: 40, At: at, InService: 100, InServiceAt: at, ErrorRate: 0, Calls: 50, ErrorAt: at}
+			}
+			if p == passes-1 {
+				readings.API = meter
+				meter.Take()
+			}
+			if err := readings.Put(ctx, now, items); err != nil {
+				return ms, fmt.Errorf("readings item: %w", err)
+			}
+			if p == passes-1 {
+				ms.ReadingsPut = meter.Take()
 			}
 		}
 		ph.reset()
@@ -233,7 +266,8 @@ func Measure(ctx context.Context, endpoint string, load Load, setup Setup) (Meas
 			ms.Claimed = rep.Claimed
 			ms.Claim = ph.commit.Minus(ph.states)
 			ms.Record = ph.record
-			ms.PassFixed = ph.snapshot.Plus(ph.states).Plus(ph.other)
+			ms.PassFixed = ph.snapshot.Plus(ph.states).Plus(ph.other).Plus(ph.depth)
+			ms.DepthRead = ph.depth
 		}
 	}
 	for _, m := range last.Plan.Models {
@@ -253,7 +287,7 @@ func Measure(ctx context.Context, endpoint string, load Load, setup Setup) (Meas
 	ms.Lease = meter.Take()
 
 	// 4. The reconciler, with every launched job in flight.
-	rec := &reconcile.Reconciler{Store: store, ECS: ecsc, Cluster: "sandbox", Log: quiet}
+	rec := &reconcile.Reconciler{Store: store, Tasks: ecstasks.Tasks{ECS: ecsc, Cluster: "sandbox"}, Log: quiet}
 	meter.Take()
 	rr, err := rec.Run(ctx, clock.Now())
 	if err != nil {
@@ -267,7 +301,8 @@ func Measure(ctx context.Context, endpoint string, load Load, setup Setup) (Meas
 	th := &taskevent.Handler{Store: store, Config: taskevent.Config{Container: "sandbox"}, Log: slog.New(slog.NewJSONHandler(&evLog, nil)),
 		Metrics: io.MultiWriter(&evLog, counter), Namespace: "evalsched", Detail: setup.ModelMetrics}
 	var resLog countingWriter
-	rh := &results.Handler{Store: store, Log: slog.New(slog.NewJSONHandler(&resLog, nil)), Now: clock.Now}
+	dlq := &deadLetters{}
+	rh := resultsHandler(store, dlq, slog.New(slog.NewJSONHandler(&resLog, nil)), clock.Now)
 	tasks := ecsFake.Tasks()
 	var evTook, resTook time.Duration
 	var evUse, resUse Usage
@@ -295,6 +330,9 @@ func Measure(ctx context.Context, endpoint string, load Load, setup Setup) (Meas
 		}
 		resTook += time.Since(start)
 		resUse = resUse.Plus(meter.Take())
+	}
+	if len(dlq.reasons) > 0 {
+		return ms, fmt.Errorf("%d results refused to the dead-letter queue, the first: %s", len(dlq.reasons), dlq.reasons[0])
 	}
 	n := len(tasks)
 	if n == 0 {

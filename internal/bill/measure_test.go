@@ -48,7 +48,7 @@ var small = Load{JobsPerWeek: 6 * 60480, Models: 6, ActiveModels: 6, PassInterva
 // these numbers (and the bill: evalsched cost), so it shows in review.
 func TestRequestsOfAPassAndAJob(t *testing.T) {
 	ms, err := Measure(context.Background(), endpoint(t), small, Setup{ModelMetrics: emf.Full, InService: true, ErrorRate: true,
-		TaskStatuses: []string{"RUNNING", "STOPPED"}})
+		TaskStatuses: []string{"RUNNING", "STOPPED"}, Readings: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,23 +61,37 @@ func TestRequestsOfAPassAndAJob(t *testing.T) {
 		"job: task events (RUNNING, STOPPED)":  ms.Events.Per(n),
 		"job: result":                          ms.Result.Per(n),
 		"invocation: the scheduler's lease":    ms.Lease.Per(1),
+		"pass: the bridge's readings item":     ms.DepthRead.Per(1),
+		"bridge: one write of its readings":    ms.ReadingsPut.Per(1),
 	}
 	want := map[string]string{
-		"pass (snapshot, model states, other)": "{Requests:29 ByOp:map[BatchGetItem:1 Query:25 Scan:2 TransactWriteItems(model states):1] RRU:16 WRU:12}",
+		"pass (snapshot, model states, other)": "{Requests:30 ByOp:map[BatchGetItem:1 Query:26 Scan:2 TransactWriteItems(model states):1] RRU:16.5 WRU:12}",
 		"job: submit (a 1-job message)":        "{Requests:6 ByOp:map[BatchGetItem:1 BatchWriteItem:1 Query:1 TransactWriteItems:1 UpdateItem:2] RRU:0 WRU:15}",
 		"job: claim":                           "{Requests:0.5 ByOp:map[BatchGetItem:0.333 TransactWriteItems:0.167] RRU:1.167 WRU:8}",
 		"job: launch record":                   "{Requests:0.167 ByOp:map[TransactWriteItems:0.167] RRU:0 WRU:3}",
 		"job: task events (RUNNING, STOPPED)":  "{Requests:4 ByOp:map[GetItem:2 TransactWriteItems:2] RRU:2 WRU:18}",
 		"job: result":                          "{Requests:2 ByOp:map[GetItem:1 UpdateItem:1] RRU:1 WRU:1}",
 		"invocation: the scheduler's lease":    "{Requests:8 ByOp:map[DeleteItem:1 PutItem:1 UpdateItem:6] RRU:0 WRU:8}",
+		"pass: the bridge's readings item":     "{Requests:1 ByOp:map[Query:1] RRU:0.5 WRU:0}",
+		"bridge: one write of its readings":    "{Requests:1 ByOp:map[PutItem:1] RRU:0 WRU:1}",
 	}
 	for _, name := range slices.Sorted(maps.Keys(want)) {
 		if g := fmt.Sprintf("%+v", got[name]); g != want[name] {
 			t.Errorf("%s:\n got  %s\n want %s", name, g, want[name])
 		}
 	}
-	if ms.MetricQueries != 4*small.ActiveModels || ms.MetricCalls != 1 {
-		t.Errorf("GetMetricData: got %d queries in %d calls, want %d in 1", ms.MetricQueries, ms.MetricCalls, 4*small.ActiveModels)
+	if ms.MetricQueries != 0 || ms.MetricCalls != 0 {
+		t.Errorf("GetMetricData with the readings item: got %d queries in %d calls, want none", ms.MetricQueries, ms.MetricCalls)
+	}
+	// GatewayDepthSource cloudwatch: every metric of the busy models in
+	// one call.
+	ms, err = Measure(context.Background(), endpoint(t), small, Setup{ModelMetrics: emf.Full, InService: true, ErrorRate: true,
+		TaskStatuses: []string{"RUNNING", "STOPPED"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms.MetricQueries != 4*small.ActiveModels || ms.MetricCalls != 1 || ms.DepthRead.Requests != 0 {
+		t.Errorf("GetMetricData: got %d queries in %d calls (and %d DynamoDB reads), want %d in 1 (and none)", ms.MetricQueries, ms.MetricCalls, ms.DepthRead.Requests, 4*small.ActiveModels)
 	}
 }
 

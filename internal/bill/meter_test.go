@@ -2,8 +2,12 @@ package bill
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -59,5 +63,17 @@ func TestMeterBillsTransactionsFromItemSizes(t *testing.T) {
 			t.Errorf("indexed %v: a transaction billed %.0f units, a PutItem %.0f: want %.0f (the table's %0.f once more)", indexed, tx, single, single+table, table)
 		}
 		t.Logf("indexed %v: PutItem %.0f units (DynamoDB Local), in a transaction %.0f (computed)", indexed, single, tx)
+	}
+}
+
+// TestMeasuredResultsHandlerRefusesWithoutPanic: the results handler the
+// measure builds sends a refused result to its dead-letter queue (kept,
+// with the reason) instead of panicking on a nil one.
+func TestMeasuredResultsHandlerRefusesWithoutPanic(t *testing.T) {
+	dlq := &deadLetters{}
+	h := resultsHandler(nil, dlq, slog.New(slog.DiscardHandler), time.Now)
+	resp, err := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-1", Body: "not json"}}})
+	if err != nil || len(resp.BatchItemFailures) != 0 || len(dlq.reasons) != 1 || dlq.reasons[0] == "" {
+		t.Errorf("a malformed result: %+v, %v, dead letters %q; want one, with its reason", resp, err, dlq.reasons)
 	}
 }

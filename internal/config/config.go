@@ -44,9 +44,15 @@ type Config struct {
 	// InServiceMetricName is the gateway's count of calls in service to
 	// each model's provider; empty (the default): not read.
 	InServiceMetricName string
-	EMFNamespace        string
-	// ModelMetrics is emf.Full or emf.Essential: how many per-model
-	// values become CloudWatch metrics (the rest stay in the logs).
+	// DepthSource is where the pass reads the gateway's readings:
+	// DepthFromCloudWatch (GetMetricData on the metrics above) or
+	// DepthFromDynamoDB (the bridge's readings item in the state table,
+	// package depthitem).
+	DepthSource  string
+	EMFNamespace string
+	// ModelMetrics is emf.Full, emf.Essential or emf.Lean: how many
+	// per-model values become CloudWatch metrics (the rest stay in the
+	// logs).
 	ModelMetrics string
 
 	DLQURL             string
@@ -119,8 +125,9 @@ func Load(getenv Getenv) (Config, error) {
 		ErrorMetricName:       r.str("EVALSCHED_ERROR_METRIC_NAME", ""),
 		CallsMetricName:       r.str("EVALSCHED_CALLS_METRIC_NAME", ""),
 		InServiceMetricName:   r.str("EVALSCHED_INSERVICE_METRIC_NAME", ""),
+		DepthSource:           r.str("EVALSCHED_DEPTH_SOURCE", DepthFromCloudWatch),
 		EMFNamespace:          r.str("EVALSCHED_EMF_NAMESPACE", "evalsched"),
-		ModelMetrics:          r.str("EVALSCHED_MODEL_METRICS", "essential"),
+		ModelMetrics:          r.str("EVALSCHED_MODEL_METRICS", "lean"),
 		DLQURL:                r.str("EVALSCHED_DLQ_URL", ""),
 		ProviderErrorCodes:    r.ints("EVALSCHED_PROVIDER_ERROR_EXIT_CODES", []int{75}),
 		JobRetention:          time.Duration(r.integer("EVALSCHED_JOB_RETENTION_DAYS", 90, 0, 3650)) * 24 * time.Hour,
@@ -144,11 +151,20 @@ func Load(getenv Getenv) (Config, error) {
 	default:
 		r.fail("EVALSCHED_CAPACITY", "%q is not FARGATE, FARGATE_SPOT or SPOT_FALLBACK", c.Capacity)
 	}
-	if c.ModelMetrics != "full" && c.ModelMetrics != "essential" {
-		r.fail("EVALSCHED_MODEL_METRICS", "%q is not full or essential", c.ModelMetrics)
+	if c.DepthSource != DepthFromCloudWatch && c.DepthSource != DepthFromDynamoDB {
+		r.fail("EVALSCHED_DEPTH_SOURCE", "%q is not %s or %s", c.DepthSource, DepthFromCloudWatch, DepthFromDynamoDB)
+	}
+	if c.ModelMetrics != "full" && c.ModelMetrics != "essential" && c.ModelMetrics != "lean" {
+		r.fail("EVALSCHED_MODEL_METRICS", "%q is not full, essential or lean", c.ModelMetrics)
 	}
 	return c, errors.Join(r.errs...)
 }
+
+// The sources of the gateway's readings (EVALSCHED_DEPTH_SOURCE).
+const (
+	DepthFromCloudWatch = "cloudwatch"
+	DepthFromDynamoDB   = "dynamodb"
+)
 
 // Require reports the named variables that are empty, for the function that
 // needs them (the scheduler needs the cluster, the intake the DLQ).

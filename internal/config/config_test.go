@@ -15,7 +15,7 @@ func TestLoadDefaults(t *testing.T) {
 	}
 	if c.TablePrefix != "evalsched-" || c.Tiers != 3 || c.DefaultTier != 2 || c.LaunchRate != 20 ||
 		c.MetricPeriod != 10*time.Second || c.Capacity != "FARGATE" || len(c.ProviderErrorCodes) != 1 || c.Shards != 1 ||
-		c.JobRetention != 90*24*time.Hour || c.ModelMetrics != "essential" || c.ErrorMetricName != "" || c.CallsMetricName != "" || c.InServiceMetricName != "" {
+		c.JobRetention != 90*24*time.Hour || c.ModelMetrics != "lean" || c.ErrorMetricName != "" || c.CallsMetricName != "" || c.InServiceMetricName != "" {
 		t.Errorf("got %+v", c)
 	}
 }

@@ -30,9 +30,12 @@
 //	EVALSCHED_CALLS_METRIC_NAME     its count of all calls, per model; set with the error metric
 //	EVALSCHED_INSERVICE_METRIC_NAME the gateway's calls in service to each model's provider, read
 //	                                as a Maximum (default "": off); the limits learn the knee from it
+//	EVALSCHED_DEPTH_SOURCE          cloudwatch (default): GetMetricData on the metrics above;
+//	                                dynamodb: the bridge's readings item in the state table
 //	EVALSCHED_EMF_NAMESPACE         namespace of evalsched's own metrics (default "evalsched")
-//	EVALSCHED_MODEL_METRICS         essential (default): 4 CloudWatch metrics a busy model (limit,
-//	                                running, waiting, breaker), the rest in the logs; full: 14
+//	EVALSCHED_MODEL_METRICS         lean (default): no per-model CloudWatch metric, each busy model's
+//	                                values a log line (account totals are metrics); essential: 4
+//	                                a busy model (limit, running, waiting, breaker); full: 14
 //	EVALSCHED_DLQ_URL               the intake dead-letter queue (intake)
 //	EVALSCHED_PROVIDER_ERROR_EXIT_CODES  comma-separated exit codes (default "75")
 //	EVALSCHED_JOB_RETENTION_DAYS    days an ended job's item stays before the table's TTL deletes it,

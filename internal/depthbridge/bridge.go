@@ -2,6 +2,7 @@ package depthbridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -15,11 +16,20 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
 // API is the CloudWatch call the bridge makes.
 type API interface {
 	PutMetricData(ctx context.Context, in *cloudwatch.PutMetricDataInput, opts ...func(*cloudwatch.Options)) (*cloudwatch.PutMetricDataOutput, error)
+}
+
+// Readings is where the bridge writes each period's readings of every
+// model instead of (or besides) CloudWatch: the state table's readings
+// item (depthitem.Writer), which the pass reads with one request.
+type Readings interface {
+	Put(ctx context.Context, now time.Time, depths map[string]scheduler.Depth) error
 }
 
 // Clock is the time the bridge runs by (runner.RealClock in production).
@@ -41,7 +51,11 @@ const keepFor = 3 * time.Minute
 // Bridge scrapes the targets and publishes each model's values. Step is
 // one scrape of every target at a given time; Run calls it every Interval.
 type Bridge struct {
-	api     API
+	// Readings, when set, gets each PublishEvery's readings of every model
+	// (Flush). Set it before the first Step.
+	Readings Readings
+
+	api     API // nil: no CloudWatch datapoints
 	http    *http.Client
 	cfg     Config
 	targets []target
@@ -56,10 +70,23 @@ type Bridge struct {
 	roles     map[string]*[nRoles]bool // the roles a series reported for each model
 	pending   []types.MetricDatum      // gathered, not yet sent
 	lastFlush time.Time
+	period    map[string]*periodSum      // this period's seconds, by model, for Readings
+	newest    map[string]scheduler.Depth // each model's newest readings, for Readings
+}
+
+// periodSum is one model's seconds of one PublishEvery: the depth's sum
+// and count (its mean is what CloudWatch's Average of the seconds would
+// be), the largest calls in service, the errors and calls.
+type periodSum struct {
+	depth, depthN float64
+	inService     float64
+	hasInService  bool
+	errors, calls float64
 }
 
 // New returns a bridge for a configuration (its defaults applied, then
-// validated); a nil client gets one with the configuration's timeout. The
+// validated); a nil api publishes no CloudWatch datapoints (set Readings);
+// a nil client gets one with the configuration's timeout. The
 // targets' bearer tokens are read from the environment now.
 func New(api API, client *http.Client, cfg Config, log *slog.Logger) (*Bridge, error) {
 	cfg = cfg.WithDefaults()
@@ -83,7 +110,7 @@ func New(api API, client *http.Client, cfg Config, log *slog.Logger) (*Bridge, e
 	}
 	b := &Bridge{api: api, http: client, cfg: cfg, targets: ts, tokens: tokens, names: cfg.metricNames(), log: log,
 		up: make([]bool, len(ts)), prev: make([]map[string]float64, len(ts)), served: map[string]map[int]bool{},
-		roles: map[string]*[nRoles]bool{}}
+		roles: map[string]*[nRoles]bool{}, period: map[string]*periodSum{}, newest: map[string]scheduler.Depth{}}
 	for i := range ts {
 		b.up[i] = true // the first failure is logged
 	}
@@ -217,10 +244,63 @@ func (b *Bridge) Step(ctx context.Context, now time.Time) error {
 			if b.names[r] == "" || !has[r] {
 				continue
 			}
-			b.pending = append(b.pending, b.datum(r, model, s.v[r], at))
+			if b.api != nil {
+				b.pending = append(b.pending, b.datum(r, model, s.v[r], at))
+			}
+		}
+		if b.Readings != nil {
+			b.sum(model, s, has)
 		}
 	}
 	return err
+}
+
+// sum adds one second of a model to its period's sums, the roles it has
+// and publishes.
+func (b *Bridge) sum(model string, s *sample, has [nRoles]bool) {
+	p := b.period[model]
+	if p == nil {
+		p = &periodSum{}
+		b.period[model] = p
+	}
+	on := func(r role) bool { return has[r] && b.names[r] != "" }
+	if on(roleDepth) {
+		p.depth += s.v[roleDepth]
+		p.depthN++
+	}
+	if on(roleInService) {
+		p.inService = max(p.inService, s.v[roleInService])
+		p.hasInService = true
+	}
+	if on(roleErrors) {
+		p.errors += s.v[roleErrors]
+		p.calls += s.v[roleCalls]
+	}
+}
+
+// readings folds the period ending at end into each model's newest
+// readings, as gatewaydepth reads CloudWatch's: the depth is the mean of
+// the period's seconds, the calls in service their maximum (paired with
+// that depth), the error rate that of the newest period with calls; a
+// model without a second this period keeps its older readings, for the
+// pass to judge by their age.
+func (b *Bridge) readings(end time.Time) map[string]scheduler.Depth {
+	for model, p := range b.period {
+		d := b.newest[model]
+		if p.depthN > 0 {
+			d.Value, d.At = p.depth/p.depthN, end
+			d.InService, d.InServiceAt = 0, time.Time{}
+			if p.hasInService {
+				d.InService, d.InServiceAt = p.inService, end
+			}
+		}
+		if p.calls > 0 {
+			d.ErrorRate, d.Calls, d.ErrorAt = min(1, max(0, p.errors/p.calls)), p.calls, end
+		}
+		b.newest[model] = d
+	}
+	clear(b.period)
+	return b.newest
 }
 
 func anyDown(targets map[int]bool, down map[int]bool) bool {
@@ -336,9 +416,30 @@ func (b *Bridge) datum(r role, model string, v float64, at time.Time) types.Metr
 	}
 }
 
-// Flush sends every datapoint gathered, MaxDatums a request. What a failed
-// request did not send is kept for the next flush, for up to keepFor.
+// Flush writes the period's readings (Readings set), then sends every
+// datapoint gathered, MaxDatums a request. What a failed request did not
+// send is kept for the next flush, for up to keepFor; readings that could
+// not be written are written with the next period's.
 func (b *Bridge) Flush(ctx context.Context, now time.Time) error {
+	var errs []error
+	if b.Readings != nil && len(b.period) > 0 {
+		// The period gathered began at lastFlush; it ends PublishEvery
+		// later (or now, for Run's last flush of a part period).
+		end := now.Truncate(time.Second)
+		if full := b.lastFlush.Add(time.Duration(b.cfg.PublishEvery)); !b.lastFlush.IsZero() && full.Before(end) {
+			end = full
+		}
+		if err := b.Readings.Put(ctx, now, b.readings(end)); err != nil {
+			errs = append(errs, fmt.Errorf("write readings: %w", err))
+		}
+	}
+	if err := b.flushDatums(ctx, now); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (b *Bridge) flushDatums(ctx context.Context, now time.Time) error {
 	keep := b.pending[:0]
 	for _, d := range b.pending {
 		if now.Sub(*d.Timestamp) <= keepFor {

@@ -36,7 +36,8 @@ type Config struct {
 
 // CloudWatch names the metrics the bridge publishes: those the scheduler
 // reads (gatewaydepth.Config, the template's GatewayMetric* parameters).
-// Depth is always published; an empty InService, Errors or Calls is not.
+// Depth is always published; an empty InService, Errors or Calls is not,
+// nor written to the readings item (Bridge.Readings) either.
 type CloudWatch struct {
 	Namespace string `json:"namespace"` // default "LLMGateway"
 	Dimension string `json:"dimension"` // default "Model"

@@ -212,6 +212,11 @@ func (s *Store) writeClaimTxn(ctx context.Context, at time.Time, t *claimTxn) {
 		for i := range u.taken {
 			j := &u.taken[i]
 			j.ResultToken = s.resultToken()
+			up, err := claimUpdate(j, u.c.g.Tier, atKey)
+			if err != nil {
+				fail(err)
+				return
+			}
 			// Guard: the job is claimed only if still WAITING at the attempt
 			// read, never one another writer moved between the read and this
 			// write. Without it TestClaimSkipsAJobThatLeftWaitingAfterItWasRead
@@ -219,7 +224,7 @@ func (s *Store) writeClaimTxn(ctx context.Context, at time.Time, t *claimTxn) {
 			// condition also gone, two passes from one Snapshot claim a job
 			// twice: TestBatchedClaimsFromOneSnapshot (make mutate:
 			// batched-claim-job-and-cursor).
-			it, err := updateItem(s.tables.State, key(j.PK, skJob), claimUpdate(*j, u.c.g.Tier, atKey),
+			it, err := updateItem(s.tables.State, key(j.PK, skJob), up,
 				name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt))))
 			if err != nil {
 				fail(err)
@@ -289,7 +294,6 @@ func (s *Store) writeClaimTxn(ctx context.Context, at time.Time, t *claimTxn) {
 	case err == nil:
 		for _, u := range t.units {
 			for _, j := range u.taken {
-				j.setClaimed(u.c.g.Tier, atKey)
 				u.c.jobs = append(u.c.jobs, j.schedulerJob())
 			}
 			// Jobs passed over (cancelled) leave the grant short: claim

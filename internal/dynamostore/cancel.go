@@ -169,10 +169,14 @@ func (s *Store) cancelQueue(ctx context.Context, k scheduler.QueueKey, count int
 	pk := queuePK(k)
 	atKey := stamp(now)
 	mv := move{
-		job: func(*jobItem) expression.UpdateBuilder {
-			return s.expiry(expression.Set(name("state"), value(job.Cancelled)).
+		job: func(j *jobItem) (expression.UpdateBuilder, error) {
+			c, err := judged(*j, job.Cancel, "")
+			if err != nil {
+				return expression.UpdateBuilder{}, err
+			}
+			return s.expiry(expression.Set(name("state"), value(c.To)).
 				Set(name("ended_at"), value(atKey)).
-				Set(name("reason"), value(job.OperatorCancelReason)), now)
+				Set(name("reason"), value(c.Reason)), now), nil
 		},
 		outcome: outcomeAttr[job.Cancelled],
 	}

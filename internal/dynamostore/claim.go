@@ -21,9 +21,9 @@ func (s *Store) claim(ctx context.Context, g scheduler.Grant, at time.Time) ([]s
 	pk := queuePK(g.Queue)
 	atKey := stamp(at)
 	mv := move{
-		job: func(j *jobItem) expression.UpdateBuilder {
+		job: func(j *jobItem) (expression.UpdateBuilder, error) {
 			j.ResultToken = s.resultToken()
-			return claimUpdate(*j, g.Tier, atKey)
+			return claimUpdate(j, g.Tier, atKey)
 		},
 		extra: func(k int64) ([]types.TransactWriteItem, error) {
 			cu := addTo(expression.Add(name("starting"), value(k)), pendingEntry(atKey), k)
@@ -56,7 +56,6 @@ func (s *Store) claim(ctx context.Context, g scheduler.Grant, at time.Time) ([]s
 			continue // read again
 		}
 		for _, j := range taken {
-			j.setClaimed(g.Tier, atKey)
 			out = append(out, j.schedulerJob())
 		}
 	}

@@ -34,19 +34,20 @@ type termsItem struct {
 	MOE           float64 `dynamodbav:"moe,omitempty"`
 	Confidence    float64 `dynamodbav:"confidence,omitempty"`
 	MinPerStratum int     `dynamodbav:"min_per_stratum,omitempty"`
+	Window        int     `dynamodbav:"window,omitempty"`
 }
 
 func toTermsItem(t job.Terms) termsItem {
 	return termsItem{
 		Tier: t.Tier, TaskDefinition: t.TaskDefinition, TimeoutSeconds: t.TimeoutSeconds, MaxAttempts: t.MaxAttempts, Parts: t.Parts,
-		MOE: t.Sampling.MOE, Confidence: t.Sampling.Confidence, MinPerStratum: t.Sampling.MinPerStratum,
+		MOE: t.Sampling.MOE, Confidence: t.Sampling.Confidence, MinPerStratum: t.Sampling.MinPerStratum, Window: t.Sampling.Window,
 	}
 }
 
 func (ti termsItem) terms() job.Terms {
 	return job.Terms{
 		Tier: ti.Tier, TaskDefinition: ti.TaskDefinition, TimeoutSeconds: ti.TimeoutSeconds, MaxAttempts: ti.MaxAttempts, Parts: ti.Parts,
-		Sampling: sampling.Params{MOE: ti.MOE, Confidence: ti.Confidence, MinPerStratum: ti.MinPerStratum},
+		Sampling: sampling.Params{MOE: ti.MOE, Confidence: ti.Confidence, MinPerStratum: ti.MinPerStratum, Window: ti.Window},
 	}
 }
 

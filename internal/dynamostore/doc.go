@@ -2,7 +2,10 @@
 // semantics of memstore: a waiting job is claimed by exactly one pass, oldest
 // first within its queue (a sampled batch's by stratum); a retried job goes
 // back in its place; counters move in the same transaction as the state they
-// count; outcomes are acknowledged once.
+// count; outcomes are acknowledged once. Every change of a job's state —
+// a claim, cancel or skip (take.go's judged) as much as a launch result or
+// a task event (events.go) — is judged by job.Apply on the job as read; the
+// write's condition on that read makes the judgement hold when it lands.
 //
 // # In the pass
 //

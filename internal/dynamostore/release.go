@@ -3,6 +3,7 @@ package dynamostore
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -29,8 +30,8 @@ import (
 // batch sent in several parts is released in one random order per
 // stratum. The queue item stays what the pass sees (size, waiting,
 // active): a Grant{Queue, Count} is split across strata here, by
-// sampling.Allocate over the strata's counts (STRATUM# items: results,
-// passes and released, the claims not returned to waiting).
+// sampling.Sequence.Next over the release log's counted prefix
+// (sequence.go), retried jobs first.
 //
 // Wait items are an index, not the claim's guard: the job's own condition
 // (WAITING at the attempt read) makes a claim once. So they are written
@@ -137,11 +138,12 @@ func (s *Store) dropStaleWait(ctx context.Context, w waitItem) error {
 }
 
 // claimSampled claims up to g.Count jobs of a sampled batch's queue: per
-// round (≤ maxSampledClaim jobs), sampling.Allocate splits the round over
-// the strata from their counts as read now, each stratum gives its
+// round (≤ maxSampledClaim jobs), allocate splits the round over the
+// strata from the sequence as read now, each stratum gives its
 // lowest-ranked wait items, and one transaction claims their jobs with
-// the queue's waiting count, the model's counters and the strata's
-// released counts. A stratum that has fewer wait items than allocated is
+// the queue's waiting count, the model's counters, the strata's released
+// counts and (for jobs claimed the first time) their places in the
+// release log. A stratum that has fewer wait items than allocated is
 // out of waiting jobs for this claim (its size may count a part not yet
 // registered) and gets no more.
 func (s *Store) claimSampled(ctx context.Context, g scheduler.Grant, at time.Time) ([]scheduler.Job, error) {
@@ -158,35 +160,49 @@ func (s *Store) claimSampled(ctx context.Context, g scheduler.Grant, at time.Tim
 		if !ok || q.Waiting <= 0 || q.Cancelling != "" {
 			return out, nil
 		}
-		sb, found, err := s.Sampled(ctx, batch)
+		sb, found, err := s.readSampled(ctx, batch)
 		if err != nil || !found {
 			return out, err // not found: its sampling is not registered yet; the next pass
 		}
-		counts := make([]sampling.Stratum, len(sb.Strata))
-		for i, st := range sb.Strata {
-			counts[i] = st.Stratum
-			if empty[st.Name] {
-				counts[i].Jobs = counts[i].Released
-			}
+		st, err := s.current(ctx, batch, sb)
+		if err != nil {
+			return out, err
 		}
-		alloc := sampling.Allocate(sb.Params, counts, min(g.Count-len(out), maxSampledClaim))
-		var waits []waitItem
-		asked := 0
+		room := min(g.Count-len(out), maxSampledClaim)
+		if w := sb.params.Window; w > 0 {
+			// At most Window places past the counted prefix, as memstore:
+			// retried jobs (their places are in the log) come back first
+			// whatever the window.
+			room = min(room, w-int(sb.seq.Log-st.prefix)+backs(sb, st))
+		}
+		order := allocate(sb, st, empty, max(room, 0))
+		alloc := make([]int, len(st.names))
+		if len(order) == 0 && sb.params.Window > 0 {
+			return out, nil // the window is full: a slow job holds the prefix
+		}
+		for _, h := range order {
+			alloc[h]++
+		}
+		byStratum := make([][]waitItem, len(st.names))
 		for i, a := range alloc {
 			if a == 0 {
 				continue
 			}
-			asked += a
-			ws, err := s.readWaits(ctx, batch, counts[i].Name, a)
-			if err != nil {
+			if byStratum[i], err = s.readWaits(ctx, batch, st.names[i], a); err != nil {
 				return out, err
 			}
-			if len(ws) < a {
-				empty[counts[i].Name] = true
+			if len(byStratum[i]) < a {
+				empty[st.names[i]] = true
 			}
-			waits = append(waits, ws...)
 		}
-		if asked == 0 {
+		// In the order allocate picked the strata: the release order.
+		var waits []waitItem
+		for _, h := range order {
+			if len(byStratum[h]) > 0 {
+				waits, byStratum[h] = append(waits, byStratum[h][0]), byStratum[h][1:]
+			}
+		}
+		if len(order) == 0 {
 			return out, nil // every stratum released in full
 		}
 		ids := make([]string, len(waits))
@@ -201,6 +217,10 @@ func (s *Store) claimSampled(ctx context.Context, g scheduler.Grant, at time.Tim
 		tok := token()
 		var items []types.TransactWriteItem
 		var taken []jobItem
+		log, logged := sb.seq.Log, maps.Clone(sb.seq.Logged)
+		if logged == nil {
+			logged = map[string]int64{}
+		}
 		per := map[string]int64{}
 		for _, w := range waits {
 			j, ok := jobs[w.ID]
@@ -212,19 +232,33 @@ func (s *Store) claimSampled(ctx context.Context, g scheduler.Grant, at time.Tim
 			}
 			// Guard: the job is claimed only if still WAITING at the
 			// attempt read: of two claims that read the same wait item,
-			// the second's transaction is refused and it reads again.
-			// Without it TestRacingSampledClaimsTakeAJobOnce fails (make
+			// the second's transaction is refused and it reads again (a new
+			// place's counter refuses it too; a retried job takes none).
+			// Without it TestRacingSampledClaimsTakeARetriedJobOnce fails (make
 			// mutate: sampled-claim-job).
 			j.ResultToken = s.resultToken()
-			it, err := updateItem(s.tables.State, key(j.PK, skJob), claimUpdate(j, g.Tier, atKey),
-				name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt))))
+			u, err := claimUpdate(&j, g.Tier, atKey)
+			if err != nil {
+				return out, err
+			}
+			cond := name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt)))
+			if j.ReleasePos == nil { // its first claim: the next place in the release log
+				u = u.Set(name(attrReleasePos), value(log))
+				// Guard: a job's place is never overwritten: a job claimed,
+				// given a place and sent back to waiting by a provider retry
+				// since this read keeps the place it had. No test races that
+				// path yet, so no mutation lists it.
+				cond = cond.And(name(attrReleasePos).AttributeNotExists())
+				logged[j.Stratum]++
+				log++
+			}
+			it, err := updateItem(s.tables.State, key(j.PK, skJob), u, cond)
 			if err != nil {
 				return out, err
 			}
 			// The wait item goes with the claim (whatever attempt it
 			// names: the job's condition makes the pair once).
 			items = append(items, it, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.tables.State), Key: key(w.PK, w.SK)}})
-			j.setClaimed(g.Tier, atKey)
 			taken = append(taken, j)
 			per[j.Stratum]++
 		}
@@ -261,6 +295,23 @@ func (s *Store) claimSampled(ctx context.Context, g scheduler.Grant, at time.Tim
 			items = append(items, it)
 		}
 
+		if log > sb.seq.Log {
+			// Guard: positions are handed out from the log counter as read:
+			// of two claims that read it, the second is refused and reads
+			// again, so no two jobs share a place. Without it
+			// TestRacingSampledClaimsTakeTheirOwnPlaces fails (make mutate:
+			// sampled-claim-log).
+			cond := name("log").Equal(value(sb.seq.Log))
+			if sb.seq.Log == 0 {
+				cond = expression.Or(name("log").AttributeNotExists(), cond)
+			}
+			if it, err = updateItem(s.tables.State, key(sampledPK(batch), skSeq),
+				expression.Set(name("log"), value(log)).Set(name("logged"), value(logged)), cond); err != nil {
+				return out, err
+			}
+			items = append(items, it)
+		}
+
 		applied, err := s.writeClaim(ctx, pk, items, tok, &conflicts)
 		if err != nil {
 			return out, err
@@ -274,4 +325,49 @@ func (s *Store) claimSampled(ctx context.Context, g scheduler.Grant, at time.Tim
 		}
 	}
 	return out, nil
+}
+
+// backs is the batch's jobs that hold a place in the release log and wait
+// again (retried): logged, not released.
+func backs(sb sampledState, st seqState) int {
+	n := 0
+	for _, name := range st.names {
+		n += max(0, int(sb.seq.Logged[name])-sb.strata[name].Released)
+	}
+	return n
+}
+
+// allocate splits k claims over a sampled batch's strata as memstore's
+// take does: first the jobs that hold a place in the release log and wait
+// again (a retry: logged, not released), then one at a time by
+// sampling.Sequence.Next on the counted prefix, with each stratum's
+// claims past the prefix pending. It returns the stratum of each claim,
+// in order: the order the claims take their places in the release log. A stratum in empty has no wait item
+// left for this claim and gets nothing new.
+func allocate(sb sampledState, st seqState, empty map[string]bool, k int) (order []int) {
+	pending := make([]int, len(st.names))
+	for h, n := range st.names {
+		logged := int(sb.seq.Logged[n])
+		pending[h] = logged - st.passed[h]
+		back := min(max(0, logged-sb.strata[n].Released), k)
+		if empty[n] {
+			back = 0
+		}
+		for range back {
+			order = append(order, h)
+		}
+		k -= back
+		if empty[n] {
+			pending[h] = st.seq.Size(h) - st.seq.Counted(h)
+		}
+	}
+	for ; k > 0; k-- {
+		h := st.seq.Next(pending)
+		if h < 0 {
+			break
+		}
+		order = append(order, h)
+		pending[h]++
+	}
+	return order
 }

@@ -1,13 +1,10 @@
 package dynamostore
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
-	"strings"
 	"testing"
 
 	"github.com/evalsched/evalsched/internal/job"
@@ -56,102 +53,52 @@ func keysOf(jobs []scheduler.Job) []string {
 	return out
 }
 
-// allocOracle claims as sampling.Allocate says from a sampled batch's
-// counts: per stratum the lowest-ranked waiting keys, a retried key back
-// in its rank's place. (The in-memory store no longer does: it claims by
-// the confidence sequence over its release log, which this store does
-// not keep yet; docs/sampling.md.)
-type allocOracle struct {
-	batch   string
-	p       sampling.Params
-	names   []string
-	waiting map[string][]string // by rank
-	counts  []sampling.Stratum
-}
-
-func newAllocOracle(b job.BatchSpec) *allocOracle {
-	o := &allocOracle{batch: b.Account + "/" + b.Project + "/" + b.Batch, p: *b.Sampling, waiting: map[string][]string{}}
-	for _, j := range b.Jobs {
-		o.waiting[j.Stratum] = append(o.waiting[j.Stratum], j.Key)
-	}
-	for _, n := range slices.Sorted(maps.Keys(o.waiting)) {
-		o.names = append(o.names, n)
-		slices.SortFunc(o.waiting[n], o.byRank)
-		o.counts = append(o.counts, sampling.Stratum{Name: n, Jobs: len(o.waiting[n])})
-	}
-	return o
-}
-
-func (o *allocOracle) byRank(a, b string) int {
-	return cmp.Or(cmp.Compare(sampling.Rank(o.batch, a), sampling.Rank(o.batch, b)), cmpStr(a, b))
-}
-
-func (o *allocOracle) claim(n int) []string {
-	var out []string
-	for h, k := range sampling.Allocate(o.p, o.counts, n) {
-		w := o.waiting[o.names[h]]
-		out = append(out, w[:k]...)
-		o.waiting[o.names[h]] = w[k:]
-		o.counts[h].Released += k
-	}
-	sort.Strings(out)
-	return out
-}
-
-func (o *allocOracle) stratum(key string) int {
-	for h, n := range o.names {
-		if strings.HasPrefix(key, n) {
-			return h
-		}
-	}
-	return -1
-}
-
-func (o *allocOracle) putBack(key string) {
-	h := o.stratum(key)
-	w := o.waiting[o.names[h]]
-	i, _ := slices.BinarySearchFunc(w, key, o.byRank)
-	o.waiting[o.names[h]] = slices.Insert(w, i, key)
-	o.counts[h].Released--
-}
-
-func (o *allocOracle) record(key string, pass bool) {
-	h := o.stratum(key)
-	o.counts[h].Results++
-	if pass {
-		o.counts[h].Passes++
-	}
-}
-
-// TestSampledClaimsFollowAllocate: a sampled batch in DynamoDB Local,
-// granted counts round after round with verdicts recorded and a task
-// lost (retried), claims every round the jobs sampling.Allocate gives
-// from the results so far — per stratum in its proportions, each
-// stratum's jobs in rank order, a retried job back in its rank's place.
-// The middle stratum (pass rate near 50 %) gets more than the easy one,
-// which is larger.
-func TestSampledClaimsFollowAllocate(t *testing.T) {
+// TestSampledClaimsMatchMemstore: a sampled batch in DynamoDB Local and
+// the same batch in memstore, granted the same counts round after round
+// with the same verdicts recorded and a task lost (retried), claim the
+// same jobs every round (sampling.Sequence.Next on the counted prefix,
+// each stratum's jobs in rank order, the retried job first) and end with
+// the same counts and the same betting interval, bit for bit, for the
+// batch and each stratum. The middle stratum (pass rate near 50 %) gets
+// more than the easy one, which is larger.
+func TestSampledClaimsMatchMemstore(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t)
+	m := memstore.New(scheduler.ModelConfig{})
 	b := neymanBatch()
-	o := newAllocOracle(b)
 	submit(t, s, b)
+	if _, err := m.Submit(ctx, b, t0); err != nil {
+		t.Fatal(err)
+	}
 	perStratum := map[byte]int{}
 	for round := range 8 {
 		n := 5 + 7*round%17 // 5 … 21: several strata per grant, some rounds over maxSampledClaim together
 		dj := commit(t, s, grant(t0, b, n))
-		if got, want := keysOf(dj), o.claim(n); !slices.Equal(got, want) {
-			t.Fatalf("round %d: DynamoDB claimed %v, Allocate's order %v", round, got, want)
+		mc, err := m.Commit(ctx, grant(t0, b, n), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := keysOf(dj), keysOf(mc.Claimed); !slices.Equal(got, want) {
+			t.Fatalf("round %d: DynamoDB claimed %v, memstore %v", round, got, want)
 		}
 		if len(dj) != n {
 			t.Fatalf("round %d: claimed %d, want %d", round, len(dj), n)
 		}
+		token := map[string]scheduler.Job{}
+		for _, j := range mc.Claimed {
+			token[j.Key] = j
+		}
 		for i, j := range dj {
+			mj := token[j.Key]
 			if round == 2 && i == 0 { // its task is lost: back to waiting
-				if err := s.TaskStopped(ctx, j.ID, 1, job.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
-					t.Fatal(err)
+				for _, err := range []error{
+					s.TaskStopped(ctx, j.ID, 1, job.Exit{Infrastructure: true, Reason: "spot"}, t0),
+					m.TaskStopped(ctx, mj.ID, 1, job.Exit{Infrastructure: true, Reason: "spot"}, t0),
+				} {
+					if err != nil {
+						t.Fatal(err)
+					}
 				}
-				o.putBack(j.Key)
 				continue
 			}
 			perStratum[j.Key[0]]++
@@ -159,7 +106,10 @@ func TestSampledClaimsFollowAllocate(t *testing.T) {
 			if ok, err := s.RecordResult(ctx, j.ID, r); !ok || err != nil {
 				t.Fatalf("record %s: %v %v", j.Key, ok, err)
 			}
-			o.record(j.Key, r.Pass)
+			r.Token = mj.ResultToken
+			if ok, err := m.RecordResult(ctx, mj.ID, r); !ok || err != nil {
+				t.Fatalf("memstore: record %s: %v %v", j.Key, ok, err)
+			}
 		}
 	}
 	if perStratum['m'] <= perStratum['e'] {
@@ -169,9 +119,13 @@ func TestSampledClaimsFollowAllocate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	mb, _ := m.Sampled("acme/p/n")
+	if sb.Estimate != mb.Estimate || len(sb.Strata) != len(mb.Strata) {
+		t.Fatalf("batch: DynamoDB %+v, memstore %+v", sb.Estimate, mb.Estimate)
+	}
 	for i := range sb.Strata {
-		if sb.Strata[i].Stratum != o.counts[i] {
-			t.Errorf("stratum counts: DynamoDB %+v, Allocate's %+v", sb.Strata[i].Stratum, o.counts[i])
+		if sb.Strata[i] != mb.Strata[i] {
+			t.Errorf("stratum: DynamoDB %+v, memstore %+v", sb.Strata[i], mb.Strata[i])
 		}
 	}
 	check(t, s)
@@ -296,6 +250,33 @@ func TestRacingSampledClaimsTakeAJobOnce(t *testing.T) {
 	check(t, s)
 }
 
+// TestRacingSampledClaimsTakeARetriedJobOnce: a job whose task was lost
+// waits again with its place in the release log; two passes race for it
+// (a retried job comes first, and its claim writes no new place, so only
+// the job's own condition stands between them). One claims it.
+func TestRacingSampledClaimsTakeARetriedJobOnce(t *testing.T) {
+	ctx := context.Background()
+	s, c := newStore(t)
+	other := otherWriter(s)
+	b := smallSampled(5)
+	submit(t, s, b)
+	first := commit(t, s, grant(t0, b, 1))
+	launchAll(t, s, first)
+	if err := s.TaskStopped(ctx, first[0].ID, 1, job.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
+		t.Fatal(err)
+	}
+	var theirs []scheduler.Job
+	c.before = beforeClaimOf(queuePK(scheduler.QueueKey{Account: "acme", Project: "p", Batch: "r", Model: "gpt"}), func() {
+		theirs = commit(t, other, grant(t0, b, 1))
+	})
+	ours := commit(t, s, grant(t0, b, 1))
+	c.before = nil
+	if len(theirs) != 1 || theirs[0].ID != first[0].ID || slices.ContainsFunc(ours, func(j scheduler.Job) bool { return j.ID == first[0].ID }) {
+		t.Fatalf("claimed %v and %v: want the retried %s once", keysOf(ours), keysOf(theirs), first[0].Key)
+	}
+	check(t, s)
+}
+
 // TestSampledClaimKeepsAQueueARetryCameBackTo: a sampled claim takes the
 // queue's last waiting job; between its read and its write another job's
 // task is lost and that job waits again. The claim's removal of the queue
@@ -407,7 +388,7 @@ func TestSampledClaimCost(t *testing.T) {
 		t.Fatalf("claimed %d, want 12", len(got))
 	}
 	st := c.stats()
-	want := map[string]int{"GetItem": 3, "Query": 4, "BatchGetItem": 1, "TransactWriteItems": 2}
+	want := map[string]int{"GetItem": 2, "Query": 4, "BatchGetItem": 1, "TransactWriteItems": 2}
 	if fmt.Sprint(st.ByOp) != fmt.Sprint(want) {
 		t.Errorf("requests %v, want %v", st.ByOp, want)
 	}

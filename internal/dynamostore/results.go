@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -30,8 +31,9 @@ type resultAttrs struct {
 // only with the attempt's result token (r.Token, compared by DynamoDB in
 // the same condition), and not over a verdict of the same or a later
 // attempt, so a stale attempt's result and SQS's redelivery change
-// nothing. A job of a sampled batch counts toward its stratum in the same
-// transaction (sampled.go), once per job. It reports whether the result
+// nothing. A sampled job's first verdict then goes to its place in the
+// batch's release log (sequence.go), which counts it once whatever
+// repeats. It reports whether the result
 // was recorded; an unknown job is job.ErrUnknownJob (the sender named
 // a job that does not exist) and a result for the current attempt without
 // its token job.ErrWrongToken (a sandbox speaking for another job):
@@ -69,12 +71,13 @@ func (s *Store) RecordResult(ctx context.Context, jobID string, r job.Result) (b
 	// between the two draws a new token. Without it
 	// TestForgedResultsRaceTheTrueOne fails (make mutate: result-token).
 	cond = cond.And(name(attrResultToken).Equal(value(r.Token.Reveal())))
-	counted := j.Stratum != "" && j.ResultAttempt == 0 // a sampled job counts once
-	if counted {
-		// Guard: a sampled job's verdict counts toward its stratum once:
-		// two deliveries that both read no result race, and the second is
-		// refused. Without it TestRacingResultDeliveriesCountOnce fails
-		// (make mutate: result-counted-once).
+	sampled := j.Stratum != "" && j.ReleasePos != nil
+	if sampled {
+		// Guard: a sampled job's first verdict is its outcome in the
+		// release log, once: two deliveries that both read no result
+		// race, and the second is refused. Without it
+		// TestRacingResultDeliveriesCountOnce fails (make mutate:
+		// result-counted-once).
 		cond = cond.And(name("result_attempt").AttributeNotExists())
 	} else {
 		// Guard: a repeated or earlier attempt's verdict never replaces the
@@ -89,24 +92,6 @@ func (s *Store) RecordResult(ctx context.Context, jobID string, r job.Result) (b
 	// A refused write returns the item as it was, so the refusal is
 	// told apart without another read: a forgery, or stale.
 	it.Update.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
-	if counted {
-		count, err := s.countResult(j, r.Pass)
-		if err == nil {
-			err = s.transact(ctx, []types.TransactWriteItem{it, count}, token())
-		}
-		if reasons := cancelReasons(err); reasons != nil && reasons[0] == "ConditionalCheckFailed" {
-			var tce *types.TransactionCanceledException
-			errors.As(err, &tce)
-			return false, refusalOf(jobID, tce.CancellationReasons[0].Item, r)
-		}
-		if err != nil {
-			return false, fmt.Errorf("result for %s: %w", jobID, err)
-		}
-		if err := s.stopIfDone(ctx, j, r.At); err != nil {
-			return true, fmt.Errorf("result for %s: recorded; stop rule: %w", jobID, err)
-		}
-		return true, nil
-	}
 	u := it.Update
 	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression, ConditionExpression: u.ConditionExpression,
@@ -116,11 +101,43 @@ func (s *Store) RecordResult(ctx context.Context, jobID string, r job.Result) (b
 	var ccf *types.ConditionalCheckFailedException
 	switch {
 	case errors.As(err, &ccf):
-		return false, refusalOf(jobID, ccf.Item, r)
+		if err := refusalOf(jobID, ccf.Item, r); err != nil || !sampled {
+			return false, err
+		}
+		// A repeat: the verdict is in, but a crash may have come before
+		// its log entry. Log the verdict as recorded (not this message's:
+		// the write refused it), once more; the entry is the same.
+		var old jobItem
+		if attributevalue.UnmarshalMap(ccf.Item, &old) != nil || old.ResultAttempt == 0 || old.ReleasePos == nil {
+			return false, nil
+		}
+		return false, s.logResult(ctx, old, old.ResultPass, r.At)
 	case err != nil:
 		return false, fmt.Errorf("result for %s: %w", jobID, err)
 	}
+	if sampled {
+		if err := s.logResult(ctx, j, r.Pass, r.At); err != nil {
+			return true, fmt.Errorf("result for %s: recorded; %w", jobID, err)
+		}
+	}
 	return true, nil
+}
+
+// logResult writes a sampled job's verdict at its place in the release
+// log, then counts the log's completed prefix and stops the batch if the
+// rule holds (stopIfDone). Idempotent: a repeat writes the same entry.
+func (s *Store) logResult(ctx context.Context, j jobItem, pass bool, at time.Time) error {
+	outcome := outcomeFail
+	if pass {
+		outcome = outcomePass
+	}
+	if err := s.writeLog(ctx, j.batchID(), j.Stratum, *j.ReleasePos, outcome); err != nil {
+		return err
+	}
+	if err := s.stopIfDone(ctx, j, at); err != nil {
+		return fmt.Errorf("stop rule: %w", err)
+	}
+	return nil
 }
 
 // refusalOf reads why a result's write was refused from the job item as

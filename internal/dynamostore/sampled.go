@@ -3,8 +3,6 @@ package dynamostore
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,21 +23,22 @@ import (
 //	SAMPLED#<a>#<p>#<b>  PARAMS            moe, confidence, min_per_stratum; stop_reason once stopped
 //	  same pk            JOBS#<token>      strata: the jobs one registration registered, per stratum
 //	  same pk            WAITS#<part>#<digest>  a message's wait items are written
-//	  same pk            STRATUM#<name>    results, passes: RecordResult adds to them;
-//	                                       released: claims add, retries take back
+//	  same pk            STRATUM#<name>    released: claims add, retries take back
+//	  same pk            SEQ               the release log's counter and the sequence (sequence.go)
+//	LOG#<a>#<p>#<b>      <place>           a released job that is done (sequence.go)
 //	WAIT#<a>#<p>#<b>#<stratum>  <rank>#<key>  a waiting job, in release order (release.go)
 //
 // A JOBS# item is written in the transaction that registers its jobs, so
 // a job counts once whatever part or message repeats it, and the strata's
 // sizes are the sums over the JOBS# items (and the PART# items of the
-// first release, which counted a repeated job twice). The result
-// counters move in the transaction that records the verdict on the job,
-// the released counts in the claim's and the retry's.
+// first release, which counted a repeated job twice). The released
+// counts move in the claim's transaction and the retry's.
 //
-// A claim splits its grant over the strata by sampling.Allocate and takes
-// each stratum's lowest-ranked waiting jobs (release.go), as memstore
-// does. Once the stop rule holds, the result that made it hold ends the
-// batch's waiting jobs SKIPPED (stopIfDone).
+// A claim splits its grant over the strata by sampling.Sequence.Next and
+// takes each stratum's lowest-ranked waiting jobs (release.go), as
+// memstore does. Once the stop rule holds on the release log's completed
+// prefix (sequence.go), the result that made it hold ends the batch's
+// waiting jobs SKIPPED (stopIfDone).
 
 const (
 	sampledPrefix  = "SAMPLED#"
@@ -70,7 +69,8 @@ func (s *Store) sampledItems(b job.BatchSpec, owner string, strata map[string]in
 	params, err := updateItem(s.tables.State, key(pk, skParams),
 		expression.Set(name("moe"), value(b.Sampling.MOE)).
 			Set(name("confidence"), value(b.Sampling.Confidence)).
-			Set(name("min_per_stratum"), value(b.Sampling.MinPerStratum)), expression.ConditionBuilder{})
+			Set(name("min_per_stratum"), value(b.Sampling.MinPerStratum)).
+			Set(name("window"), value(b.Sampling.Window)), expression.ConditionBuilder{})
 	if err != nil {
 		return nil, err
 	}
@@ -115,23 +115,30 @@ func (s *Store) registerSampling(ctx context.Context, b job.BatchSpec) error {
 	return nil
 }
 
-// countResult is the update that counts one verdict toward the job's
-// stratum.
-func (s *Store) countResult(j jobItem, pass bool) (types.TransactWriteItem, error) {
-	passes := 0
-	if pass {
-		passes = 1
-	}
-	pk := sampledPK(j.Account + "/" + j.Project + "/" + j.Batch)
-	return updateItem(s.tables.State, key(pk, stratumPrefix+j.Stratum),
-		expression.Add(name("results"), value(1)).Add(name("passes"), value(passes)), expression.ConditionBuilder{})
+// sampledState is what one Query of a sampled batch's SAMPLED#
+// partition reads: its parameters, stop mark, strata (sizes, released)
+// and the SEQ item.
+type sampledState struct {
+	params sampling.Params
+	stop   string // the stop's mark
+	strata map[string]*sampling.Stratum
+	seq    seqItem
 }
 
-// Sampled reads a sampled batch's state (account/project/batch): its
-// parameters, the strata's sizes and results, the estimate ± half-width of
-// the batch and of each stratum, and whether the stop rule holds (every
-// part arrived). ok is false for a batch that is not sampled. One Query.
-func (s *Store) Sampled(ctx context.Context, batch string) (job.SampledBatch, bool, error) {
+func (sb sampledState) sizes() map[string]int {
+	out := map[string]int{}
+	for n, st := range sb.strata {
+		if st.Jobs > 0 { // a stratum item before its registration's sizes
+			out[n] = st.Jobs
+		}
+	}
+	return out
+}
+
+// readSampled reads a sampled batch's SAMPLED# partition (found false: not
+// sampled, or not registered yet).
+func (s *Store) readSampled(ctx context.Context, batch string) (sampledState, bool, error) {
+	sb := sampledState{strata: map[string]*sampling.Stratum{}, seq: seqItem{Hi: 1}}
 	items, err := s.query(ctx, &dynamodb.QueryInput{
 		TableName:                 aws.String(s.tables.State),
 		KeyConditionExpression:    aws.String("pk = :pk"),
@@ -139,83 +146,111 @@ func (s *Store) Sampled(ctx context.Context, batch string) (job.SampledBatch, bo
 		ConsistentRead:            aws.Bool(true),
 	}, 0)
 	if err != nil {
-		return job.SampledBatch{}, false, fmt.Errorf("read sampling of %s: %w", batch, err)
+		return sb, false, fmt.Errorf("read sampling of %s: %w", batch, err)
 	}
-	var (
-		p      sampling.Params
-		found  bool
-		stop   string // the stop's mark
-		strata = map[string]*sampling.Stratum{}
-	)
+	found := false
 	stratum := func(n string) *sampling.Stratum {
-		if strata[n] == nil {
-			strata[n] = &sampling.Stratum{Name: n}
+		if sb.strata[n] == nil {
+			sb.strata[n] = &sampling.Stratum{Name: n}
 		}
-		return strata[n]
+		return sb.strata[n]
 	}
 	for _, it := range items {
 		sk, _ := it["sk"].(*types.AttributeValueMemberS)
 		if sk == nil {
 			continue
 		}
+		var err error
 		switch {
 		case sk.Value == skParams:
 			var v struct {
 				MOE  float64 `dynamodbav:"moe"`
 				Conf float64 `dynamodbav:"confidence"`
 				Min  int     `dynamodbav:"min_per_stratum"`
+				Win  int     `dynamodbav:"window"`
 				Stop string  `dynamodbav:"stop_reason"`
 			}
-			if err := attributevalue.UnmarshalMap(it, &v); err != nil {
-				return job.SampledBatch{}, false, fmt.Errorf("read sampling of %s: %w", batch, err)
+			err = attributevalue.UnmarshalMap(it, &v)
+			sb.params, found = sampling.Params{MOE: v.MOE, Confidence: v.Conf, MinPerStratum: v.Min, Window: v.Win}, true
+			sb.stop = v.Stop
+		case sk.Value == skSeq:
+			err = attributevalue.UnmarshalMap(it, &sb.seq)
+			if _, has := it["ver"]; !has {
+				sb.seq.Hi = 1 // claims wrote it, no advance yet
 			}
-			p, found = sampling.Params{MOE: v.MOE, Confidence: v.Conf, MinPerStratum: v.Min}, true
-			stop = v.Stop
 		case strings.HasPrefix(sk.Value, jobsPrefix), strings.HasPrefix(sk.Value, partPrefix):
 			var v struct {
 				Strata map[string]int `dynamodbav:"strata"`
 			}
-			if err := attributevalue.UnmarshalMap(it, &v); err != nil {
-				return job.SampledBatch{}, false, fmt.Errorf("read sampling of %s: %w", batch, err)
-			}
+			err = attributevalue.UnmarshalMap(it, &v)
 			for name, jobs := range v.Strata {
 				stratum(name).Jobs += jobs
 			}
 		case strings.HasPrefix(sk.Value, stratumPrefix):
 			var v struct {
-				Results  int `dynamodbav:"results"`
-				Passes   int `dynamodbav:"passes"`
 				Released int `dynamodbav:"released"`
 			}
-			if err := attributevalue.UnmarshalMap(it, &v); err != nil {
-				return job.SampledBatch{}, false, fmt.Errorf("read sampling of %s: %w", batch, err)
-			}
-			st := stratum(strings.TrimPrefix(sk.Value, stratumPrefix))
-			st.Results, st.Passes, st.Released = v.Results, v.Passes, v.Released
+			err = attributevalue.UnmarshalMap(it, &v)
+			stratum(strings.TrimPrefix(sk.Value, stratumPrefix)).Released = v.Released
+		}
+		if err != nil {
+			return sb, false, fmt.Errorf("read sampling of %s: %w", batch, err)
 		}
 	}
-	if !found {
-		return job.SampledBatch{}, false, nil
+	return sb, found, nil
+}
+
+// batch is the state as status shows it: the betting sequence's interval
+// over the release log's counted prefix, the batch's and each stratum's
+// alone; Results and Passes count the prefix's results. Stop holds when
+// every stratum has min(min_per_stratum, N_h) results counted and the
+// half-width is within moe (the caller checks that every part is in).
+func (sb sampledState) batch(id string, st seqState) job.SampledBatch {
+	out := job.SampledBatch{Batch: id, Params: sb.params, Stopped: sb.stop != "", Reason: sb.stop}
+	estimate := func(q *sampling.Sequence, jobs int) sampling.Estimate {
+		lo, hi := q.Bounds()
+		return sampling.Estimate{Mean: (lo + hi) / 2, HalfWidth: (hi - lo) / 2, Lower: lo, Upper: hi, Results: q.Results(), Jobs: jobs}
 	}
-	rule, err := sampling.NewRule(p)
+	short, total := false, 0
+	for h, name := range st.names {
+		c := *sb.strata[name]
+		c.Results, c.Passes = st.seq.Counted(h), st.seq.Passes(h)
+		total += c.Jobs
+		short = short || c.Results < min(sb.params.MinPerStratum, c.Jobs)
+		out.Strata = append(out.Strata, job.SampledStratum{Stratum: c, Estimate: estimate(st.own[h], c.Jobs)})
+	}
+	out.Estimate = estimate(st.seq, total)
+	out.Estimate.Stop = !short && len(st.names) > 0 && out.Estimate.HalfWidth <= sb.params.MOE
+	return out
+}
+
+// Sampled reads a sampled batch's state (account/project/batch): its
+// parameters, the strata's sizes, released jobs and counted results, the
+// betting sequence's interval of the batch and of each stratum, and
+// whether the stop rule holds (every part arrived). ok is false for a
+// batch that is not sampled. One Query (and the batch's parts).
+func (s *Store) Sampled(ctx context.Context, batch string) (job.SampledBatch, bool, error) {
+	sb, found, err := s.readSampled(ctx, batch)
+	if err != nil || !found {
+		return job.SampledBatch{}, false, err
+	}
+	st, err := s.current(ctx, batch, sb)
 	if err != nil {
-		return job.SampledBatch{}, false, fmt.Errorf("read sampling of %s: %w", batch, err)
+		return job.SampledBatch{}, false, err
 	}
-	out := job.SampledBatch{Batch: batch, Params: p, Stopped: stop != "", Reason: stop}
-	var counts []sampling.Stratum
-	for _, n := range slices.Sorted(maps.Keys(strata)) {
-		c := *strata[n]
-		counts = append(counts, c)
-		out.Strata = append(out.Strata, job.SampledStratum{Stratum: c, Estimate: rule.Estimate([]sampling.Stratum{c})})
-	}
-	out.Estimate = rule.Estimate(counts)
+	return s.withParts(ctx, batch, sb.batch(batch, st))
+}
+
+// withParts clears out's stop while a part of the batch has not arrived:
+// the strata's sizes are not all known yet.
+func (s *Store) withParts(ctx context.Context, batch string, out job.SampledBatch) (job.SampledBatch, bool, error) {
 	a, pr, b := splitBatch(batch)
 	seen, total, err := s.BatchParts(ctx, a, pr, b)
 	if err != nil {
 		return job.SampledBatch{}, false, err
 	}
 	if total > 0 && len(seen) < total {
-		out.Estimate.Stop = false // the strata's sizes are not all known yet
+		out.Estimate.Stop = false
 	}
 	return out, true, nil
 }
@@ -241,7 +276,11 @@ const skipStep = 1000
 // way), it skips what is still waiting, with the marked reason.
 func (s *Store) stopIfDone(ctx context.Context, j jobItem, now time.Time) error {
 	batch := j.batchID()
-	sb, _, err := s.Sampled(ctx, batch)
+	st, seq, err := s.advance(ctx, batch)
+	if err != nil || len(st.strata) == 0 {
+		return err
+	}
+	sb, _, err := s.withParts(ctx, batch, st.batch(batch, seq))
 	if err != nil || !sb.Estimate.Stop && !sb.Stopped {
 		return err
 	}
@@ -360,9 +399,13 @@ func (s *Store) skipJobs(ctx context.Context, pk string, jobs []jobItem, backOf 
 			if len(items)+2+btoi(back) > transactMax-1 {
 				break
 			}
-			u := s.expiry(expression.Set(name("state"), value(job.Skipped)).
+			c, err := judged(j, job.Skip, reason)
+			if err != nil {
+				return err
+			}
+			u := s.expiry(expression.Set(name("state"), value(c.To)).
 				Set(name("ended_at"), value(stamp(now))).
-				Set(name("reason"), value(reason)), now)
+				Set(name("reason"), value(c.Reason)), now)
 			// Guard: a stop skips only a job still WAITING at the attempt it
 			// read, never one a pass claimed (or an event moved) meanwhile;
 			// the transaction is refused and the step read again. Without it

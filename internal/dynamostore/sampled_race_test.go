@@ -69,8 +69,8 @@ func beforeSkip(f func()) func(string, any) {
 
 // TestRacingResultDeliveriesCountOnce: two deliveries of one sampled job's
 // verdict both read the job with no result; the first records and counts
-// it, the second's transaction — conditioned on no result recorded — is
-// refused: the stratum counts one result.
+// it, the second's write — conditioned on no result recorded — is
+// refused: the release log counts one result.
 func TestRacingResultDeliveriesCountOnce(t *testing.T) {
 	ctx := context.Background()
 	s, c := newStore(t)
@@ -79,7 +79,7 @@ func TestRacingResultDeliveriesCountOnce(t *testing.T) {
 	submit(t, s, b)
 	j := commit(t, s, grant(t0, b, 1))[0]
 	r := job.Result{Attempt: 1, Pass: true, At: t0, Token: j.ResultToken}
-	c.before = once("TransactWriteItems", func() {
+	c.before = once("UpdateItem", func() {
 		if ok, err := other.RecordResult(ctx, j.ID, r); !ok || err != nil {
 			t.Errorf("the first delivery: recorded %v, %v", ok, err)
 		}
@@ -212,16 +212,35 @@ func skippedAfterStop(t *testing.T, s *Store, b job.BatchSpec, ids ...string) {
 	check(t, s)
 }
 
-// twoOutAtStop submits a sampled batch, claims two of its jobs, launches
-// one, and runs others until the batch stops: one job LAUNCHED, one CLAIMED.
+// twoOutAtStop submits a sampled batch, claims 120 of its jobs and
+// records their verdicts in release order until the batch stops; the last
+// two claimed (the last places in the release log, so they cannot hold
+// the stop) are out: one LAUNCHED, one CLAIMED.
 func twoOutAtStop(t *testing.T) (*Store, job.BatchSpec, []scheduler.Job) {
 	s, _ := newStore(t)
 	b := stopBatch()
 	submit(t, s, b)
-	out := commit(t, s, grant(t0, b, 2))
+	claimed := commit(t, s, grant(t0, b, 120))
+	out := claimed[len(claimed)-2:]
 	launchAll(t, s, out[:1])
-	runUntilStopped(t, s, b)
+	recordUntilStopped(t, s, claimed[:len(claimed)-2])
 	return s, b, out
+}
+
+// recordUntilStopped records the verdicts of stopBatch's claimed jobs, in
+// release order, until the batch stops.
+func recordUntilStopped(t *testing.T, s *Store, claimed []scheduler.Job) {
+	t.Helper()
+	ctx := context.Background()
+	for _, j := range claimed {
+		if _, err := s.RecordResult(ctx, j.ID, job.Result{Attempt: j.Attempt, Pass: j.Key[0] == 'a', At: t0, Token: j.ResultToken}); err != nil {
+			t.Fatal(err)
+		}
+		if sb, _, _ := s.Sampled(ctx, "acme/p/s"); sb.Stopped {
+			return
+		}
+	}
+	t.Fatal("ran out of claimed jobs before the stop rule held")
 }
 
 // TestRetryAfterStopIsSkipped: two jobs are out when their sampled batch
@@ -253,7 +272,8 @@ func TestRetryRacingTheStopIsSkipped(t *testing.T) {
 	other := otherWriter(s)
 	b := stopBatch()
 	submit(t, s, b)
-	first := commit(t, s, grant(t0, b, 1))[0]
+	claimed := commit(t, s, grant(t0, b, 120))
+	first := claimed[len(claimed)-1] // the last place in the release log: it cannot hold the stop
 	launchAll(t, s, []scheduler.Job{first})
 	var o sync.Once
 	c.before = func(op string, in any) {
@@ -261,7 +281,7 @@ func TestRetryRacingTheStopIsSkipped(t *testing.T) {
 		if op != "TransactWriteItems" || !ok || !slices.ContainsFunc(tx.TransactItems, func(it types.TransactWriteItem) bool { return it.ConditionCheck != nil }) {
 			return
 		}
-		o.Do(func() { runUntilStopped(t, other, b) })
+		o.Do(func() { recordUntilStopped(t, other, claimed[:len(claimed)-1]) })
 	}
 	if err := s.TaskStopped(ctx, first.ID, 1, job.Exit{Infrastructure: true, Reason: "spot"}, t0); err != nil {
 		t.Fatal(err)

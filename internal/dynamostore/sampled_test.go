@@ -69,8 +69,10 @@ func TestSampledCountsResults(t *testing.T) {
 
 	submit(t, s, part(2, "hard", "easy", "new"))
 	sb, _, _ = s.Sampled(ctx, "acme/p/b")
-	if sb.Estimate.Jobs != 7 || sb.Estimate.HalfWidth != 1 || sb.Estimate.Stop {
-		t.Errorf("after part 2: %+v, want 7 jobs and no bound (stratum \"new\" has no result)", sb.Estimate)
+	// Counted anew for the new sizes from the release log: 4 results of
+	// 7 jobs; the 3 unmeasured may each pass or fail.
+	if e := sb.Estimate; e.Jobs != 7 || e.Results != 4 || e.Lower > 3.0/7+1e-12 || e.Upper < 6.0/7-1e-12 || e.Stop {
+		t.Errorf("after part 2: %+v, want 7 jobs, 4 results and at least [3/7, 6/7] (stratum \"new\" has no result)", sb.Estimate)
 	}
 
 	if _, ok, err := s.Sampled(ctx, "acme/p/other"); ok || err != nil {
@@ -183,7 +185,7 @@ func TestSampledStopSkipsTheRest(t *testing.T) {
 		switch j.State {
 		case job.Skipped:
 			skipped++
-			if !strings.HasPrefix(j.Reason, "sampling stopped: pass rate 0.5") {
+			if !strings.HasPrefix(j.Reason, "sampling stopped: pass rate 0.") {
 				t.Errorf("job %s skipped with reason %q", js.Key, j.Reason)
 			}
 		case job.Waiting:

@@ -228,6 +228,10 @@ type jobItem struct {
 	ExitReason     string            `dynamodbav:"exit_reason,omitempty"`
 	Stratum        string            `dynamodbav:"stratum,omitempty"`        // in a sampled batch (sampled.go)
 	ResultAttempt  int               `dynamodbav:"result_attempt,omitempty"` // the attempt of the verdict recorded (results.go)
+	ResultPass     bool              `dynamodbav:"result_pass,omitempty"`
+	// ReleasePos is a sampled job's place in its batch's release log, set
+	// by its first claim (sequence.go); nil before it.
+	ReleasePos *int64 `dynamodbav:"release_pos,omitempty"`
 	// ResultToken is the current attempt's result token, set by its claim
 	// (take.go's claimUpdate) and required by RecordResult.
 	ResultToken resulttoken.Token `dynamodbav:"result_token,omitempty"`

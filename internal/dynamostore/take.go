@@ -25,30 +25,44 @@ const maxClaimJobs = 90
 // keep moving its queue.
 const maxConflicts = 8
 
-// claimUpdate is a claimed job's update: CLAIMED at tier for the pass of
-// atKey, listed in the in-flight index, with the attempt's result token
-// (drawn into j.ResultToken by the caller) in the same write.
-func claimUpdate(j jobItem, tier int, atKey string) expression.UpdateBuilder {
-	return expression.Set(name("state"), value(job.Claimed)).
+// judged is job.Apply's judgement of a claim, cancel or skip of j as read
+// (WAITING): the store writes the state and reason it returns, and the
+// write's condition (WAITING at the attempt read) keeps the judgement true
+// when it lands. The callers pass only jobs read waiting; one read
+// otherwise is an error, never a write.
+func judged(j jobItem, kind job.Kind, reason string) (job.Change, error) {
+	c, ok := job.Apply(j.current(), job.Event{Kind: kind, Attempt: j.Attempt, Reason: reason})
+	if !ok {
+		return job.Change{}, fmt.Errorf("%s of job %s: read %s at attempt %d", kind, j.ID, j.State, j.Attempt)
+	}
+	return c, nil
+}
+
+// claimUpdate is a claimed job's update: the state job.Apply gives a
+// claim (CLAIMED) at tier for the pass of atKey, listed in the in-flight
+// index, with the attempt's result token (drawn into j.ResultToken by the
+// caller) in the same write. j becomes what the update leaves it.
+func claimUpdate(j *jobItem, tier int, atKey string) (expression.UpdateBuilder, error) {
+	c, err := judged(*j, job.Claim, "")
+	if err != nil {
+		return expression.UpdateBuilder{}, err
+	}
+	j.State, j.Tier, j.ClaimedAt = c.To, tier, atKey
+	return expression.Set(name("state"), value(c.To)).
 		Set(name("tier"), value(tier)).
 		Set(name("claimed_at"), value(atKey)).
 		Set(name(attrInflight), value(inflightShard(j.ID))).
-		Set(name(attrResultToken), value(j.ResultToken.Reveal()))
-}
-
-// setClaimed makes j what claimUpdate leaves it.
-func (j *jobItem) setClaimed(tier int, atKey string) {
-	j.State, j.Tier, j.ClaimedAt = job.Claimed, tier, atKey
+		Set(name(attrResultToken), value(j.ResultToken.Reveal())), nil
 }
 
 // A move is what taking a job out of a queue's front writes beyond what
 // every take writes (the job's condition, the back item, the cursor): a
 // pass's claim (claim.go) or an operator's cancel (cancel.go).
 type move struct {
-	job     func(j *jobItem) expression.UpdateBuilder        // the taken job's new state (it may set j's fields to match)
-	outcome string                                           // a queue attribute counting the taken jobs; "" none
-	extra   func(k int64) ([]types.TransactWriteItem, error) // more items when k > 0 jobs are taken; nil none
-	claim   bool                                             // a pass's claim: refused on a queue a cancel has marked
+	job     func(j *jobItem) (expression.UpdateBuilder, error) // the taken job's new state, judged by job.Apply (it may set j's fields to match)
+	outcome string                                             // a queue attribute counting the taken jobs; "" none
+	extra   func(k int64) ([]types.TransactWriteItem, error)   // more items when k > 0 jobs are taken; nil none
+	claim   bool                                               // a pass's claim: refused on a queue a cancel has marked
 }
 
 // unmarked is a claim's condition on its queue item: no cancel has marked
@@ -108,7 +122,11 @@ func (s *Store) takeFront(ctx context.Context, pk string, q queueItem, want int,
 		// attempt read. Without it TestClaimSkipsAJobThatLeftWaitingAfterItWasRead
 		// fails (make mutate: slow-claim-job).
 		cond := name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt)))
-		it, err := updateItem(s.tables.State, key(j.PK, skJob), mv.job(&j), cond)
+		u, err := mv.job(&j)
+		if err != nil {
+			return err
+		}
+		it, err := updateItem(s.tables.State, key(j.PK, skJob), u, cond)
 		if err != nil {
 			return err
 		}

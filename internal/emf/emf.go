@@ -48,6 +48,13 @@ const (
 	// for the account). The other values stay in the same documents as
 	// properties, for Logs Insights.
 	Essential Detail = "essential"
+	// Lean publishes no per-model metric: each busy model's values are
+	// plain fields of one JSON log line (no metric declaration), read by
+	// the dashboard's Logs Insights widget; the alarms and the dashboard's
+	// graphs read the account's totals (Running, Waiting, Starting,
+	// BreakersOpen, AdmittedTier*). At the seed's 241 busy models this is
+	// $289 a month less than Essential.
+	Lean Detail = "lean"
 )
 
 // essential are the per-model metrics published at Essential.
@@ -83,9 +90,16 @@ func WriteShard(w io.Writer, namespace string, shard int, detail Detail, rep sch
 	// The account's totals over the models, without a dimension: what the
 	// dashboard shows of the tasks starting and the admissions by tier
 	// (a handful of metrics, where by model they were a few per model).
-	totals := map[string]any{"Starting": 0}
+	// BreakersOpen (the models whose breaker is not closed) is what the
+	// breaker alarm reads, at every detail.
+	totals := map[string]any{"Starting": 0, "Running": 0, "Waiting": 0, "BreakersOpen": 0}
 	for _, m := range rep.Plan.Models {
 		totals["Starting"] = totals["Starting"].(int) + m.Starting
+		totals["Running"] = totals["Running"].(int) + m.Running
+		totals["Waiting"] = totals["Waiting"].(int) + m.Waiting
+		if p := m.State.Breaker.Phase; p != "" && p != breaker.Closed {
+			totals["BreakersOpen"] = totals["BreakersOpen"].(int) + 1
+		}
 		for tier, n := range m.ByTier {
 			k := fmt.Sprintf("AdmittedTier%d", tier)
 			v, _ := totals[k].(int)
@@ -114,6 +128,14 @@ func WriteShard(w io.Writer, namespace string, shard int, detail Detail, rep sch
 		}
 		for tier, n := range m.ByTier {
 			vals[fmt.Sprintf("AdmittedTier%d", tier)] = n
+		}
+		if detail == Lean {
+			// A log line, not a metric document: the same fields, no _aws.
+			vals["Model"], vals["LimitReason"], vals["Shard"] = m.Model, m.Limit.Reason, strconv.Itoa(shard)
+			if err := enc.Encode(vals); err != nil {
+				return fmt.Errorf("write the values of %s: %w", m.Model, err)
+			}
+			continue
 		}
 		var props map[string]any
 		if detail == Essential {

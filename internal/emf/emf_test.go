@@ -176,3 +176,47 @@ func TestWriteValuesWithProperties(t *testing.T) {
 		t.Errorf("got Model %v and dimensions %v, want the property and the empty set", d["Model"], dims)
 	}
 }
+
+// TestLeanDeclaresNoPerModelMetric: at Lean a busy model's values are one
+// plain JSON line (no _aws: no custom metric), the same fields as before
+// with Model, LimitReason and Shard; the account's totals, a metric
+// document, count the running, waiting and the open breakers.
+func TestLeanDeclaresNoPerModelMetric(t *testing.T) {
+	at := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	models := []scheduler.ModelPlan{
+		{Model: "a", Running: 3, Waiting: 5, Depth: scheduler.Depth{Value: 2, At: at}},
+		{Model: "b", Running: 1, Starting: 2},
+	}
+	models[1].State.Breaker.Phase = breaker.Open
+	var buf bytes.Buffer
+	if err := WriteShard(&buf, "ns", 0, Lean, scheduler.Report{At: at, Plan: scheduler.Plan{Models: models}}); err != nil {
+		t.Fatal(err)
+	}
+	var lines []map[string]any
+	dec := json.NewDecoder(&buf)
+	for dec.More() {
+		var d map[string]any
+		if err := dec.Decode(&d); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, d)
+	}
+	if len(lines) != 4 {
+		t.Fatalf("got %d documents, want 4 (pass, totals, a, b)", len(lines))
+	}
+	totals := lines[1]
+	if totals["Running"] != 4.0 || totals["Waiting"] != 5.0 || totals["Starting"] != 2.0 || totals["BreakersOpen"] != 1.0 || totals["_aws"] == nil {
+		t.Errorf("totals: %v; want Running 4, Waiting 5, Starting 2, BreakersOpen 1 as metrics", totals)
+	}
+	for _, d := range lines[2:] {
+		if _, ok := d["_aws"]; ok {
+			t.Errorf("model %v: has _aws, want a plain line (no custom metric)", d["Model"])
+		}
+	}
+	if a := lines[2]; a["Model"] != "a" || a["JobLimit"] == nil || a["GatewayDepth"] != 2.0 || a["Waiting"] != 5.0 {
+		t.Errorf("model a's line: %v; want its values", a)
+	}
+	if b := lines[3]; b["BreakerOpen"] != 1.0 {
+		t.Errorf("model b's line: %v; want BreakerOpen 1", b)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
@@ -19,13 +20,13 @@ func (c *Checker) requests(input any) ([]Request, error) {
 	switch in := input.(type) {
 	// ---- DynamoDB: the table, or the index a Query or Scan reads.
 	case *dynamodb.GetItemInput:
-		return c.table("GetItem", in.TableName), nil
+		return leading(c.table("GetItem", in.TableName), in.Key), nil
 	case *dynamodb.PutItemInput:
-		return c.table("PutItem", in.TableName), nil
+		return leading(c.table("PutItem", in.TableName), in.Item), nil
 	case *dynamodb.UpdateItemInput:
-		return c.table("UpdateItem", in.TableName), nil
+		return leading(c.table("UpdateItem", in.TableName), in.Key), nil
 	case *dynamodb.DeleteItemInput:
-		return c.table("DeleteItem", in.TableName), nil
+		return leading(c.table("DeleteItem", in.TableName), in.Key), nil
 	case *dynamodb.QueryInput:
 		return c.index("Query", in.TableName, in.IndexName), nil
 	case *dynamodb.ScanInput:
@@ -153,6 +154,19 @@ func (c *Checker) tableARN(name *string) string {
 
 func (c *Checker) table(action string, name *string) []Request {
 	return []Request{{Action: "dynamodb:" + action, Resource: c.tableARN(name)}}
+}
+
+// leading adds dynamodb:LeadingKeys, the item's partition key value, to a
+// single-item request on the state table, whose partition key is "pk"
+// (the models and pins tables' keys add nothing: no policy conditions on
+// them).
+func leading(reqs []Request, item map[string]types.AttributeValue) []Request {
+	if pk, ok := item["pk"].(*types.AttributeValueMemberS); ok {
+		for i := range reqs {
+			reqs[i].Context = map[string][]string{"dynamodb:leadingkeys": {pk.Value}}
+		}
+	}
+	return reqs
 }
 
 func (c *Checker) index(action string, table, index *string) []Request {

@@ -110,6 +110,9 @@ func (c *Conflicts) sampling(got, stored sampling.Params) {
 		if got.MinPerStratum != stored.MinPerStratum {
 			c.add("sampling.min_per_stratum: %d, but the batch was stored with %d", got.MinPerStratum, stored.MinPerStratum)
 		}
+		if got.Window != stored.Window {
+			c.add("sampling.window: %d, but the batch was stored with %d", got.Window, stored.Window)
+		}
 	}
 }
 

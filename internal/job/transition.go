@@ -132,6 +132,17 @@ func Apply(cur Current, ev Event) (c Change, ok bool) {
 	return c, true
 }
 
+// SkipRetry is what a change back to waiting (a retry, a yield) becomes
+// when the job's sampled batch has stopped: the job ends SKIPPED with the
+// stop's reason, at the attempt that ran, as the jobs waiting at the stop
+// did. It waits in no queue, and a yield's extra attempt is not given.
+// Both stores learn of the stop only when they write (the DynamoDB store
+// from its refused write), so it is judged after Apply.
+func SkipRetry(cur Current, c Change, reason string) Change {
+	c.To, c.Attempt, c.Reason, c.Waiting, c.Backs, c.MaxAttempts = Skipped, cur.Attempt, reason, 0, 0, 0
+	return c
+}
+
 // stop ends an attempt by how its task stopped: an operator's stop cancels
 // (no outcome), a yield sends the job back to waiting without spending
 // the attempt, an infrastructure stop retries, a provider failure retries

@@ -120,3 +120,35 @@ func TestYield(t *testing.T) {
 		}
 	}
 }
+
+// TestSkipRetry: a retry and a yield of a job whose sampled batch stopped
+// end it SKIPPED at the attempt that ran, leaving its slot as the retry
+// would, waiting in no queue and given no extra attempt.
+func TestSkipRetry(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cur  job.Current
+		ev   job.Event
+	}{
+		{"provider retry", job.Current{State: job.Running, Attempt: 1, MaxAttempts: 3}, job.Event{Kind: job.Stop, Attempt: 1, Exit: job.Exit{Code: 75, ProviderError: true}}},
+		{"yield", job.Current{State: job.Claimed, Attempt: 2, MaxAttempts: 3}, job.Event{Kind: job.Stop, Attempt: 2, Exit: job.Exit{Yielded: true}}},
+		{"launch retry", job.Current{State: job.Claimed, Attempt: 1, MaxAttempts: 2}, job.Event{Kind: job.LaunchRetry, Attempt: 1, Reason: "capacity"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, ok := job.Apply(tc.cur, tc.ev)
+			if !ok || c.To != job.Waiting {
+				t.Fatalf("Apply: %+v %v, want a change back to waiting", c, ok)
+			}
+			got := job.SkipRetry(tc.cur, c, "sampling stopped")
+			want := c
+			want.To, want.Attempt, want.Reason = job.Skipped, tc.cur.Attempt, "sampling stopped"
+			want.Waiting, want.Backs, want.MaxAttempts = 0, 0, 0
+			if got != want {
+				t.Errorf("SkipRetry:\n got %+v\nwant %+v", got, want)
+			}
+			if got.Starting+got.Running != -1 {
+				t.Errorf("SkipRetry leaves the slot %+v: want one slot freed", got.Deltas)
+			}
+		})
+	}
+}

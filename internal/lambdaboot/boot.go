@@ -14,36 +14,21 @@ import (
 	"github.com/evalsched/evalsched/internal/dynamostore"
 )
 
-// Option changes the AWS configuration a function loads: none in Lambda; the
-// tests add the IAM check (iamcheck's LoadOption).
+// Option changes the SDK configuration: none in Lambda; the functions'
+// tests add the IAM check of internal/iamcheck, so the role in
+// template.yaml is enforced.
 type Option = func(*awsconfig.LoadOptions) error
 
-// Build wires a function's handler from the environment.
-type Build[H any] func(ctx context.Context, log *slog.Logger, opts ...Option) (H, error)
-
-// Main is a function's main: a JSON logger on standard output, build, then
-// lambda.Start of handler(h). A build error is logged as "NAME cannot
-// start" and the process exits 1.
-func Main[H any](name string, build Build[H], handler func(H) any) {
-	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
-	h, err := build(context.Background(), log)
-	if err != nil {
-		log.Error(name+" cannot start", "err", err)
-		os.Exit(1)
-	}
-	lambda.Start(handler(h))
-}
-
-// Env is what every function builds from: its configuration and the AWS
-// configuration its SDK clients share.
+// Env is what a function builds its handler from.
 type Env struct {
 	Config config.Config
 	AWS    aws.Config
+	Log    *slog.Logger
 }
 
-// Load reads the configuration, requires the named variables, then loads the
-// AWS configuration with opts.
-func Load(ctx context.Context, require []string, opts ...Option) (Env, error) {
+// Load reads the functions' environment, refuses it when a variable in
+// require is unset (naming it), and loads the SDK configuration.
+func Load(ctx context.Context, log *slog.Logger, require []string, opts ...Option) (Env, error) {
 	cfg, err := config.Load(nil)
 	if err == nil && len(require) > 0 {
 		err = cfg.Require(require...)
@@ -51,17 +36,29 @@ func Load(ctx context.Context, require []string, opts ...Option) (Env, error) {
 	if err != nil {
 		return Env{}, err
 	}
-	aws, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	sdk, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return Env{}, err
 	}
-	return Env{Config: cfg, AWS: aws}, nil
+	return Env{Config: cfg, AWS: sdk, Log: log}, nil
 }
 
-// Store is the jobs' store on DynamoDB with the deployment's tables and
-// default model, logging to log.
-func (e Env) Store(log *slog.Logger) *dynamostore.Store {
-	store := dynamostore.New(dynamodb.NewFromConfig(e.AWS), dynamostore.DefaultTables(e.Config.TablePrefix), e.Config.DefaultModel())
-	store.Log = log
-	return store
+// Store is the function's store on the configured tables.
+func (e Env) Store() *dynamostore.Store {
+	s := dynamostore.New(dynamodb.NewFromConfig(e.AWS), dynamostore.DefaultTables(e.Config.TablePrefix), e.Config.DefaultModel())
+	s.Log = e.Log
+	return s
+}
+
+// Start is a function's main: it builds the handler once and hands its
+// entry point (handle) to the Lambda runtime, or logs why it cannot and
+// exits 1.
+func Start[H any](name string, build func(context.Context, *slog.Logger, ...Option) (H, error), handle func(H) any) {
+	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	h, err := build(context.Background(), log)
+	if err != nil {
+		log.Error(name+" cannot start", "err", err)
+		os.Exit(1)
+	}
+	lambda.Start(handle(h))
 }

@@ -153,8 +153,8 @@ type State struct {
 	// the running jobs of one in the trough. Nor would the ratio of the
 	// averaged counts: while the limit grows, the slots starting hold next
 	// minute's running jobs, and leaving a raise's launches out left out
-	// the refills claimed with them (lane 35 of family seed 1: 3.7 slots a
-	// running job measured, 5.2 held).
+	// the refills claimed with them, and measured two thirds of the slots
+	// a running job held (TestSlotsPerRunningCountsTheRefillsOfARaise).
 	AvgRunning  float64
 	AvgStarting float64
 	AvgEnter    float64   // jobs a second that began running
@@ -212,11 +212,9 @@ type State struct {
 // the datapoint's jobs (running, and the raise's still starting) may grow.
 // Where jobs run for a few seconds behind starts of a minute that is one
 // running job for every four to nine slots it needs, and the limit met
-// its knee a dead time a step later than it could: with the launch
-// budget's 200 a pass, lane 184 of family seed 20261209 (2-call jobs of
-// ~5 s behind 32–52-s starts) ran 114 → 327 → 453 → 501 → 1,129 slots
-// over 330 s, launching half the budget, and finished 0.942 × the oracle's
-// jobs.
+// its knee a dead time a step later than it could, launching half the
+// launch budget, and the jobs finished short of a fixed cap's
+// (testdata/raise.txt, a-young-raise-counts-the-slots-short-jobs-need).
 //
 // Each part errs toward fewer slots. The start is the span from the
 // first pass that saw a job starting to the first that saw one running:
@@ -304,26 +302,22 @@ func (s State) turnover(cfg Config, in Input) State {
 // jobs that fill it again once the provider heals are in dead time as a
 // raise's launches are, and a datapoint measured before they run (an empty
 // queue, few jobs running) says nothing of the limit. Without it the first
-// pass after the burst read depth 0 under a binding limit and raised it ×4
-// (lane 4 of family seed 1: 734 → 2,936 on a knee of ~590 running jobs).
+// pass after the burst read depth 0 under a binding limit and raised it ×4,
+// four times its knee (testdata/refill.txt).
 //
 // The limit it refills is the highest a pass began with within MaxAge
 // before the provider was first read failing: it fails a metric delay
 // and a period or two before anyone can tell, and a lowering in that
-// time read the queue of a provider that was failing, or about to (lane
-// 60 of family seed 1: 21 → 18 in the burst's first minute, then 521 s
-// after it healed to climb back). The first failing reading is the
+// time read the queue of a provider that was failing, or about to, and
+// took minutes after it healed to climb back. The first failing reading is the
 // gateway's error rate (Input.Failing), which may come passes, even
 // minutes, before the breaker opens on it; the first pass to read it keeps
 // the limit (State.BeforeFailing); without that metric, the hold ends the
 // window. A window ending at the hold missed a limit the passes that read
-// the failure held on to (lane 66 of family seed 20261203, paced: 150
-// before the burst, 148 from a lowering the pass before the error rate
-// showed it, the breaker open 110 s after: the refill was 148, and the
-// limit never came back to 150), and a raise read from a failing
-// provider's emptied queue was refilled as if the provider took it (lane
-// 33 of family seed 1: 872 → 1,175 the pass before the error rate showed;
-// after the burst 1,172 launched at once and queued 390 calls).
+// the failure held on to (the breaker opens passes after the error rate
+// shows), and the limit never came back; a raise read from a failing
+// provider's emptied queue was refilled as if the provider took it, and
+// launched at once into a queue (testdata/refill.txt).
 func (s State) Refill(cfg Config, now time.Time, load int) State {
 	cfg = cfg.withDefaults()
 	if n := len(s.Recent); n > 0 && s.Recent[n-1].Failing && s.BeforeFailing > 0 {
@@ -384,13 +378,12 @@ func (s State) sampleAt(t time.Time, fallback Sample) Sample {
 // before then saw none. Every call the period served was then a call of a
 // job that came up within it, and the jobs it is paired with held calls
 // for part of it only: the Maximum in service over them says nothing of a
-// running job's share (lane 162 of family seed 1: 32 jobs that began
-// within the period, 20 calls at most and 2.8 on average, a knee of 90 on
-// a provider that serves ~60; the lane queued 20–30 calls for six
-// minutes). Where some jobs ran through the period the end's count stands:
-// pairing the calls with the fewer of the start's and end's counts lowered
-// the steady knee by the jobs that ended within the period, and cost ten
-// lanes a family seed on throughput (BENCHMARKS.md, session o).
+// running job's share, and read as one it put the knee past the
+// provider's (testdata/raise.txt, a-period-the-jobs-came-up-in-gives-no-knee).
+// Where some jobs ran through the period the end's count stands: pairing
+// the calls with the fewer of the start's and end's counts lowered the
+// steady knee by the jobs that ended within the period, and cost
+// throughput on a tenth of the lanes.
 func (s State) cohortOnly(then Sample) bool {
 	for i := len(s.Recent) - 1; i >= 0; i-- {
 		if s.Recent[i].At.Before(then.At) {
@@ -472,11 +465,65 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 	return d
 }
 
-// step decides the model's limit for this pass (Next without the pace).
+// step decides the model's limit for this pass (Next without the pace):
+// the bookkeeping every pass does, then the regime its reading is in.
 func step(cfg Config, m Model, st State, in Input) Decision {
 	if m.Max < m.Min {
 		m.Max = m.Min
 	}
+	p := begin(cfg, m, st, in)
+	if m.Pin > 0 {
+		return p.pinned()
+	}
+	p.deadTime()
+	if d, blind := p.blind(); blind {
+		return d
+	}
+	p.read()
+	low, high := p.target*(1-cfg.Band), p.target*(1+cfg.Band)
+	switch {
+	case p.depth > high:
+		return p.over()
+	case p.depth < low:
+		return p.under()
+	}
+	return p.hold("depth %s within %s..%s of target %s", num(p.depth), num(low), num(high), p.tgt)
+}
+
+// pass is what one pass knows of the model, shared by the regimes: the
+// state it began with and the one it leaves (next), and what its reading
+// says.
+type pass struct {
+	cfg  Config
+	m    Model
+	st   State // as the pass found it
+	in   Input
+	next State // what the pass leaves, whatever it decides
+	cur  int   // the limit the pass began with, within Min..Max
+	// Set by deadTime.
+	load    int  // running + starting
+	held    int  // the slots admission measured against the limit
+	binds   bool // the limit is full
+	settled bool // no raise, or the last one's launches mostly run
+	// Set by read.
+	fresh     bool    // the datapoint is newer than the last one folded in
+	depth     float64 // the smoothed depth
+	then      Sample  // the pass the datapoint was measured at
+	measured  int     // the jobs running then
+	cohort    bool    // its period began with none of them running (cohortOnly)
+	target    float64 // the target steered to (blockedBound)
+	tgt       string  // the target as the reasons name it
+	inService bool    // the calls in service are of the depth's period
+}
+
+// hold is the decision to keep the limit.
+func (p *pass) hold(format string, a ...any) Decision {
+	return Decision{State: p.next, Action: Held, Reason: "hold: " + fmt.Sprintf(format, a...)}
+}
+
+// begin folds the pass's counts into the state: every pass does, whatever
+// it decides.
+func begin(cfg Config, m Model, st State, in Input) *pass {
 	cur := clamp(st.Limit, m.Min, m.Max)
 	next := st
 	next.Limit = cur
@@ -492,57 +539,69 @@ func step(cfg Config, m Model, st State, in Input) Decision {
 		// the provider's, and a breaker that opens later refills to them.
 		next.BeforeFailing = cmp.Or(highestWithin(cfg, st.Recent, in.Now), cur)
 	}
-	hold := func(format string, a ...any) Decision {
-		return Decision{State: next, Action: Held, Reason: "hold: " + fmt.Sprintf(format, a...)}
-	}
+	return &pass{cfg: cfg, m: m, st: st, in: in, next: next, cur: cur}
+}
 
-	// 1. Pinned: the operator knows best.
-	if m.Pin > 0 {
-		next.Limit = clamp(m.Pin, m.Min, m.Max)
-		return Decision{State: next, Action: Pinned, Reason: fmt.Sprintf("pinned at %d", next.Limit)}
-	}
+// pinned: the operator knows best.
+func (p *pass) pinned() Decision {
+	p.next.Limit = clamp(p.m.Pin, p.m.Min, p.m.Max)
+	return Decision{State: p.next, Action: Pinned, Reason: fmt.Sprintf("pinned at %d", p.next.Limit)}
+}
 
-	// 2. The dead time: a raise is launched once the load fills it, and
-	// settled once most of its launches run; only datapoints measured after
-	// that say anything about it.
-	load := in.Running + in.Starting
+// deadTime tracks the last raise: it is launched once the load fills it,
+// and settled once most of its launches run; only datapoints measured
+// after that say anything about it.
+func (p *pass) deadTime() {
+	cfg, st, in := p.cfg, p.st, p.in
+	p.load = in.Running + in.Starting
 	// The limit binds when admission finds it full. The load now misses
 	// the jobs that ended since the last pass filled it: with short jobs
 	// behind long container starts a fifth of the slots turn over between
 	// two passes, and the load alone would never look like it fills the
 	// limit that admission keeps hitting.
-	held := max(load, st.Held)
-	binds := float64(held) >= cfg.BindingShare*float64(cur)
+	p.held = max(p.load, st.Held)
+	p.binds = float64(p.held) >= cfg.BindingShare*float64(p.cur)
 	switch {
 	case st.RaisedBy == 0: // never raised: every datapoint counts
-	case next.FilledAt.IsZero():
-		if binds {
-			next.FilledAt = in.Now
+	case p.next.FilledAt.IsZero():
+		if p.binds {
+			p.next.FilledAt = in.Now
 		}
-	case next.SettledAt.IsZero() && float64(in.PendingRaise) <= (1-cfg.RaiseSettled)*float64(st.RaisedBy):
-		next.SettledAt, next.PeakSince = in.Now, 0
+	case p.next.SettledAt.IsZero() && float64(in.PendingRaise) <= (1-cfg.RaiseSettled)*float64(st.RaisedBy):
+		p.next.SettledAt, p.next.PeakSince = in.Now, 0
 	}
-	settled := st.RaisedBy == 0 || !next.SettledAt.IsZero()
+	p.settled = st.RaisedBy == 0 || !p.next.SettledAt.IsZero()
+}
 
-	// 3. Blind: without a fresh datapoint there is nothing to steer by.
+// blind holds when there is no datapoint to steer by.
+func (p *pass) blind() (Decision, bool) {
+	cfg, st, in := p.cfg, p.st, p.in
 	if in.DepthAt.IsZero() {
-		return hold("no depth datapoint")
+		return p.hold("no depth datapoint"), true
 	}
 	if age := in.Now.Sub(in.DepthAt); age > cfg.MaxAge {
-		return hold("depth datapoint %s old > %s", age.Round(time.Second), cfg.MaxAge)
+		return p.hold("depth datapoint %s old > %s", age.Round(time.Second), cfg.MaxAge), true
 	}
 	if !in.DepthAt.After(st.HeldAt) {
 		// The refill is a raise in dead time, so no raise reads this
 		// datapoint; nor may a lowering. Paired with the jobs a pass saw
 		// running before the hold (passes that hold keep no sample), a
-		// failing provider's queue lowered a refill of 347 to 10 the pass
-		// the breaker closed (lane 145 of family seed 1, in a build whose
-		// pace changed the breaker's timing), and the limit never came
-		// back within the run.
-		return hold("depth datapoint measured while the breaker held the limit")
+		// failing provider's queue would read as too many jobs and lower
+		// the refill to its floor the pass the breaker closed, where it
+		// may stay for the rest of the run.
+		return p.hold("depth datapoint measured while the breaker held the limit"), true
 	}
-	fresh := in.DepthAt.After(st.SeenAt)
-	if fresh {
+	return Decision{}, false
+}
+
+// read folds a fresh datapoint into the smoothed depth, pairs it with the
+// jobs running when it was measured, and learns what its calls in service
+// say of the provider.
+func (p *pass) read() {
+	cfg, m, st, in := p.cfg, p.m, p.st, p.in
+	next := &p.next
+	p.fresh = in.DepthAt.After(st.SeenAt)
+	if p.fresh {
 		if st.SeenAt.IsZero() || in.DepthAt.Sub(st.SeenAt) > cfg.MaxAge {
 			// The smoothed depth is as stale as its newest reading: after
 			// the limit held (a breaker open through an error burst, no
@@ -552,271 +611,281 @@ func step(cfg Config, m Model, st State, in Input) Decision {
 			next.Smoothed = cfg.Smoothing*in.Depth + (1-cfg.Smoothing)*st.Smoothed
 		}
 		next.SeenAt = in.DepthAt
-		if settled && !in.DepthAt.Before(next.SettledAt) {
+		if p.settled && !in.DepthAt.Before(next.SettledAt) {
 			next.PeakSince = max(next.PeakSince, in.Depth)
 		}
 	}
-	depth := next.Smoothed
+	p.depth = next.Smoothed
 
 	// The datapoint measured the jobs running then, not the load now.
-	then := st.sampleAt(in.DepthAt, Sample{Running: in.Running, Pending: in.PendingRaise})
-	measured := then.Running
-	cohort := measured > 0 && st.cohortOnly(then)
+	p.then = st.sampleAt(in.DepthAt, Sample{Running: in.Running, Pending: in.PendingRaise})
+	p.measured = p.then.Running
+	p.cohort = p.measured > 0 && st.cohortOnly(p.then)
 	// The running jobs the target is bounded by: averaged over Turnover,
 	// or the datapoint's own while no average is known.
-	running := max(1, cmp.Or(next.AvgRunning, float64(measured)))
-	target := blockedBound(cfg, m.Target, running)
+	running := max(1, cmp.Or(next.AvgRunning, float64(p.measured)))
+	p.target = blockedBound(cfg, m.Target, running)
 	// The reasons name the target steered to, and the operator's when the
 	// bound lowered it.
-	tgt := num(target)
-	if target < m.Target {
-		tgt = fmt.Sprintf("%s (%s bounded to %s of %s running)", tgt, num(m.Target), num(cfg.MaxBlocked), num(running))
+	p.tgt = num(p.target)
+	if p.target < m.Target {
+		p.tgt = fmt.Sprintf("%s (%s bounded to %s of %s running)", p.tgt, num(m.Target), num(cfg.MaxBlocked), num(running))
 	}
-	inService := !in.InServiceAt.IsZero() && in.InServiceAt.Equal(in.DepthAt)
+	p.inService = !in.InServiceAt.IsZero() && in.InServiceAt.Equal(in.DepthAt)
 	next.KneeSeen = next.KneeSeen || next.Ceiling > 0 || next.Conc > 0 || m.Conc > 0
-	if inService && fresh {
-		next.Conc, next.ConcAt = concurrency(next, in)
-		if in.Depth == 0 && measured > 0 && in.InService > 0 && !cohort {
+	if p.inService && p.fresh {
+		next.Conc, next.ConcAt = concurrency(*next, in)
+		if in.Depth == 0 && p.measured > 0 && in.InService > 0 && !p.cohort {
 			// The provider served these calls without a queue: its
 			// concurrency is at least that, known or not, and a later
 			// queue at fewer calls in service is a loss of capacity
 			// (droppedKnee) on a model nobody configured too.
-			next.CallShare, next.ShareConc = in.InService/float64(measured), max(cmp.Or(next.Conc, m.Conc), in.InService)
+			next.CallShare, next.ShareConc = in.InService/float64(p.measured), max(cmp.Or(next.Conc, m.Conc), in.InService)
 		}
 	}
+}
 
-	low, high := target*(1-cfg.Band), target*(1+cfg.Band)
+// over: the depth is above the band; lower in proportion to the
+// overshoot, anchored on the load.
+func (p *pass) over() Decision {
+	cfg, m, st, in, next := p.cfg, p.m, p.st, p.in, p.next
+	depth, target, tgt, measured := p.depth, p.target, p.tgt, p.measured
+	cur, load, held, inService, fresh := p.cur, p.load, p.held, p.inService, p.fresh
+	hold := func(format string, a ...any) Decision {
+		return Decision{State: next, Action: Held, Reason: "hold: " + fmt.Sprintf(format, a...)}
+	}
+	// The datapoint measured the jobs running then; jobs that ended
+	// since have already lowered the load.
+	excess := depth - target
+	if measured == 0 {
+		// None of ours ran when the depth was measured: the queue is
+		// someone else's (or a failing provider's), not a sign of too
+		// many jobs. Lowering now would throw the limit to its floor.
+		return hold("depth %s > target %s, but none of its jobs ran when it was measured", num(depth), tgt)
+	}
+	// Each running job past the knee queues one call: LowerGain of
+	// the excess are too many, and in steady state each running job
+	// needs slotsPerRunning slots. The starting slots now would not
+	// do: a drain stops admissions, the starting ones run, and a
+	// limit of running + starting follows them down pass after pass,
+	// to half the knee's slots within one crest.
+	keep := float64(measured) - cfg.LowerGain*excess
+	// A provider that lost capacity: the queue still builds for a
+	// metric delay and more, and the excess it shows at first is a
+	// fraction of the jobs too many: the limit came down a few slots
+	// a pass while admissions went on, and the drain queued for
+	// minutes. The calls in service show the loss in the first period
+	// that queues.
+	dropped := droppedKnee(next, in, inService, target)
+	lost := ""
+	if dropped > 0 && dropped < keep {
+		keep = dropped
+		lost = fmt.Sprintf(" (provider serves %s calls, was %s: knee %s running)", num(in.InService), num(next.ShareConc), num(dropped))
+	}
+	tooMany := float64(measured) - keep // the jobs the readings say are too many
+	want := measured + in.Starting - int(math.Ceil(tooMany))
+	r := next.slotsPerRunning(cfg, in.Now)
+	if r > 0 {
+		want = int(math.Ceil(keep * r))
+	}
+	want = clamp(want, m.Min, m.Max)
+	drop, stop := lost != "", tooMany
+	if drop {
+		// A provider that lost capacity: every task still starting
+		// beyond its knee's slots is one more job the provider
+		// cannot serve, and the limit goes to the knee at once,
+		// neither held by the slots held nor trickled (the family's
+		// drop bar, scenarios/README.md: the limit at or below the
+		// dropped knee within two passes of the first datapoint that
+		// can show the drop, and no task starting beyond it).
+		stop = float64(in.Starting)
+	}
+	yield := yieldCount(in, fresh, load-want, stop)
+	// A lowering takes off the slots of the jobs the queue says are
+	// too many, and no more: the slots held (at most the limit) less
+	// those jobs' slots. Re-derived from the jobs running at the
+	// datapoint alone, a small excess also took off every slot the
+	// jobs that ended since had freed: short jobs behind long starts
+	// run in waves, a datapoint over the band pairs a crest's queue
+	// with whatever count the trough left, and the limit fell far
+	// below its need, then took a dead time a step to climb back,
+	// and the mean queue sat at half its target. A drop's large excess
+	// still lowers to the steady want. The yield is decided above, on
+	// that want: the tasks starting beyond it are the queue's.
+	if floor := min(cur, held) - int(math.Ceil(tooMany*max(1, r))); want < floor && !drop {
+		want = floor
+	}
+	// Lowering evicts nothing: running jobs drain as they end. Falling
+	// at most DrainShare of the slots they free keeps a trickle of
+	// admissions, so tiers and project turns still act during a drain.
+	// The share left is carried from pass to pass: rounded each pass,
+	// one or two ends a pass were all refilled, and a small provider
+	// that lost capacity drained at half speed or less, admitting a job
+	// every pass for as long as the queue stood.
+	carry := st.DrainCarry + (1-cfg.DrainShare)*float64(max(0, in.Ended))
+	refill := math.Floor(carry + 1e-9)
+	if trickle := load + int(refill); trickle > want && !drop {
+		want, next.DrainCarry = trickle, carry-refill
+	}
+	if want >= cur {
+		d := hold("depth %s > target %s%s, draining: %d running+starting, limit %d%s", num(depth), tgt, lost, load, cur, yieldNote(yield))
+		d.Yield = yield
+		return d
+	}
+	// The knee, where the depth is the target, from the reading that
+	// lowered; a drain's later readings pair an old queue with the
+	// fewer jobs left running and would put it far too low.
+	next.Ceiling, next.CeilingAt = max(1, measured-int(math.Ceil(excess))), in.Now
+	next.Limit = want
+	return Decision{State: next, Action: Lowered, Yield: yield, Reason: fmt.Sprintf(
+		"lower to %d: depth %s > target %s%s, %d running+starting%s", want, num(depth), tgt, lost, load, yieldNote(yield))}
+}
+
+// under: the depth is below the band; raise once the evidence is worth
+// acting on.
+func (p *pass) under() Decision {
+	in, st, depth, tgt, cur, load := p.in, p.st, p.depth, p.tgt, p.cur, p.load
+	binds, settled, cohort, inService, measured, next := p.binds, p.settled, p.cohort, p.inService, p.measured, p.next
+	if in.Waiting == 0 {
+		return p.hold("depth %s < target %s, nothing waiting", num(depth), tgt)
+	}
+	if in.Failing {
+		return p.hold("depth %s < target %s, but the gateway's error rate says the provider fails", num(depth), tgt)
+	}
+	if !binds {
+		return p.hold("limit %d not binding (%d running+starting, %d held after the last admission)", cur, load, st.Held)
+	}
+	// (A raise still being launched is not binding: handled above.)
 	switch {
-	// 4. Over: lower in proportion to the overshoot, anchored on the load.
-	case depth > high:
-		// The datapoint measured the jobs running then; jobs that ended
-		// since have already lowered the load.
-		excess := depth - target
-		if measured == 0 {
-			// None of ours ran when the depth was measured: the queue is
-			// someone else's (or a failing provider's), not a sign of too
-			// many jobs. Lowering now would throw the limit to its floor.
-			return hold("depth %s > target %s, but none of its jobs ran when it was measured", num(depth), tgt)
-		}
-		// Each running job past the knee queues one call: LowerGain of
-		// the excess are too many, and in steady state each running job
-		// needs slotsPerRunning slots. The starting slots now would not
-		// do: a drain stops admissions, the starting ones run, and a
-		// limit of running + starting follows them down pass after pass
-		// (lane 6 of family seed 1: 1,085 → 501 in four passes of one
-		// crest, on a knee of ~900 slots).
-		keep := float64(measured) - cfg.LowerGain*excess
-		// A provider that lost capacity: the queue still builds for a
-		// metric delay and more, and the excess it shows at first is a
-		// fraction of the jobs too many (lane 192 of family seed 1: 23 →
-		// 10 calls, a first reading of 3.6 queued on a target of 2 with
-		// 79 running and 25 starting, a knee of ~40, and the limit then
-		// lowered a few slots a pass while admissions went on; the drain
-		// queued 9,961 call-seconds). The calls in service show the loss
-		// in the first period that queues.
-		dropped := droppedKnee(next, in, inService, target)
-		lost := ""
-		if dropped > 0 && dropped < keep {
-			keep = dropped
-			lost = fmt.Sprintf(" (provider serves %s calls, was %s: knee %s running)", num(in.InService), num(next.ShareConc), num(dropped))
-		}
-		tooMany := float64(measured) - keep // the jobs the readings say are too many
-		want := measured + in.Starting - int(math.Ceil(tooMany))
-		r := next.slotsPerRunning(cfg, in.Now)
-		if r > 0 {
-			want = int(math.Ceil(keep * r))
-		}
-		want = clamp(want, m.Min, m.Max)
-		drop, stop := lost != "", tooMany
-		if drop {
-			// A provider that lost capacity: every task still starting
-			// beyond its knee's slots is one more job the provider
-			// cannot serve, and the limit goes to the knee at once,
-			// neither held by the slots held nor trickled (the family's
-			// drop bar, scenarios/README.md: the limit at or below the
-			// dropped knee within two passes of the first datapoint that
-			// can show the drop, and no task starting beyond it).
-			stop = float64(in.Starting)
-		}
-		yield := yieldCount(in, fresh, load-want, stop)
-		// A lowering takes off the slots of the jobs the queue says are
-		// too many, and no more: the slots held (at most the limit) less
-		// those jobs' slots. Re-derived from the jobs running at the
-		// datapoint alone, a small excess also took off every slot the
-		// jobs that ended since had freed: short jobs behind long starts
-		// run in waves, a datapoint over the band pairs a crest's queue
-		// with whatever count the trough left, and the limit fell far
-		// below its need, then took a dead time a step to climb back
-		// (lane 159 of family seed 1: 699 → 624 slots on a queue of 13.8
-		// against 7, that is 3.4 jobs too many, after 99 jobs had ended;
-		// its mean queue sat at half its target). A drop's large excess
-		// still lowers to the steady want. The yield is decided above, on
-		// that want: the tasks starting beyond it are the queue's.
-		if floor := min(cur, held) - int(math.Ceil(tooMany*max(1, r))); want < floor && !drop {
-			want = floor
-		}
-		// Lowering evicts nothing: running jobs drain as they end. Falling
-		// at most DrainShare of the slots they free keeps a trickle of
-		// admissions, so tiers and project turns still act during a drain.
-		// The share left is carried from pass to pass: rounded each pass,
-		// one or two ends a pass were all refilled, and a small provider
-		// that lost capacity drained at half speed or less (lane 166 of
-		// family seed 1: one job admitted every pass for 27 minutes at depth
-		// 100–200 on a target of 7).
-		carry := st.DrainCarry + (1-cfg.DrainShare)*float64(max(0, in.Ended))
-		refill := math.Floor(carry + 1e-9)
-		if trickle := load + int(refill); trickle > want && !drop {
-			want, next.DrainCarry = trickle, carry-refill
-		}
-		if want >= cur {
-			d := hold("depth %s > target %s%s, draining: %d running+starting, limit %d%s", num(depth), tgt, lost, load, cur, yieldNote(yield))
-			d.Yield = yield
-			return d
-		}
-		// The knee, where the depth is the target, from the reading that
-		// lowered; a drain's later readings pair an old queue with the
-		// fewer jobs left running and would put it far too low.
-		next.Ceiling, next.CeilingAt = max(1, measured-int(math.Ceil(excess))), in.Now
-		next.Limit = want
-		return Decision{State: next, Action: Lowered, Yield: yield, Reason: fmt.Sprintf(
-			"lower to %d: depth %s > target %s%s, %d running+starting%s", want, num(depth), tgt, lost, load, yieldNote(yield))}
-
-	// 5. Under: raise once the evidence is worth acting on.
-	case depth < low:
-		if in.Waiting == 0 {
-			return hold("depth %s < target %s, nothing waiting", num(depth), tgt)
-		}
-		if in.Failing {
-			return hold("depth %s < target %s, but the gateway's error rate says the provider fails", num(depth), tgt)
-		}
-		if !binds {
-			return hold("limit %d not binding (%d running+starting, %d held after the last admission)", cur, load, st.Held)
-		}
-		// (A raise still being launched is not binding: handled above.)
-		switch {
-		case !settled:
-			// PendingRaise counts every job claimed until the raise
-			// filled, refills of ended jobs too, so it may exceed the
-			// raise ("196 of the last raise's 69 launches" read as a
-			// miscount, lane 182 of family seed 1).
-			return hold("%d jobs launched until the last raise filled still starting (the raise added %d)", in.PendingRaise, st.RaisedBy)
-		case in.DepthAt.Before(next.SettledAt):
-			return hold("no datapoint yet since the last raise's launches ran")
-		case cohort && inService:
-			// A model's first jobs, or the first after it had none
-			// running: the next period reads them.
-			return hold("the datapoint's period began with none of its %d jobs running: it measured their first calls only", measured)
-		}
-		gap := 1.0
-		if target > 0 {
-			gap = (target - depth) / target
-		}
-		f := 1 + cfg.StepGain*gap
-		want := int(math.Ceil(float64(cur) * f))
-		if next.Ceiling > 0 && cfg.CeilingTTL > 0 && in.Now.Sub(next.CeilingAt) > cfg.CeilingTTL {
-			next.Ceiling = 0 // an old saturation says little about the provider now
-		}
-		fastTo := cfg.FastUpTo * float64(next.Ceiling)
-		kst, configured := withConc(cfg, next, m, in)
-		oneRaise := false
-		k := knee(cfg, kst, in, m.Target, measured)
-		if k > 0 {
-			// The gateway measured the knee before the depth rose: it
-			// replaces the one a past overshoot left, and is no guess, so
-			// the fast raise goes up to it, not to a share of it.
-			fastTo, oneRaise = k, configured
-		}
-		if fastTo > 0 {
-			next.PaceKnee = fastTo // the pace's knee (Decision.Pace)
-		}
-		// The jobs the datapoint's slots will run: those running then and
-		// the last raise's launches still starting then. A raise settles
-		// once RaiseSettled of its launches run, so most of a large one
-		// may still be starting when its first datapoint is measured;
-		// growing the limit by knee / running-then would count them
-		// twice (lane 7 of family seed 1: 1,157 → 2,713 on a knee of
-		// ~2,150 slots, depth 780 on a target of 32).
-		base := measured + then.Pending
-		// slotsFor is the limit that runs n jobs. The knee counts running
-		// jobs; each needs slotsPerRunning slots in steady state. Until
-		// those averages are known, the limit grows by the share the
-		// datapoint's jobs may grow: its starting slots grow with them.
-		r := next.slotsPerRunning(cfg, in.Now)
-		least := 0.0 // while the averages are young (slotsAtLeast)
-		if r == 0 {
-			least = next.slotsAtLeast()
-		}
-		slotsFor := func(n float64) float64 {
-			if r > 0 {
-				return n * r
-			}
-			return max(float64(cur)*n/float64(base), n*least)
-		}
-		if next.PeakSince <= cfg.FarBelow*target && (fastTo == 0 || float64(base) < fastTo) {
-			// Every reading since the last raise settled was far below:
-			// fast, but not up to where the provider saturated before.
-			f = cfg.FastFactor
-			switch {
-			case fastTo == 0 && next.KneeSeen:
-				// A knee was known and is no more (the provider grew,
-				// or the memory of its saturation expired): the limit
-				// sits near the old knee, and the provider may saturate
-				// a step past it. An overshoot cannot be undone (running
-				// jobs drain only as they end, slowed by the queue they
-				// make), so the raise probes by doubling, as a slow
-				// start after a loss, not ×FastFactor (lane 0 of family
-				// seed 1: 59 → 236 on a provider grown to a knee of ~55
-				// jobs of 8 minutes, blocked 0.42). A cold model's
-				// limit is the operator's small initial limit: ×4
-				// reaches a large provider in a few cycles.
-				f = cfg.ProbeFactor
-			case oneRaise && base > 0 && r == 0:
-				// FastFactor bounds a step toward a knee nobody knows;
-				// one from the gateway's own setting, or a concurrency
-				// learned lately (State.LearnedFresh), is the step's end,
-				// however far: a large provider's ramp takes one cycle,
-				// not six. An old learned one keeps the bound.
-				// Once the slots a running job needs are known (r > 0)
-				// the step is theirs too, and they come from turnover
-				// averages young after one Turnover: where a job starts
-				// for many times its life they make the step a multiple
-				// of the limit, launched as one cohort the provider
-				// meets at once (lane 116 of family seed 20261201: ×6.4
-				// to 199 slots, 66–79 jobs running on a provider of 12,
-				// blocked 0.329). That step takes the bound below,
-				// and so does the step the stretch's low estimate of
-				// those slots adds (slotsAtLeast): they are as young.
-				f = max(1, fastTo/float64(base), min(cfg.FastFactor, slotsFor(fastTo)/float64(cur)))
-			case fastTo > 0 && base > 0:
-				f = max(1, min(f, slotsFor(fastTo)/float64(cur)))
-			}
-		} else if k > 0 && r > 0 && float64(base) < k {
-			// Near the target with the knee measured: step to it, not
-			// ×(1 + StepGain·gap). Short jobs behind long starts run in
-			// waves, and a reading on a crest keeps the fast raise off
-			// for good: creeping 5 % a dead time, the limit never met
-			// the knee (lane 75 of family seed 1: 440–660 slots on a
-			// knee of ~630).
-			f = max(f, min(cfg.FastFactor, slotsFor(k)/float64(cur)))
-		}
-		want = clamp(max(want, int(math.Ceil(float64(cur)*f))), m.Min, m.Max)
-		if want == cur && cur < m.Max {
-			want = cur + 1
-		}
-		if want <= cur {
-			return hold("at max %d", m.Max)
-		}
-		next.Limit = want
-		next.RaisedAt, next.RaisedBy = in.Now, want-cur
-		next.FilledAt, next.SettledAt, next.PeakSince = time.Time{}, time.Time{}, 0
-		// The reason gives the step taken, want/cur: f alone misreports
-		// it where the normal step or the one slot set want (a knee's f
-		// of 1 read "raise ×1" on a raise of 930 → 970, lane 182 of
-		// family seed 1).
-		return Decision{State: next, Action: Raised, Reason: fmt.Sprintf(
-			"raise ×%.3g: depth %s < target %s, %d waiting", float64(want)/float64(cur), num(depth), tgt, in.Waiting)}
+	case !settled:
+		// PendingRaise counts every job claimed until the raise
+		// filled, refills of ended jobs too, so it may exceed the
+		// raise ("196 of the last raise's 69 launches" read as a
+		// miscount).
+		return p.hold("%d jobs launched until the last raise filled still starting (the raise added %d)", in.PendingRaise, st.RaisedBy)
+	case in.DepthAt.Before(next.SettledAt):
+		return p.hold("no datapoint yet since the last raise's launches ran")
+	case cohort && inService:
+		// A model's first jobs, or the first after it had none
+		// running: the next period reads them.
+		return p.hold("the datapoint's period began with none of its %d jobs running: it measured their first calls only", measured)
 	}
-	return hold("depth %s within %s..%s of target %s", num(depth), num(low), num(high), tgt)
+	return p.raise()
+}
+
+// raise decides how far to raise: toward a knee known or measured, fast
+// while every reading was far below the target, else a step in proportion
+// to the gap.
+func (p *pass) raise() Decision {
+	cfg, m, in, next := p.cfg, p.m, p.in, p.next
+	depth, target, tgt, measured, then, cur := p.depth, p.target, p.tgt, p.measured, p.then, p.cur
+	hold := func(format string, a ...any) Decision {
+		return Decision{State: next, Action: Held, Reason: "hold: " + fmt.Sprintf(format, a...)}
+	}
+	gap := 1.0
+	if target > 0 {
+		gap = (target - depth) / target
+	}
+	f := 1 + cfg.StepGain*gap
+	want := int(math.Ceil(float64(cur) * f))
+	if next.Ceiling > 0 && cfg.CeilingTTL > 0 && in.Now.Sub(next.CeilingAt) > cfg.CeilingTTL {
+		next.Ceiling = 0 // an old saturation says little about the provider now
+	}
+	fastTo := cfg.FastUpTo * float64(next.Ceiling)
+	kst, configured := withConc(cfg, next, m, in)
+	oneRaise := false
+	k := knee(cfg, kst, in, m.Target, measured)
+	if k > 0 {
+		// The gateway measured the knee before the depth rose: it
+		// replaces the one a past overshoot left, and is no guess, so
+		// the fast raise goes up to it, not to a share of it.
+		fastTo, oneRaise = k, configured
+	}
+	if fastTo > 0 {
+		next.PaceKnee = fastTo // the pace's knee (Decision.Pace)
+	}
+	// The jobs the datapoint's slots will run: those running then and
+	// the last raise's launches still starting then. A raise settles
+	// once RaiseSettled of its launches run, so most of a large one
+	// may still be starting when its first datapoint is measured;
+	// growing the limit by knee / running-then would count them
+	// twice, and overshoot the knee by a quarter.
+	base := measured + then.Pending
+	// slotsFor is the limit that runs n jobs. The knee counts running
+	// jobs; each needs slotsPerRunning slots in steady state. Until
+	// those averages are known, the limit grows by the share the
+	// datapoint's jobs may grow: its starting slots grow with them.
+	r := next.slotsPerRunning(cfg, in.Now)
+	least := 0.0 // while the averages are young (slotsAtLeast)
+	if r == 0 {
+		least = next.slotsAtLeast()
+	}
+	slotsFor := func(n float64) float64 {
+		if r > 0 {
+			return n * r
+		}
+		return max(float64(cur)*n/float64(base), n*least)
+	}
+	if next.PeakSince <= cfg.FarBelow*target && (fastTo == 0 || float64(base) < fastTo) {
+		// Every reading since the last raise settled was far below:
+		// fast, but not up to where the provider saturated before.
+		f = cfg.FastFactor
+		switch {
+		case fastTo == 0 && next.KneeSeen:
+			// A knee was known and is no more (the provider grew,
+			// or the memory of its saturation expired): the limit
+			// sits near the old knee, and the provider may saturate
+			// a step past it. An overshoot cannot be undone (running
+			// jobs drain only as they end, slowed by the queue they
+			// make), so the raise probes by doubling, as a slow
+			// start after a loss, not ×FastFactor (×4 put four
+			// times its knee of long jobs on a provider that had
+			// grown a little, and they blocked for their life). A cold model's
+			// limit is the operator's small initial limit: ×4
+			// reaches a large provider in a few cycles.
+			f = cfg.ProbeFactor
+		case oneRaise && base > 0 && r == 0:
+			// FastFactor bounds a step toward a knee nobody knows;
+			// one from the gateway's own setting, or a concurrency
+			// learned lately (State.LearnedFresh), is the step's end,
+			// however far: a large provider's ramp takes one cycle,
+			// not six. An old learned one keeps the bound.
+			// Once the slots a running job needs are known (r > 0)
+			// the step is theirs too, and they come from turnover
+			// averages young after one Turnover: where a job starts
+			// for many times its life they make the step a multiple
+			// of the limit, launched as one cohort the provider
+			// meets at once (×6.4 put several times the knee's jobs
+			// on a small provider). That step takes the bound below,
+			// and so does the step the stretch's low estimate of
+			// those slots adds (slotsAtLeast): they are as young.
+			f = max(1, fastTo/float64(base), min(cfg.FastFactor, slotsFor(fastTo)/float64(cur)))
+		case fastTo > 0 && base > 0:
+			f = max(1, min(f, slotsFor(fastTo)/float64(cur)))
+		}
+	} else if k > 0 && r > 0 && float64(base) < k {
+		// Near the target with the knee measured: step to it, not
+		// ×(1 + StepGain·gap). Short jobs behind long starts run in
+		// waves, and a reading on a crest keeps the fast raise off
+		// for good: creeping 5 % a dead time, the limit never met
+		// the knee.
+		f = max(f, min(cfg.FastFactor, slotsFor(k)/float64(cur)))
+	}
+	want = clamp(max(want, int(math.Ceil(float64(cur)*f))), m.Min, m.Max)
+	if want == cur && cur < m.Max {
+		want = cur + 1
+	}
+	if want <= cur {
+		return hold("at max %d", m.Max)
+	}
+	next.Limit = want
+	next.RaisedAt, next.RaisedBy = in.Now, want-cur
+	next.FilledAt, next.SettledAt, next.PeakSince = time.Time{}, time.Time{}, 0
+	// The reason gives the step taken, want/cur: f alone misreports
+	// it where the normal step or the one slot set want (a knee's f
+	// of 1 read "raise ×1" on a raise of 4 %).
+	return Decision{State: next, Action: Raised, Reason: fmt.Sprintf(
+		"raise ×%.3g: depth %s < target %s, %d waiting", float64(want)/float64(cur), num(depth), tgt, in.Waiting)}
 }
 
 // pace is the most jobs a pass may admit (Decision.Pace), 0 for no bound:
@@ -830,11 +899,8 @@ func step(cfg Config, m Model, st State, in Input) Decision {
 // cohort: its containers come up within a start's spread and run together,
 // not spread over the start as the slots' count assumes. Short jobs behind
 // long starts ran as waves several times the knee: the provider overloaded,
-// every call slowed, the jobs lived longer and the wave grew (lane 116 of
-// family seed 20261201: a raise of 91 → 165 slots toward a knee of about
-// 20 running jobs, 83 launched in one pass; 82 ran at once, the queue
-// reached 60 on a provider of 12; the lane's blocked share was 0.305, and
-// 0.18 paced).
+// every call slowed, the jobs lived longer and the wave grew, and the
+// blocked share was near double the paced one's.
 // Launched at the knee's turnover they come up as a stream. Where jobs run
 // longer than they start, a cohort's jobs are never more than the slots
 // the limit sized for them, and the pace would only slow a refill.
@@ -856,8 +922,8 @@ func (s State) pace(cfg Config, in Input) int {
 // the starting ones, and no more than tooMany (the jobs the readings say
 // are too many: the slots' count beyond want rests on
 // slotsPerRunning, which with short jobs behind long starts counts several
-// slots a job, and stopping by it threw away whole waves of starts (lane
-// 182 of family seed 1: throughput 0.78 → 0.53 × oracle). Only a fresh
+// slots a job, and stopping by it threw away whole waves of starts, a
+// third of the throughput). Only a fresh
 // datapoint stops: the passes between two datapoints read the same queue,
 // and the tasks the first stopped are still stopping (their slots held)
 // until ECS reports them stopped.

@@ -1,7 +1,6 @@
 package limits
 
 import (
-	"math"
 	"strings"
 	"testing"
 	"time"
@@ -287,23 +286,6 @@ func TestAProviderThatGrewForgetsItsConcurrency(t *testing.T) {
 	}
 }
 
-// A limit the breaker held is refilled in dead time: until most of its
-// launches run and a datapoint measures them, an empty queue raises
-// nothing.
-func TestARefilledLimitWaitsForItsLaunches(t *testing.T) {
-	m := Model{Target: 12, Min: 1, Max: 10000}
-	st := steady(734).State.Refill(DefaultConfig(), t0.Add(-30*time.Second), 3)
-	if st.RaisedBy != 731 || !st.FilledAt.IsZero() || !st.SettledAt.IsZero() {
-		t.Fatalf("got %+v, want a raise of 731 not yet filled", st)
-	}
-	input := in(0, 14, 720, 15000)
-	input.PendingRaise = 720
-	dec := Next(DefaultConfig(), m, st, input)
-	if dec.Action == Raised || dec.State.Limit != 734 {
-		t.Errorf("got %s to %d (%s), want a hold while the refill starts", dec.Action, dec.State.Limit, dec.Reason)
-	}
-}
-
 // The operator's configured concurrency gives the knee from the first
 // in-service datapoint, before any queue: the first far-below raise stops
 // there (a provider of 27 whose 40 jobs hold 24 calls fills at 45 jobs),
@@ -352,41 +334,6 @@ func TestAKnownKneeIsReachedInOneRaise(t *testing.T) {
 	}
 }
 
-// A raise settles once RaiseSettled of its launches run, so most of a
-// large one may still be starting when its first datapoint is measured.
-// Those slots will run: the raise toward the knee counts them with the
-// jobs running then, not on top of them (lane 7 of family seed 1 went
-// 1,157 → 2,713 on a knee of ~2,150 slots and queued 780 calls on a
-// target of 32).
-func TestARaiseStillStartingIsNotCountedTwice(t *testing.T) {
-	m := Model{Target: 32, Min: 1, Max: 10000, Conc: 765}
-	measuredAt := t0.Add(-20 * time.Second)
-	st := State{
-		Limit: 1157, RaisedAt: t0.Add(-2 * time.Minute), RaisedBy: 1147,
-		FilledAt: t0.Add(-110 * time.Second), SettledAt: t0.Add(-60 * time.Second),
-		Recent: []Sample{{At: measuredAt, Running: 660, Pending: 497}},
-	}
-	input := withInService(in(0, 1003, 154, 49000), 330) // half of a job's life in calls
-	input.PendingRaise = 150
-	// The knee: 660 × 765/330 + 32 = 1,562 running jobs, which the 1,157
-	// slots of then (660 running, 497 of the raise starting) approach.
-	dec := Next(DefaultConfig(), m, st, input)
-	if dec.Action != Raised || dec.State.Limit != 1562 {
-		t.Errorf("got %s to %d (%s), want a raise to 1,562: 1,157 × 1,562/(660 + 497)", dec.Action, dec.State.Limit, dec.Reason)
-	}
-	// Without the launches still starting then, the same reading is the
-	// knee over the jobs running: × 1,562/660.
-	st.Recent[0].Pending = 0
-	if dec = Next(DefaultConfig(), m, st, input); dec.State.Limit != 2739 {
-		t.Errorf("got %s to %d (%s), want 2,739: 1,157 × 1,562/660", dec.Action, dec.State.Limit, dec.Reason)
-	}
-	// Slots that will all run past the knee: no fast raise.
-	st.Recent[0].Pending = 1000
-	if dec = Next(DefaultConfig(), m, st, input); dec.State.Limit > 1157*106/100 {
-		t.Errorf("got %s to %d (%s), want at most a step raise: 1,660 slots of then already pass the knee", dec.Action, dec.State.Limit, dec.Reason)
-	}
-}
-
 // The slots a running job needs are 1 + start/life, each from Little's law
 // on counts and rates averaged over Turnover: short jobs behind long
 // starts run in waves, and one pass on a crest or in a trough says little.
@@ -420,8 +367,8 @@ func TestSlotsPerRunningIsAveragedOverTurnover(t *testing.T) {
 // The slots still starting count whenever they were claimed: a raise that
 // fills over several passes has its Mark late, and the refills claimed
 // before it are no raise. Leaving out the jobs pending at the Mark left
-// them out (lane 35 of family seed 1: 3.7 slots a running job measured,
-// 5.2 held). Jobs that start for 80 s and run for 20 s need 5.
+// them out, and measured two thirds of the slots held. Jobs that start
+// for 80 s and run for 20 s need 5.
 func TestSlotsPerRunningCountsTheRefillsOfARaise(t *testing.T) {
 	cfg := DefaultConfig().withDefaults()
 	m := Model{Target: 9, Min: 1, Max: 10000, Pin: 900}
@@ -436,82 +383,6 @@ func TestSlotsPerRunningCountsTheRefillsOfARaise(t *testing.T) {
 	}
 	if r := st.slotsPerRunning(cfg, now); r < 4.9 || r > 5.1 {
 		t.Errorf("slots per running job %g, want 5: 1 + (1,200/15 s)/(300/15 s)", r)
-	}
-}
-
-// A lowering keeps the running jobs the knee allows and the slots they
-// need in steady state, not the slots starting now: a drain stops
-// admissions, and a limit of running + starting followed them down pass
-// after pass (lane 6 of family seed 1 went 1,085 → 501 in four passes of
-// one crest, on a knee of ~900 slots).
-func TestALoweringKeepsTheSlotsTheKneeNeeds(t *testing.T) {
-	m := Model{Target: 9, Min: 1, Max: 10000}
-	st := State{
-		Limit: 1085, AvgRunning: 350, AvgStarting: 500, AvgEnter: 10, AvgEnd: 10, AvgSince: t0.Add(-time.Hour),
-		// The datapoint measured 370 running; the last pass was a second ago.
-		Recent: []Sample{{At: t0.Add(-30 * time.Second), Running: 370}, {At: t0.Add(-time.Second), Running: 345}},
-	}
-	// 18 queued on a target of 9: half the excess, 4.5 of the 370 running
-	// jobs, are too many. The starting slots have drained to 140.
-	dec := Next(DefaultConfig(), m, st, in(18, 341, 140, 50000))
-	want := int(math.Ceil((370 - 4.5) * 850 / 350))
-	if dec.Action != Lowered || dec.State.Limit < want-2 || dec.State.Limit > want {
-		t.Errorf("got %s to %d (%s), want a lowering to %d: (370 − 4.5) × 850/350", dec.Action, dec.State.Limit, dec.Reason, want)
-	}
-	// Before the averages span a Turnover, the starting slots now stand in.
-	st.AvgSince = t0.Add(-time.Minute)
-	if dec = Next(DefaultConfig(), m, st, in(18, 341, 140, 50000)); dec.State.Limit != 370+140-5 {
-		t.Errorf("got %s to %d (%s), want %d: 370 running then + 140 starting − 5", dec.Action, dec.State.Limit, dec.Reason, 370+140-5)
-	}
-}
-
-// Near the target with the knee measured, a raise steps to the slots the
-// knee needs instead of creeping ×(1 + StepGain·gap) a dead time: with
-// waves a reading on a crest keeps the fast raise off for good.
-func TestARaiseNearTheTargetStepsToAMeasuredKnee(t *testing.T) {
-	m := Model{Target: 10, Min: 1, Max: 10000, Conc: 136}
-	settled := t0.Add(-90 * time.Second)
-	st := State{
-		Limit: 450, RaisedAt: t0.Add(-4 * time.Minute), RaisedBy: 20, FilledAt: t0.Add(-3 * time.Minute), SettledAt: settled,
-		PeakSince:  6, // a crest since the raise settled: not far below
-		AvgRunning: 150, AvgStarting: 420, AvgEnter: 5, AvgEnd: 5, AvgSince: t0.Add(-time.Hour),
-		Recent: []Sample{{At: t0.Add(-20 * time.Second), Running: 120}},
-	}
-	// 120 running jobs hold 100 calls of 136: the knee is 120 × 136/100 +
-	// 10 = 173.2 running jobs, 3.8 slots each (the averages move little in
-	// one pass).
-	input := withInService(in(0, 120, 330, 20000), 100)
-	dec := Next(DefaultConfig(), m, st, input)
-	want := int(math.Ceil(173.2 * 570 / 150))
-	if dec.Action != Raised || dec.State.Limit < want-15 || dec.State.Limit > want {
-		t.Errorf("got %s to %d (%s), want a raise to ~%d: the knee's 171 running jobs × 3.8 slots", dec.Action, dec.State.Limit, dec.Reason, want)
-	}
-	// Without the knee the step is StepGain's.
-	st.AvgSince = t0.Add(-time.Minute)
-	if dec = Next(DefaultConfig(), m, st, input); dec.State.Limit > 450*106/100 {
-		t.Errorf("got %s to %d (%s), want a step raise of a few percent while the averages are young", dec.Action, dec.State.Limit, dec.Reason)
-	}
-}
-
-// A drain's trickle is (1 − DrainShare) of the slots freed, carried from
-// pass to pass: rounded each pass, a small provider that ended one job a
-// pass had every one refilled, and drained at half speed or less.
-func TestADrainTrickleIsItsShareAtOneEndAPass(t *testing.T) {
-	m := Model{Target: 7, Min: 1, Max: 10000}
-	st := State{Limit: 260}
-	running, admitted := 257, 0
-	for k := range 30 {
-		i := in(200, running, 0, 2800)
-		i.Now, i.DepthAt, i.Ended = t0.Add(time.Duration(k)*10*time.Second), t0.Add(time.Duration(k)*10*time.Second-20*time.Second), 1
-		dec := Next(DefaultConfig(), m, st, i)
-		// Admission fills the limit; the jobs admitted start at once.
-		admitted += max(0, dec.State.Limit-running)
-		running = max(running, dec.State.Limit)
-		st, running = dec.State, running-1
-	}
-	// 30 ends, 10 % of them refilled: 3, not 30.
-	if admitted != 3 {
-		t.Errorf("a drain of 30 ends admitted %d, want 3: a tenth of the slots freed", admitted)
 	}
 }
 
@@ -537,11 +408,10 @@ func TestARefillRestoresALoweringOfTheFailuresFirstMinute(t *testing.T) {
 
 // The window ends where the gateway's error rate first showed the
 // failure, not at the hold: the breaker may open passes later, and the
-// limit the provider took is the one before the failure (lane 181 of
-// family seed 1: 1,043 then; the refill was 908, and the limit never came
-// back). The pass that first read the failure began with a limit set on
-// the failing provider's readings, and is left out (lane 33: a raise to
-// 1,175 on a queue the failing calls had emptied).
+// limit the provider took is the one before the failure. The pass that
+// first read the failure began with a limit set on the failing provider's
+// readings, and is left out (testdata/refill.txt has both; here the edges:
+// no pass in the window, and a healthy reading forgets the failure).
 func TestARefillEndsWhereTheErrorRateFirstShowedTheFailure(t *testing.T) {
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	m := Model{Target: 2, Min: 1, Max: 10000}
@@ -713,38 +583,6 @@ func TestAnOvershootYieldsTasksStillStarting(t *testing.T) {
 	}
 }
 
-// A small excess lowers the limit by the slots of the jobs the queue says
-// are too many, from the slots held: the jobs that ended since the last
-// pass are no reason to cut deeper, and refilling their slots is no raise.
-func TestALoweringTakesOffOnlyTheJobsTheQueueNames(t *testing.T) {
-	m := Model{Target: 7, Min: 1, Max: 10000}
-	// Short jobs behind long starts: 1 + 33 s/21.5 s ≈ 2.53 slots a running
-	// job. The datapoint measured 216 running; admission held 650 slots of
-	// the limit of 700 after the last pass, and 99 jobs ended since.
-	st := State{
-		Limit: 700, Held: 650, AvgRunning: 215, AvgStarting: 330, AvgEnter: 10, AvgEnd: 10, AvgSince: t0.Add(-time.Hour),
-		Recent: []Sample{{At: t0.Add(-30 * time.Second), Running: 216}, {At: t0.Add(-10 * time.Second), Running: 230}},
-	}
-	small := in(13.8, 210, 390, 40000)
-	small.Ended = 99
-	dec := Next(DefaultConfig(), m, st, small)
-	// 3.4 jobs too many (LowerGain of 6.8 queued past the target), 9 slots.
-	if dec.Action != Lowered || dec.State.Limit != 650-9 {
-		t.Errorf("got %s to %d (%s), want a lowering to 641: the 650 slots held less 3.4 jobs × 2.53", dec.Action, dec.State.Limit, dec.Reason)
-	}
-	// The tasks starting beyond the steady want, (216 − 3.4) × 2.53 = 539
-	// slots, are the queue's: it names 4 jobs.
-	if dec.Yield != 4 {
-		t.Errorf("yield %d, want 4: ceil(3.4), the jobs the queue names", dec.Yield)
-	}
-	// A drop's large excess still lowers to the load and its trickle.
-	drop := in(400, 210, 390, 40000)
-	drop.Ended = 99
-	if dec := Next(DefaultConfig(), m, st, drop); dec.Action != Lowered || dec.State.Limit != 600+9 {
-		t.Errorf("got %s to %d (%s), want a lowering to 609: 600 running+starting and a tenth of the 99 ended", dec.Action, dec.State.Limit, dec.Reason)
-	}
-}
-
 // A provider that lost capacity shows it in the calls in service of the
 // first period that queues, while the queue itself is still small: the
 // pass lowers to the knee those calls give (InService over the jobs' call
@@ -786,11 +624,8 @@ func TestADropTheGatewayMeasuresLowersToItsKneeAtOnce(t *testing.T) {
 
 // A period that began with none of the model's jobs running served only
 // the first calls of jobs that came up within it: its Maximum in service
-// over them is no running job's share. Lane 162 of family seed 1 read 20
-// calls of 32 such jobs, raised to a knee of 90 on a provider of 55 whose
-// jobs hold a call most of their life, and queued 20–30 calls for six
-// minutes. The raise waits for the next period; a period some jobs ran
-// through is read as before.
+// over them is no running job's share, and records none (the decisions:
+// testdata/raise.txt). A period some jobs ran through is read as before.
 func TestAPeriodTheJobsCameUpInGivesNoKnee(t *testing.T) {
 	m := Model{Target: 2, Min: 1, Max: 10000, Conc: 55}
 	measuredAt := t0.Add(-20 * time.Second) // in()'s DepthAt
@@ -817,32 +652,6 @@ func TestAPeriodTheJobsCameUpInGivesNoKnee(t *testing.T) {
 	}
 	if dec.State.CallShare != 20.0/32 {
 		t.Errorf("got a call share of %g, want 20/32 from a period jobs ran through", dec.State.CallShare)
-	}
-}
-
-// The configured knee is reached in one raise, however far; but where the
-// slots a running job needs are known, the step's size is theirs too, and
-// short jobs behind long starts make it a multiple of the limit, one
-// cohort the provider meets at once (lane 116 of family seed 20261201:
-// ×6.4 to 199 slots on a provider of 12). FastFactor bounds it then.
-func TestAStepToTheKneesSlotsIsBoundedByFastFactor(t *testing.T) {
-	m := Model{Target: 2, Min: 1, Max: 10000, Conc: 12}
-	// 5 running jobs holding 3 calls: a knee of 5 × 12/3 = 20 jobs and a
-	// target of 0.05 × 20 = 1 more; each needs about 11 slots (starts of
-	// 60 s, lives of 6 s), so the knee's slots are ~230, ×7 the limit of
-	// 31.
-	st := State{Limit: 31, AvgRunning: 5, AvgStarting: 50, AvgEnter: 5.0 / 6, AvgEnd: 5.0 / 6, AvgSince: t0.Add(-time.Hour),
-		Recent: []Sample{{At: t0.Add(-10 * time.Second), Running: 5}}}
-	dec := Next(DefaultConfig(), m, st, withInService(in(0, 5, 26, 9000), 3))
-	if dec.Action != Raised || dec.State.Limit != 124 {
-		t.Errorf("got %s to %d (%s), want ×4 to 124, not the knee's ~230 slots at once", dec.Action, dec.State.Limit, dec.Reason)
-	}
-	// Until the slots a running job needs are known the knee's jobs are
-	// the step's end, as before (the datapoint's slots grow with its
-	// jobs: 31 × 21/5 = 131 here, past ×4).
-	st.AvgSince = t0.Add(-time.Minute)
-	if dec = Next(DefaultConfig(), m, st, withInService(in(0, 5, 26, 9000), 3)); dec.State.Limit != 131 {
-		t.Errorf("got %s to %d (%s), want the knee's step without the slots' bound", dec.Action, dec.State.Limit, dec.Reason)
 	}
 }
 

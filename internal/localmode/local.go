@@ -144,7 +144,7 @@ func Run(ctx context.Context, opt Options) error {
 		return fmt.Errorf("serve the local ECS endpoint: %w", err)
 	}
 	defer ecsAPI.Close()
-	depth, err := startDepthPath(ctx, world, cfg, log)
+	depth, err := startDepthPath(ctx, world, cfg, ddb, tables.State, log)
 	if err != nil {
 		return fmt.Errorf("start the gateway's depth path: %w", err)
 	}
@@ -163,7 +163,7 @@ func Run(ctx context.Context, opt Options) error {
 	run := &runner.Runner{
 		Scheduler: sched,
 		Lease:     func(owner string) passloop.Lease { return dynamolease.New(ddb, tables.State, owner) },
-		Clock:     runner.RealClock{},
+		Clock:     afterTheBridge{},
 		Interval:  opt.Interval,
 		Passes:    6,
 		Log:       log,
@@ -191,12 +191,22 @@ func Run(ctx context.Context, opt Options) error {
 	return nil
 }
 
+// afterTheBridge is the pass loop's clock: the wall clock 300 ms behind,
+// so that each pass slot comes 300 ms after the second's boundary, where
+// the bridge writes the period just ended. That write takes tens of
+// milliseconds on DynamoDB Local; a pass at the boundary itself read the
+// period before, a second older: 20 s of the world at make local's speed.
+// The passes themselves keep the wall clock (Scheduler.Clock).
+type afterTheBridge struct{ runner.RealClock }
+
+func (afterTheBridge) Now() time.Time { return time.Now().Add(-300 * time.Millisecond) }
+
 // printStart names the stand-ins, the queues and the log, and what to
 // export in another shell for evalsched, boto3 and the AWS CLI.
 func printStart(opt Options, queueURL, dlqURL, resultsURL, ecsURL string, depth *depthPath) {
 	w, region := opt.Out, dynamostore.LocalRegion
 	fmt.Fprintf(w, "evalsched local: DynamoDB Local %s, fauxqs %s (127.0.0.1 only), world speed %g×, a pass every %v\n", opt.DynamoDB, opt.SQS, opt.Speed, opt.Interval)
-	fmt.Fprintf(w, "  gateway /metrics  %s (vLLM's format; the bridge publishes it every second to the CloudWatch fake at %s, which the pass reads)\n", depth.metricsURL, depth.cw.URL())
+	fmt.Fprintf(w, "  gateway /metrics  %s (vLLM's format; the bridge writes it every second to the readings item in table %s, which the pass reads)\n", depth.metricsURL, depth.table)
 	fmt.Fprintf(w, "  intake queue      %s\n  dead-letter queue %s\n", queueURL, dlqURL)
 	fmt.Fprintf(w, "  results queue     %s (the simulated sandboxes send their verdicts there; a sandbox of yours may too)\n", resultsURL)
 	if opt.LogFile != "" {

@@ -18,13 +18,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/evalsched/evalsched/internal/depthitem"
 	"github.com/evalsched/evalsched/internal/dynamostore"
-	"github.com/evalsched/evalsched/internal/gatewaydepth"
 	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/localaws"
 	"github.com/evalsched/evalsched/internal/scheduler"
@@ -125,13 +124,15 @@ func TestLocalRunsASubmittedBatch(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 
-	// A sampled batch stops on the verdicts: its rest ends SKIPPED.
+	// A sampled batch stops on the verdicts: its rest ends SKIPPED. Its
+	// window keeps the claims past the counted prefix few, else the
+	// passes would claim most of it while the prefix waits for the slow.
 	var sampledJobs []map[string]any
 	for i := range 200 {
 		sampledJobs = append(sampledJobs, map[string]any{"key": fmt.Sprintf("s%03d", i), "stratum": []string{"easy", "hard"}[i%2]})
 	}
 	body, _ = json.Marshal(map[string]any{"version": 1, "account": "dev", "project": "try", "batch": "s1", "model": "gpt-5.5",
-		"sampling": map[string]any{"moe": 0.25, "confidence": 0.5, "min_per_stratum": 2}, "jobs": sampledJobs})
+		"sampling": map[string]any{"moe": 0.25, "confidence": 0.5, "min_per_stratum": 2, "window": 10}, "jobs": sampledJobs})
 	if _, err := sq.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String(string(body))}); err != nil {
 		t.Fatal(err)
 	}
@@ -253,8 +254,8 @@ func TestLocalYields(t *testing.T) {
 
 // TestLocalDepthReachesThePassThroughTheBridge: the gateway's depth takes
 // the production path. The world's gateway serves /metrics in vLLM's
-// format, the bridge publishes it to the CloudWatch fake with the SDK's
-// PutMetricData, and the pass reads it back with gatewaydepth's reader (the
+// format, the bridge writes it to the readings item of the state table on
+// DynamoDB Local, and the pass reads it back with depthitem's reader (the
 // world no longer hands the pass its queue): a model whose provider serves
 // one call at a time queues calls, and the pass log shows that depth.
 func TestLocalDepthReachesThePassThroughTheBridge(t *testing.T) {
@@ -264,9 +265,9 @@ func TestLocalDepthReachesThePassThroughTheBridge(t *testing.T) {
 	ddb, sqsURL := localaws.DynamoDB(t), localaws.SQS(t)
 	ctx, queueURL, out, logFile := startLocal(t, ddb, sqsURL, "depth-", 20,
 		Model{Name: "deep", Concurrency: 1, Call: 4 * time.Second, Think: time.Second, Calls: 20, Start: 5 * time.Second})
-	m := regexp.MustCompile(`gateway /metrics  (http://127\.0\.0\.1:\d+/metrics) .* CloudWatch fake at (http://127\.0\.0\.1:\d+),`).FindStringSubmatch(out.String())
+	m := regexp.MustCompile(`gateway /metrics  (http://127\.0\.0\.1:\d+/metrics) .* readings item in table (\S+),`).FindStringSubmatch(out.String())
 	if m == nil {
-		t.Fatalf("the output names no /metrics and CloudWatch fake on 127.0.0.1:\n%s", out)
+		t.Fatalf("the output names no /metrics on 127.0.0.1 and readings table:\n%s", out)
 	}
 	sq := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(sqsURL), Credentials: credentials.NewStaticCredentialsProvider("l", "l", "")})
 	var jobs []map[string]any
@@ -302,15 +303,18 @@ func TestLocalDepthReachesThePassThroughTheBridge(t *testing.T) {
 	if !strings.Contains(string(exp), `vllm:num_requests_waiting{engine="0",model_name="deep"}`) {
 		t.Errorf("/metrics serves\n%s\nwant vLLM's num_requests_waiting of deep", exp)
 	}
-	// 3. The CloudWatch fake holds the bridge's datapoints, read as the pass
+	// 3. The readings item holds the bridge's readings, read as the pass
 	// reads them.
-	cw := cloudwatch.New(cloudwatch.Options{Region: "us-east-1", BaseEndpoint: aws.String(m[2]), Credentials: credentials.NewStaticCredentialsProvider("l", "l", "")})
-	got, err := gatewaydepth.New(cw, gatewaydepth.Config{Period: time.Second, InServiceMetricName: "InService"}).Depths(ctx, []string{"deep"}, time.Now())
+	client, err := dynamostore.LocalClient(ctx, ddb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := (&depthitem.Reader{API: client, Table: m[2]}).Depths(ctx, []string{"deep"}, time.Now())
 	if err != nil || got["deep"].At.Before(time.Now().Add(-5*time.Second)) {
-		t.Errorf("CloudWatch fake: %+v, %v; want a datapoint of the last seconds", got, err)
+		t.Errorf("readings item: %+v, %v; want a reading of the last seconds", got, err)
 	}
 	if got["deep"].InServiceAt.IsZero() {
-		t.Errorf("CloudWatch fake: %+v; want the calls in service beside the depth (the controller learns the concurrency from them)", got["deep"])
+		t.Errorf("readings item: %+v; want the calls in service beside the depth (the controller learns the concurrency from them)", got["deep"])
 	}
 	t.Logf("the pass read depths up to %g", seen)
 }

@@ -12,52 +12,48 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/evalsched/evalsched/internal/awsfake"
 	"github.com/evalsched/evalsched/internal/config"
 	"github.com/evalsched/evalsched/internal/depthbridge"
-	"github.com/evalsched/evalsched/internal/dynamostore"
-	"github.com/evalsched/evalsched/internal/gatewaydepth"
+	"github.com/evalsched/evalsched/internal/depthitem"
 	"github.com/evalsched/evalsched/internal/runner"
 )
 
-// depthPath is the gateway's depth as on AWS, through the parts that run
-// there: the world's gateway serves /metrics as vLLM does, `evalsched
-// bridge`'s code scrapes it every second and publishes to the CloudWatch
-// fake, and the pass reads the fake with gatewaydepth's reader.
+// depthPath is the gateway's readings as on AWS with the bridge, through
+// the parts that run there: the world's gateway serves /metrics as vLLM
+// does, `evalsched bridge`'s code scrapes it every second and writes the
+// readings item to the state table on DynamoDB Local (depthitem.Writer),
+// and the pass reads it back with depthitem.Reader.
 type depthPath struct {
 	metricsURL string
 	metrics    *http.Server
-	cw         *awsfake.CloudWatch
-	reader     *gatewaydepth.Reader
+	table      string
+	reader     *depthitem.Reader
 	stop       context.CancelFunc
 	wg         sync.WaitGroup
 }
 
-// startDepthPath starts the three on 127.0.0.1 for the world, the bridge
-// until ctx ends or Close.
-func startDepthPath(ctx context.Context, w *world, cfg config.Config, log *slog.Logger) (*depthPath, error) {
+// startDepthPath starts the gateway's /metrics on 127.0.0.1 for the world,
+// and the bridge writing to table until ctx ends or Close.
+func startDepthPath(ctx context.Context, w *world, cfg config.Config, ddb *dynamodb.Client, table string, log *slog.Logger) (*depthPath, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	d := &depthPath{metricsURL: "http://" + ln.Addr().String() + "/metrics", cw: awsfake.NewCloudWatch()}
+	d := &depthPath{metricsURL: "http://" + ln.Addr().String() + "/metrics", table: table}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /metrics", w.serveMetrics)
 	d.metrics = &http.Server{Handler: mux}
 	go d.metrics.Serve(ln) //nolint:errcheck // ends with Close
-	cw := localCloudWatch(d.cw.URL())
 	// The world's gateway publishes its calls in service too, so the limit
 	// controller learns each model's provider concurrency from a standing
 	// queue (make local's models have no provider_concurrency).
 	inService := cmp.Or(cfg.InServiceMetricName, "InService")
-	// A period of one second, each second sent at the next: the pass reads
-	// the queue of a second or two ago, as it read the world's queue now
-	// before the bridge.
-	b, err := depthbridge.New(cw, nil, depthbridge.Config{
+	// A period of one second, each second written at the next: the pass
+	// reads the queue of a second or two ago, as it read the world's queue
+	// now before the bridge. No CloudWatch client: readings only.
+	b, err := depthbridge.New(nil, nil, depthbridge.Config{
 		Interval: depthbridge.Duration(time.Second), PublishEvery: depthbridge.Duration(time.Second),
 		CloudWatch: depthbridge.CloudWatch{Namespace: cfg.MetricNamespace, Dimension: cfg.MetricDimension, Depth: cfg.MetricName, InService: inService},
 		Targets:    []depthbridge.Target{{URL: d.metricsURL, Preset: "vllm"}},
@@ -66,27 +62,20 @@ func startDepthPath(ctx context.Context, w *world, cfg config.Config, log *slog.
 		d.Close()
 		return nil, err
 	}
-	d.reader = gatewaydepth.New(cw, gatewaydepth.Config{Namespace: cfg.MetricNamespace, MetricName: cfg.MetricName, InServiceMetricName: inService, Dimension: cfg.MetricDimension, Period: time.Second})
+	b.Readings = &depthitem.Writer{API: ddb, Table: table}
+	d.reader = &depthitem.Reader{API: ddb, Table: table}
 	ctx, d.stop = context.WithCancel(ctx)
 	d.wg.Go(func() { _ = b.Run(ctx, runner.RealClock{}) })
 	return d, nil
 }
 
-// Close stops the bridge, then the servers.
+// Close stops the bridge, then the server.
 func (d *depthPath) Close() {
 	if d.stop != nil {
 		d.stop()
 	}
 	d.wg.Wait()
 	_ = d.metrics.Close()
-	d.cw.Close()
-}
-
-// localCloudWatch is the SDK's CloudWatch client pointed at the fake, built
-// from options as localECS is.
-func localCloudWatch(url string) *cloudwatch.Client {
-	return cloudwatch.New(cloudwatch.Options{Region: dynamostore.LocalRegion, BaseEndpoint: aws.String(url),
-		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
 }
 
 // serveMetrics is the gateway's /metrics in vLLM's text exposition: per

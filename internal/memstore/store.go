@@ -443,6 +443,13 @@ func (j *Job) current() job.Current {
 // (by putBack) the queue's waiting count and back list. A claim, cancel or skip takes the job from
 // its queue itself (take), which moves the waiting count and back list.
 func (s *Store) apply(j *Job, c job.Change, exit job.Exit, now time.Time) {
+	if c.To == job.Waiting && j.queue.sampled != nil && j.queue.sampled.stopped {
+		// Its sampled batch stopped: it ends SKIPPED with the stop's
+		// reason (the DynamoDB store does the same).
+		sb := j.queue.sampled
+		c = job.SkipRetry(j.current(), c, sb.reason)
+		sb.strata[j.stratum].counts.Released--
+	}
 	m := s.models[j.Model]
 	switch {
 	case c.Starting > 0:
@@ -460,13 +467,6 @@ func (s *Store) apply(j *Job, c job.Change, exit job.Exit, now time.Time) {
 	switch {
 	case c.To == job.Running:
 		j.StartedAt = now
-	case c.To == job.Waiting && j.queue.sampled != nil && j.queue.sampled.stopped:
-		// Its sampled batch stopped: it ends SKIPPED with the stop's
-		// reason, as the jobs waiting at the stop did, at the attempt
-		// that ran (the DynamoDB store does the same).
-		sb := j.queue.sampled
-		sb.strata[j.stratum].counts.Released--
-		j.State, j.Attempt, j.Reason, j.EndedAt = job.Skipped, c.Attempt-1, sb.reason, now
 	case c.To == job.Waiting:
 		j.TaskARN, j.LaunchedAt, j.Reason = "", time.Time{}, c.Reason
 		if c.MaxAttempts != 0 { // a yield: the attempt it took is not spent

@@ -126,9 +126,9 @@ var Mutations = []Mutation{
 	},
 	{
 		Name: "reconcile-running-no-task", Why: "a RUNNING job with no task past the missing grace goes back to waiting",
-		File:  "internal/reconcile/reconcile.go",
-		Edits: []Edit{{`case now.Sub(j.ClaimedAt) > missingGrace:`, `case false:`}},
-		Pkg:   "./internal/reconcile", Tests: []string{"TestReconcileRequeuesARunningJobWhoseTaskIsGone"},
+		File:  "internal/reconcile/judge.go",
+		Edits: []Edit{{`case now.Sub(j.ClaimedAt) > g.MissingGrace:`, `case false:`}},
+		Pkg:   "./internal/reconcile/ecstasks", Tests: []string{"TestReconcileRequeuesARunningJobWhoseTaskIsGone"},
 	},
 	{
 		Name: "batched-claim-backs", Why: "a queue's retried jobs are claimed before the jobs at its cursor",
@@ -248,10 +248,28 @@ var Mutations = []Mutation{
 		Pkg:   "./internal/memstore", Tests: []string{"TestRecordResultNeedsTheAttemptsToken"},
 	},
 	{
-		Name: "result-counted-once", Why: "a sampled job's verdict counts toward its stratum once",
+		Name: "result-counted-once", Why: "a sampled job's first verdict is recorded once: a second delivery is refused",
 		File:  "internal/dynamostore/results.go",
 		Edits: []Edit{{`cond = cond.And(name("result_attempt").AttributeNotExists())`, `cond = cond.And(` + always + `)`}},
 		Pkg:   "./internal/dynamostore", Tests: []string{"TestRacingResultDeliveriesCountOnce"},
+	},
+	{
+		Name: "sampled-prefix", Why: "a sampled batch's sequence counts its release log only as a completed prefix: a result past a running job waits",
+		File:  "internal/dynamostore/sequence.go",
+		Edits: []Edit{{`if e.SK != logSK(st.prefix) {`, `if false && e.SK != logSK(st.prefix) {`}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestSampledStopWaitsForTheSlowPrefix"},
+	},
+	{
+		Name: "sampled-seq-version", Why: "an advance writes a sampled batch's sequence only over the version it read",
+		File:  "internal/dynamostore/sequence.go",
+		Edits: []Edit{{`cond := name("ver").Equal(value(sb.seq.Ver))`, `cond := ` + always}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestRacingAdvancesCountEachResult"},
+	},
+	{
+		Name: "sampled-claim-log", Why: "a sampled claim hands out release-log places from the counter as read: no two jobs share one",
+		File:  "internal/dynamostore/release.go",
+		Edits: []Edit{{`cond := name("log").Equal(value(sb.seq.Log))`, `cond := ` + always}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestRacingSampledClaimsTakeTheirOwnPlaces"},
 	},
 	{
 		Name: "result-stale", Why: "a repeated or earlier attempt's verdict never replaces the one recorded",
@@ -283,8 +301,8 @@ var Mutations = []Mutation{
 	{
 		Name: "sampled-claim-job", Why: "a sampled claim takes only a job still WAITING at the attempt read",
 		File:  "internal/dynamostore/release.go",
-		Edits: []Edit{{`name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt))))`, always + `)`}},
-		Pkg:   "./internal/dynamostore", Tests: []string{"TestRacingSampledClaimsTakeAJobOnce"},
+		Edits: []Edit{{`cond := name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt)))`, `cond := ` + always}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestRacingSampledClaimsTakeARetriedJobOnce"},
 	},
 	{
 		Name: "sampled-claim-emptying", Why: "a sampled claim takes its queue out of the active index only while nothing else waits",

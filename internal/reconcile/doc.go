@@ -22,6 +22,12 @@
 // Every repair goes through the store's conditional transitions, so a repair
 // racing the real event is applied once.
 //
+// The decisions are a pure judge (judge.go: Judge, Pick, over plain Task
+// values, with table tests); Run reads the store and ECS through the Tasks
+// interface and writes what the judge decides. The package imports no AWS
+// SDK: ecstasks adapts the ECS API (ListTasks, DescribeTasks, StopTask) to
+// Tasks, and the simulator answers Tasks from its own task table.
+//
 // In a sharded deployment each shard's invocation reconciles the jobs of its
 // own models: the store it is given lists only those (dynamostore's ScopeToShard,
 // memstore's Shard), so each job is looked at by one reconciler and the ECS

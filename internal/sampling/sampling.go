@@ -15,6 +15,9 @@ const (
 	MaxConfidence        = 0.999
 	MaxMinPerStratum     = 10_000
 	DefaultMinPerStratum = 30
+	// MaxWindow bounds window (0, the default, is no cap): a cap above the
+	// largest batch a store takes is no cap either.
+	MaxWindow = 1_000_000
 )
 
 // Params is a batch's "sampling" object: stop once the pass rate is known
@@ -26,8 +29,8 @@ type Params struct {
 	// Window caps the claims a sampled batch holds beyond its counted
 	// prefix (0: no cap): a slow job then pauses the batch instead of
 	// letting it claim jobs whose results could only count after the
-	// slow one. The in-memory store reads it; the simulator sets it from
-	// its scenario (not yet part of the batch contract).
+	// slow one. Both stores read it; the batch contract's
+	// sampling.window, the simulator's scenario field.
 	Window int `json:"window,omitempty"`
 }
 
@@ -40,8 +43,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("confidence: %v is outside %v..%v", p.Confidence, MinConfidence, MaxConfidence)
 	case p.MinPerStratum < 1 || p.MinPerStratum > MaxMinPerStratum:
 		return fmt.Errorf("min_per_stratum: %d is outside 1..%d", p.MinPerStratum, MaxMinPerStratum)
-	case p.Window < 0:
-		return fmt.Errorf("window: %d is negative", p.Window)
+	case p.Window < 0 || p.Window > MaxWindow:
+		return fmt.Errorf("window: %d is outside 0..%d", p.Window, MaxWindow)
 	}
 	return nil
 }

@@ -254,3 +254,46 @@ func (s *Sequence) feasible(h int) (float64, float64) {
 	n, k, sh := s.size[h], float64(s.seen[h]), float64(s.pass[h])
 	return sh / n, (sh + n - k) / n
 }
+
+// SequenceState is what a store keeps of a Sequence between looks: the
+// running sums, per stratum in the caller's stratum order, and the
+// running interval. It holds O(strata) numbers, never one per job, so a
+// store can keep it in one record whatever the batch's size.
+type SequenceState struct {
+	Seen   []int     // n_h
+	Pass   []int     // S_h
+	D      []float64 // D_h
+	A, B   float64
+	Lo, Hi float64
+}
+
+// State is the sequence's state, for RestoreSequence.
+func (s *Sequence) State() SequenceState {
+	return SequenceState{Seen: slices.Clone(s.seen), Pass: slices.Clone(s.pass), D: slices.Clone(s.d), A: s.a, B: s.b, Lo: s.lo, Hi: s.hi}
+}
+
+// RestoreSequence is NewSequence(p, sizes) after the results st counts: the
+// same sequence, bit for bit, as the one State was read from. ok is false
+// when st does not fit sizes (other lengths, a count out of range).
+func RestoreSequence(p Params, sizes []int, st SequenceState) (*Sequence, bool) {
+	s := NewSequence(p, sizes)
+	if len(st.Seen) != len(sizes) || len(st.Pass) != len(sizes) || len(st.D) != len(sizes) {
+		return nil, false
+	}
+	for h, n := range sizes {
+		if st.Seen[h] < 0 || st.Seen[h] > n || st.Pass[h] < 0 || st.Pass[h] > st.Seen[h] {
+			return nil, false
+		}
+	}
+	copy(s.seen, st.Seen)
+	copy(s.pass, st.Pass)
+	copy(s.d, st.D)
+	s.a, s.b, s.lo, s.hi = st.A, st.B, st.Lo, st.Hi
+	return s, true
+}
+
+// Passes is the number of passes added for stratum h.
+func (s *Sequence) Passes(h int) int { return s.pass[h] }
+
+// Size is stratum h's size N_h.
+func (s *Sequence) Size(h int) int { return int(s.size[h]) }

@@ -126,3 +126,29 @@ func TestSequenceCoverageAtEveryLook(t *testing.T) {
 		})
 	}
 }
+
+// A restored sequence goes on exactly as the one its state was read from.
+func TestRestoreSequenceContinuesBitForBit(t *testing.T) {
+	p := Params{MOE: 0.05, Confidence: 0.99, MinPerStratum: 3}
+	sizes := []int{40, 12}
+	a := NewSequence(p, sizes)
+	for i := range 20 {
+		a.Add(i%2, i%3 == 0)
+	}
+	b, ok := RestoreSequence(p, sizes, a.State())
+	if !ok {
+		t.Fatal("state of the same sizes refused")
+	}
+	for i := range 10 {
+		a.Add(0, i%4 == 0)
+		b.Add(0, i%4 == 0)
+		alo, ahi := a.Bounds()
+		blo, bhi := b.Bounds()
+		if alo != blo || ahi != bhi || a.Next([]int{0, 0}) != b.Next([]int{0, 0}) {
+			t.Fatalf("after %d more: [%v, %v] restored vs [%v, %v]", i+1, blo, bhi, alo, ahi)
+		}
+	}
+	if _, ok := RestoreSequence(p, []int{40}, a.State()); ok {
+		t.Error("state of two strata restored for one")
+	}
+}

@@ -102,19 +102,45 @@ func (p Plan) Total() int {
 
 // Decide is the pure heart of a pass: from a snapshot and depths at time now,
 // the new limits, breaker states and grants. It reads no clock and does no I/O.
+// It runs in the pass's phases, each a function below: the pins compiled
+// (priority), the paused batches set apart, the models stepped (breaker,
+// then limits), the global cap and launch budget split (capacity), the
+// free slots admitted (admission), and what the limits hold recorded.
 func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) Plan {
 	plan := Plan{At: now, Warnings: slices.Clone(snap.Warnings)}
+	pins := plan.compilePins(cfg, snap, now)
+	active, paused := activeQueues(snap)
+	byModel := groupQueues(active)
+	plan.warnOrphans(snap, byModel)
 
-	// priority: compile the pins once; a bad pin is a warning, never a failure.
+	models := slices.Clone(snap.Models)
+	slices.SortFunc(models, func(a, b Model) int { return strings.Compare(a.Config.Name, b.Config.Name) })
+	plan.Models = make([]ModelPlan, len(models))
+	for i, m := range models {
+		plan.Models[i] = stepModel(cfg, m, byModel[m.Config.Name], paused[m.Config.Name], depths[m.Config.Name], now)
+	}
+	free, budget := plan.split(cfg, models)
+	plan.admit(cfg, models, byModel, pins, free, budget)
+	plan.recordHeld()
+	return plan
+}
+
+// compilePins compiles the pins once; a bad pin is a warning, never a
+// failure.
+func (plan *Plan) compilePins(cfg Config, snap Snapshot, now time.Time) priority.Table {
 	pins, warns := priority.Compile(snap.Pins, cfg.Tiers, now)
 	for _, w := range warns {
 		plan.Warnings = append(plan.Warnings, w.String())
 	}
+	return pins
+}
 
-	// Paused batches hold no demand: their jobs wait without counting
-	// toward limits, capacity or admission until the pause is lifted.
-	active := snap.Queues
-	paused := map[string]int{}
+// activeQueues sets the paused batches apart: they hold no demand, so
+// their jobs wait without counting toward limits, capacity or admission
+// until the pause is lifted. paused counts their waiting jobs by model.
+func activeQueues(snap Snapshot) (active []Queue, paused map[string]int) {
+	active = snap.Queues
+	paused = map[string]int{}
 	if pauses := PausesOf(snap.Pauses); pauses.Any() {
 		active = make([]Queue, 0, len(snap.Queues))
 		for _, q := range snap.Queues {
@@ -125,7 +151,12 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 			active = append(active, q)
 		}
 	}
-	byModel := groupQueues(active)
+	return active, paused
+}
+
+// warnOrphans warns of the models with waiting jobs but no (well-formed)
+// model item: their jobs wait.
+func (plan *Plan) warnOrphans(snap Snapshot, byModel map[string][]Queue) {
 	known := make(map[string]bool, len(snap.Models))
 	for _, m := range snap.Models {
 		known[m.Config.Name] = true
@@ -144,59 +175,57 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 		}
 		plan.Warnings = append(plan.Warnings, fmt.Sprintf("model %q has waiting jobs but no model item; they wait", name))
 	}
+}
 
-	models := slices.Clone(snap.Models)
-	slices.SortFunc(models, func(a, b Model) int { return strings.Compare(a.Config.Name, b.Config.Name) })
-	plan.Models = make([]ModelPlan, len(models))
-
-	// breaker, then limits, per model.
-	for i, m := range models {
-		mp := &plan.Models[i]
-		mp.Model, mp.Running, mp.Starting = m.Config.Name, m.Running, m.Starting
-		mp.Depth = depths[m.Config.Name]
-		for _, q := range byModel[m.Config.Name] {
-			mp.Waiting += q.Waiting
-		}
-		mp.Paused = paused[m.Config.Name]
-		if m.State.Limit.Limit == 0 {
-			// A model never steered starts at its initial limit, counted as a
-			// raise so the next one waits for these launches to run.
-			// A concurrency learned before (an operator's edit, a state
-			// kept across runs) stays.
-			l := initialLimit(m.Config)
-			m.State.Limit = limits.State{Limit: l, RaisedAt: now, RaisedBy: l, Conc: m.State.Limit.Conc, ConcAt: m.State.Limit.ConcAt}
-		}
-		mp.State = m.State
-		mp.Ack = m.Outcomes
-		mp.State.Ended = m.State.Ended.Add(m.Outcomes.OK+m.Outcomes.ProviderFailed, now)
-		gw := breaker.Gateway{Rate: mp.Depth.ErrorRate, Calls: mp.Depth.Calls, At: mp.Depth.ErrorAt}
-		mp.Breaker = breaker.Step(cfg.Breaker, m.State.Breaker, m.Outcomes, gw, now)
-		mp.State.Breaker = mp.Breaker.State
-
-		lm := limits.Model{Target: m.Config.TargetDepth, Min: m.Config.MinLimit, Max: m.Config.MaxLimit, Pin: m.Config.LimitPin,
-			Conc: float64(m.Config.ProviderConcurrency)}
-		if mp.Breaker.State.Phase != breaker.Closed && m.Config.LimitPin == 0 {
-			// An empty queue in front of a failing provider is not spare
-			// capacity, nor is a queue of a few probes a measure of load:
-			// the limit stays where it was before the provider failed, so
-			// the model returns to it the pass the breaker closes.
-			// Its jobs will fill it again, in dead time: a raise's launches.
-			held := m.State.Limit.Refill(cfg.Limits, now, m.Running+m.Starting)
-			mp.Limit = limits.Decision{State: held, Action: limits.Held, Reason: "hold: breaker " + string(mp.Breaker.State.Phase)}
-		} else {
-			mp.Limit = limits.Next(cfg.Limits, lm, m.State.Limit, limits.Input{
-				Now: now, Depth: mp.Depth.Value, DepthAt: mp.Depth.At,
-				Running: m.Running, Starting: m.Starting, Waiting: mp.Waiting,
-				Ended: m.Outcomes.OK + m.Outcomes.ProviderFailed, PendingRaise: m.PendingRaise,
-				Failing:   failing(cfg, gw, now),
-				InService: mp.Depth.InService, InServiceAt: mp.Depth.InServiceAt,
-			})
-		}
-		mp.State.Limit = mp.Limit.State
+// stepModel is one model's breaker, then limits, step: its plan with the
+// state to persist, before capacity and admission.
+func stepModel(cfg Config, m Model, queues []Queue, paused int, depth Depth, now time.Time) ModelPlan {
+	mp := ModelPlan{Model: m.Config.Name, Running: m.Running, Starting: m.Starting, Depth: depth, Paused: paused}
+	for _, q := range queues {
+		mp.Waiting += q.Waiting
 	}
+	if m.State.Limit.Limit == 0 {
+		// A model never steered starts at its initial limit, counted as a
+		// raise so the next one waits for these launches to run.
+		// A concurrency learned before (an operator's edit, a state
+		// kept across runs) stays.
+		l := initialLimit(m.Config)
+		m.State.Limit = limits.State{Limit: l, RaisedAt: now, RaisedBy: l, Conc: m.State.Limit.Conc, ConcAt: m.State.Limit.ConcAt}
+	}
+	mp.State = m.State
+	mp.Ack = m.Outcomes
+	mp.State.Ended = m.State.Ended.Add(m.Outcomes.OK+m.Outcomes.ProviderFailed, now)
+	gw := breaker.Gateway{Rate: mp.Depth.ErrorRate, Calls: mp.Depth.Calls, At: mp.Depth.ErrorAt}
+	mp.Breaker = breaker.Step(cfg.Breaker, m.State.Breaker, m.Outcomes, gw, now)
+	mp.State.Breaker = mp.Breaker.State
 
-	// capacity: the global cap water-filled by demand, then the launch
-	// budget water-filled by free slots.
+	lm := limits.Model{Target: m.Config.TargetDepth, Min: m.Config.MinLimit, Max: m.Config.MaxLimit, Pin: m.Config.LimitPin,
+		Conc: float64(m.Config.ProviderConcurrency)}
+	if mp.Breaker.State.Phase != breaker.Closed && m.Config.LimitPin == 0 {
+		// An empty queue in front of a failing provider is not spare
+		// capacity, nor is a queue of a few probes a measure of load:
+		// the limit stays where it was before the provider failed, so
+		// the model returns to it the pass the breaker closes.
+		// Its jobs will fill it again, in dead time: a raise's launches.
+		held := m.State.Limit.Refill(cfg.Limits, now, m.Running+m.Starting)
+		mp.Limit = limits.Decision{State: held, Action: limits.Held, Reason: "hold: breaker " + string(mp.Breaker.State.Phase)}
+	} else {
+		mp.Limit = limits.Next(cfg.Limits, lm, m.State.Limit, limits.Input{
+			Now: now, Depth: mp.Depth.Value, DepthAt: mp.Depth.At,
+			Running: m.Running, Starting: m.Starting, Waiting: mp.Waiting,
+			Ended: m.Outcomes.OK + m.Outcomes.ProviderFailed, PendingRaise: m.PendingRaise,
+			Failing:   failing(cfg, gw, now),
+			InService: mp.Depth.InService, InServiceAt: mp.Depth.InServiceAt,
+		})
+	}
+	mp.State.Limit = mp.Limit.State
+	return mp
+}
+
+// split water-fills the global cap by demand, then the launch budget by
+// free slots: free is each model's slots under its limit, share, breaker
+// and pace; budget is what this pass may launch of them.
+func (plan *Plan) split(cfg Config, models []Model) (free, budget []int) {
 	demand := make([]int, len(models))
 	for i, mp := range plan.Models {
 		held := mp.Running + mp.Starting
@@ -207,7 +236,7 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 	for _, mp := range plan.Models {
 		heldAll += mp.Running + mp.Starting
 	}
-	free := make([]int, len(models))
+	free = make([]int, len(models))
 	for i := range plan.Models {
 		mp := &plan.Models[i]
 		mp.Capacity = caps[i]
@@ -226,9 +255,13 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 	// A model above its share (the cap fell, or others' demand rose) holds
 	// slots the shares of the others count as theirs: the headroom left
 	// under the cap bounds the launches too.
-	budget := capacity.Split(min(cfg.MaxLaunchesPerPass, max(0, cfg.GlobalMaxRunning-heldAll)), free)
+	budget = capacity.Split(min(cfg.MaxLaunchesPerPass, max(0, cfg.GlobalMaxRunning-heldAll)), free)
+	return free, budget
+}
 
-	// admission: per model, tiers → projects in turn → oldest first.
+// admit hands each model's budget out: per model, tiers → projects in
+// turn → oldest first, as grants of its queues.
+func (plan *Plan) admit(cfg Config, models []Model, byModel map[string][]Queue, pins priority.Table, free, budget []int) {
 	acfg := admission.Config{Tiers: cfg.Tiers, Weight: cfg.TierWeight}
 	for i, m := range models {
 		mp := &plan.Models[i]
@@ -255,13 +288,16 @@ func Decide(cfg Config, snap Snapshot, depths map[string]Depth, now time.Time) P
 		}
 		mp.Why = why(mp, m.Config.Enabled, free[i])
 	}
-	// What admission left held against each limit, for the next pass's
-	// binding check: jobs that end before it free slots this pass filled.
+}
+
+// recordHeld records what admission left held against each limit, for
+// the next pass's binding check: jobs that end before it free slots this
+// pass filled.
+func (plan *Plan) recordHeld() {
 	for i := range plan.Models {
 		mp := &plan.Models[i]
 		mp.State.Limit.Held = mp.Running + mp.Starting + mp.Admitted
 	}
-	return plan
 }
 
 // failing reports whether the gateway's fresh error rate says the provider

@@ -16,7 +16,9 @@
 //
 //	snapshot  Store.Snapshot: models, queues with waiting counts, pins, pauses
 //	depth     DepthReader.Depths: the newest gateway depth per busy model
-//	decide    Decide, pure, in turn: priority → breaker → limits → capacity → admission
+//	decide    Decide, pure, in named phases (decide.go): compilePins (priority),
+//	          activeQueues (pauses), stepModel (breaker → limits), split
+//	          (capacity), admit (admission), recordHeld
 //	claim     Store.Commit: new state persisted, granted jobs claimed once,
 //	          if no other pass committed since the snapshot's Versions
 //	launch    Launcher.Launch: one task per claimed job

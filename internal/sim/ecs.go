@@ -7,10 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ecs"
-	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
-
+	"github.com/evalsched/evalsched/internal/reconcile"
 	"github.com/evalsched/evalsched/internal/sim/faults"
 	"github.com/evalsched/evalsched/internal/taskevent"
 	"github.com/evalsched/evalsched/sandboxkit/sandboxenv"
@@ -83,84 +80,100 @@ func (v ecsView) known(j int32, a int) bool {
 
 // describe is job j's task of attempt a, which ECS knows: one the yield
 // step stopped, or the job's newest.
-func (v ecsView) describe(j int32, a int) types.Task {
+func (v ecsView) describe(j int32, a int) reconcile.Task {
 	d := v.c.d
 	jb := &d.e.jobs[j]
 	id := d.ids[j]
-	t := types.Task{
-		TaskArn: aws.String(taskARN(id, a)), StartedBy: aws.String(id),
-		Group: aws.String("model:" + d.e.models[jb.model].cfg.Name), LastStatus: aws.String("PENDING"),
-		Containers: []types.Container{{Name: aws.String("sandbox")}},
-		Overrides: &types.TaskOverride{ContainerOverrides: []types.ContainerOverride{{Name: aws.String("sandbox"),
-			Environment: []types.KeyValuePair{{Name: aws.String(sandboxenv.Attempt), Value: aws.String(strconv.Itoa(a))}}}}},
+	t := reconcile.Task{
+		ARN: taskARN(id, a), Status: "PENDING", Attempt: strconv.Itoa(a), HasAttempt: true,
+		Containers: []taskevent.Container{{Name: "sandbox"}},
 	}
 	if at, ok := v.c.yields[taskKey{j, int32(a)}]; ok {
 		// Stopped while starting: no container ran, none exited.
-		t.LastStatus, t.StoppedAt = aws.String("STOPPED"), aws.Time(Epoch.Add(at))
-		t.StopCode, t.StoppedReason = types.TaskStopCodeUserInitiated, aws.String(taskevent.YieldReason)
+		t.Status, t.StoppedAt = "STOPPED", Epoch.Add(at)
+		t.StopCode, t.StoppedReason = stopUserInitiated, taskevent.YieldReason
 		return t
 	}
 	if ps, ok := v.c.providerStops[taskKey{j, int32(a)}]; ok {
 		// It ran and exited on the provider's errors; its job waits again.
-		t.LastStatus, t.StartedAt, t.StoppedAt = aws.String("STOPPED"), aws.Time(Epoch.Add(ps.runAt)), aws.Time(Epoch.Add(ps.at))
-		t.StopCode, t.StoppedReason = types.TaskStopCodeEssentialContainerExited, aws.String("Essential container in task exited")
-		t.Containers[0].ExitCode = aws.Int32(1)
+		t.Status, t.StartedAt, t.StoppedAt = "STOPPED", Epoch.Add(ps.runAt), Epoch.Add(ps.at)
+		t.StopCode, t.StoppedReason = stopContainerExited, "Essential container in task exited"
+		t.Containers[0].ExitCode = exitCode(1)
 		return t
 	}
 	if jb.state >= jobRunning {
-		t.LastStatus, t.StartedAt = aws.String("RUNNING"), aws.Time(Epoch.Add(jb.runAt))
+		t.Status, t.StartedAt = "RUNNING", Epoch.Add(jb.runAt)
 	}
 	if jb.state >= jobSucceeded {
-		code := int32(0)
+		code := 0
 		if jb.state == jobFailed {
 			code = 1
 		}
-		t.LastStatus, t.StoppedAt = aws.String("STOPPED"), aws.Time(Epoch.Add(jb.endAt))
-		t.StopCode, t.StoppedReason = types.TaskStopCodeEssentialContainerExited, aws.String("Essential container in task exited")
-		t.Containers[0].ExitCode = aws.Int32(code)
+		t.Status, t.StoppedAt = "STOPPED", Epoch.Add(jb.endAt)
+		t.StopCode, t.StoppedReason = stopContainerExited, "Essential container in task exited"
+		t.Containers[0].ExitCode = exitCode(code)
 	}
 	return t
 }
 
-// DescribeTasks implements reconcile.ECS.
-func (v ecsView) DescribeTasks(_ context.Context, in *ecs.DescribeTasksInput, _ ...func(*ecs.Options)) (*ecs.DescribeTasksOutput, error) {
-	out := &ecs.DescribeTasksOutput{}
-	for _, arn := range in.Tasks {
+// ECS's stop codes, as DescribeTasks spells them.
+const (
+	stopUserInitiated   = "UserInitiated"
+	stopContainerExited = "EssentialContainerExited"
+)
+
+func exitCode(c int) *int { return &c }
+
+// Describe implements reconcile.Tasks: the tasks ECS knows among arns.
+func (v ecsView) Describe(_ context.Context, arns []string) (map[string]reconcile.Task, error) {
+	out := map[string]reconcile.Task{}
+	for _, arn := range arns {
 		if j, a, ok := v.task(arn); ok {
-			out.Tasks = append(out.Tasks, v.describe(j, a))
-		} else {
-			out.Failures = append(out.Failures, types.Failure{Arn: aws.String(arn), Reason: aws.String("MISSING")})
+			out[arn] = v.describe(j, a)
 		}
 	}
 	return out, nil
 }
 
-// ListTasks implements reconcile.ECS: the tasks a job started (startedBy),
-// running or stopped; those the yield step stopped are stopped.
-func (v ecsView) ListTasks(_ context.Context, in *ecs.ListTasksInput, _ ...func(*ecs.Options)) (*ecs.ListTasksOutput, error) {
-	out := &ecs.ListTasksOutput{}
-	j, ok := v.c.d.byID[aws.ToString(in.StartedBy)]
+// Started implements reconcile.Tasks: the tasks a job started (startedBy),
+// running ones first, then stopped ones; those the yield step stopped are
+// stopped.
+func (v ecsView) Started(_ context.Context, jobID string) ([]reconcile.Task, error) {
+	j, ok := v.c.d.byID[jobID]
 	if !ok {
-		return out, nil
+		return nil, nil
 	}
+	var out []reconcile.Task
+	for _, wantStopped := range []bool{false, true} {
+		for _, arn := range v.started(j, wantStopped) {
+			if j, a, ok := v.task(arn); ok {
+				out = append(out, v.describe(j, a))
+			}
+		}
+	}
+	return out, nil
+}
+
+// started lists the ARNs of job j's tasks ECS knows, stopped or not.
+func (v ecsView) started(j int32, wantStopped bool) []string {
+	var arns []string
 	jb := &v.c.d.e.jobs[j]
-	wantStopped := in.DesiredStatus == types.DesiredStatusStopped
 	for a := int32(1); a <= jb.attempt; a++ {
 		if !v.known(j, int(a)) {
 			continue
 		}
 		_, yielded := v.c.yields[taskKey{j, a}]
 		if stopped := yielded || jb.state >= jobSucceeded; stopped == wantStopped {
-			out.TaskArns = append(out.TaskArns, taskARN(v.c.d.ids[j], int(a)))
+			arns = append(arns, taskARN(v.c.d.ids[j], int(a)))
 		}
 	}
-	return out, nil
+	return arns
 }
 
-// StopTask implements reconcile.ECS. The reconciler stops only jobs past
+// Stop implements reconcile.Tasks. The reconciler stops only jobs past
 // their timeout, and simulated jobs have none.
-func (v ecsView) StopTask(context.Context, *ecs.StopTaskInput, ...func(*ecs.Options)) (*ecs.StopTaskOutput, error) {
-	return nil, errors.New("simulator: StopTask is not simulated (jobs have no timeout)")
+func (v ecsView) Stop(context.Context, string, string) error {
+	return errors.New("simulator: StopTask is not simulated (jobs have no timeout)")
 }
 
 // taskEvent is one ECS Task State Change on its way to the task-events

@@ -9,11 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ecs"
-	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
-
-	"github.com/evalsched/evalsched/internal/reconcile"
 	"github.com/evalsched/evalsched/internal/sim/faults"
 	"github.com/evalsched/evalsched/internal/sim/scenario"
 	"github.com/evalsched/evalsched/internal/taskevent"
@@ -242,24 +237,20 @@ func TestReconcilerEndsLostYields(t *testing.T) {
 	}
 	id := d.ids[key.job]
 	arn := taskARN(id, int(key.attempt))
-	out, _ := v.DescribeTasks(d.ctx, &ecs.DescribeTasksInput{Tasks: []string{arn}})
-	if len(out.Tasks) != 1 {
-		t.Fatalf("DescribeTasks(%s) = %+v, want the yielded task", arn, out)
+	out, _ := v.Describe(d.ctx, []string{arn})
+	task, ok := out[arn]
+	if len(out) != 1 || !ok {
+		t.Fatalf("Describe(%s) = %+v, want the yielded task", arn, out)
 	}
-	task := out.Tasks[0]
-	if kind, _, _ := reconcile.ReadStopped(task, taskEventConfig); aws.ToString(task.LastStatus) != "STOPPED" || kind != taskevent.Yielded {
-		t.Errorf("the yielded task is %s, %s %q (%s); want STOPPED, yielded", aws.ToString(task.LastStatus), task.StopCode, aws.ToString(task.StoppedReason), kind)
+	if kind, _, _ := task.Classify(taskEventConfig); task.Status != "STOPPED" || kind != taskevent.Yielded {
+		t.Errorf("the yielded task is %s, %s %q (%s); want STOPPED, yielded", task.Status, task.StopCode, task.StoppedReason, kind)
 	}
-	list := func(status types.DesiredStatus) []string {
-		out, _ := v.ListTasks(d.ctx, &ecs.ListTasksInput{StartedBy: aws.String(id), DesiredStatus: status})
-		return out.TaskArns
-	}
-	if running, stopped := list(types.DesiredStatusRunning), list(types.DesiredStatusStopped); slices.Contains(running, arn) || !slices.Contains(stopped, arn) {
-		t.Errorf("ListTasks lists %v running, %v stopped; want %s stopped only", running, stopped, arn)
+	if running, stopped := v.started(key.job, false), v.started(key.job, true); slices.Contains(running, arn) || !slices.Contains(stopped, arn) {
+		t.Errorf("ECS lists %v running, %v stopped; want %s stopped only", running, stopped, arn)
 	}
 	d.fx.yields[key] = v.now() - forgetAfter - time.Second
-	if out, _ := v.DescribeTasks(d.ctx, &ecs.DescribeTasksInput{Tasks: []string{arn}}); len(out.Tasks) != 0 {
-		t.Errorf("ECS describes a task yielded over an hour ago: %+v", out.Tasks)
+	if out, _ := v.Describe(d.ctx, []string{arn}); len(out) != 0 {
+		t.Errorf("ECS describes a task yielded over an hour ago: %+v", out)
 	}
 }
 

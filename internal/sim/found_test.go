@@ -11,14 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ecs"
-	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
-
 	domain "github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/reconcile"
 	"github.com/evalsched/evalsched/internal/scheduler"
+	"github.com/evalsched/evalsched/internal/taskevent"
 )
 
 // TestReconcilerEndsARunningJobWhoseLaunchWasNeverRecorded belongs in
@@ -66,7 +63,7 @@ func TestReconcilerEndsARunningJobWhoseLaunchWasNeverRecorded(t *testing.T) {
 	fake.status, fake.stoppedAt = "STOPPED", t0.Add(10*time.Minute)
 
 	// 4. The reconciler runs once a minute for the next 20 minutes.
-	r := &reconcile.Reconciler{Store: st, ECS: fake, Cluster: "c", Log: discardLog}
+	r := &reconcile.Reconciler{Store: st, Tasks: fake, Log: discardLog}
 	for m := 11; m <= 30; m++ {
 		if _, err := r.Run(ctx, t0.Add(time.Duration(m)*time.Minute)); err != nil {
 			t.Fatal(err)
@@ -106,40 +103,32 @@ func (f *oneTaskECS) Launch(_ context.Context, jobs []scheduler.Job) []scheduler
 	return out
 }
 
-func (f *oneTaskECS) task() types.Task {
-	t := types.Task{TaskArn: aws.String(f.arn), StartedBy: aws.String(f.startedBy), LastStatus: aws.String(f.status),
-		Containers: []types.Container{{Name: aws.String("sandbox")}}}
-	if !f.startedAt.IsZero() {
-		t.StartedAt = aws.Time(f.startedAt)
-	}
+func (f *oneTaskECS) task() reconcile.Task {
+	t := reconcile.Task{ARN: f.arn, Status: f.status, StartedAt: f.startedAt, Containers: []taskevent.Container{{Name: "sandbox"}}}
 	if f.status == "STOPPED" {
-		t.StoppedAt, t.StopCode = aws.Time(f.stoppedAt), types.TaskStopCodeEssentialContainerExited
-		t.Containers[0].ExitCode = aws.Int32(0)
+		t.StoppedAt, t.StopCode = f.stoppedAt, "EssentialContainerExited"
+		t.Containers[0].ExitCode = new(int)
 	}
 	return t
 }
 
-func (f *oneTaskECS) DescribeTasks(_ context.Context, in *ecs.DescribeTasksInput, _ ...func(*ecs.Options)) (*ecs.DescribeTasksOutput, error) {
-	out := &ecs.DescribeTasksOutput{}
-	for _, arn := range in.Tasks {
+func (f *oneTaskECS) Describe(_ context.Context, arns []string) (map[string]reconcile.Task, error) {
+	out := map[string]reconcile.Task{}
+	for _, arn := range arns {
 		if arn == f.arn {
-			out.Tasks = append(out.Tasks, f.task())
-		} else {
-			out.Failures = append(out.Failures, types.Failure{Arn: aws.String(arn), Reason: aws.String("MISSING")})
+			out[arn] = f.task()
 		}
 	}
 	return out, nil
 }
 
-func (f *oneTaskECS) ListTasks(_ context.Context, in *ecs.ListTasksInput, _ ...func(*ecs.Options)) (*ecs.ListTasksOutput, error) {
-	out := &ecs.ListTasksOutput{}
-	stopped := f.status == "STOPPED"
-	if f.arn != "" && aws.ToString(in.StartedBy) == f.startedBy && stopped == (in.DesiredStatus == types.DesiredStatusStopped) {
-		out.TaskArns = []string{f.arn}
+func (f *oneTaskECS) Started(_ context.Context, jobID string) ([]reconcile.Task, error) {
+	if f.arn != "" && jobID == f.startedBy {
+		return []reconcile.Task{f.task()}, nil
 	}
-	return out, nil
+	return nil, nil
 }
 
-func (f *oneTaskECS) StopTask(context.Context, *ecs.StopTaskInput, ...func(*ecs.Options)) (*ecs.StopTaskOutput, error) {
-	return nil, errors.New("not expected")
+func (f *oneTaskECS) Stop(context.Context, string, string) error {
+	return errors.New("not expected")
 }

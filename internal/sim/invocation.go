@@ -88,7 +88,7 @@ func (d *dynamicPolicy) withFaults(p *faults.Plan) {
 	e.faults, e.ext = p, d
 	es := eventStore{c: c}
 	c.handler = &taskevent.Handler{Store: es, Config: taskEventConfig, Log: discardLog}
-	c.rec = &reconcile.Reconciler{Store: reconcileStore{eventStore{c: c, reconciler: true}}, ECS: ecsView{c}, Cluster: "sim",
+	c.rec = &reconcile.Reconciler{Store: reconcileStore{eventStore{c: c, reconciler: true}}, Tasks: ecsView{c},
 		Events: taskEventConfig, Log: discardLog}
 	for t := time.Duration(0); t < e.end; t += c.window {
 		e.schedule(t, evInvoke, 0)

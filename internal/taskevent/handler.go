@@ -29,8 +29,9 @@ type Handler struct {
 	// nil: none): JobWaitSeconds (submitted → running), StartSeconds
 	// (RunTask → running), JobRunSeconds and JobWaitShare (wait / (wait +
 	// run)) when it ends, with the dimension Model, so p50 and p90 per model
-	// are CloudWatch statistics. At emf.Essential they are published without
-	// the dimension (one set for the account), Model a property.
+	// are CloudWatch statistics. At emf.Essential and emf.Lean they are
+	// published without the dimension (one set for the account), Model a
+	// property.
 	Metrics   io.Writer
 	Namespace string
 	Detail    emf.Detail // "" is emf.Full
@@ -102,7 +103,7 @@ func (h *Handler) timings(ev Event, log *slog.Logger) {
 		return
 	}
 	dims, props := map[string]string{"Model": ev.Model}, map[string]string(nil)
-	if h.Detail == emf.Essential {
+	if h.Detail == emf.Essential || h.Detail == emf.Lean {
 		dims, props = nil, dims
 	}
 	if err := emf.WriteValues(h.Metrics, h.Namespace, ev.At, dims, props, vals); err != nil {

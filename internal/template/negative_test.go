@@ -148,7 +148,7 @@ func TestChecksCatchBrokenTemplates(t *testing.T) {
 		}, "names metric PassFailures"},
 		{"no breaker alarm", "monitoring", func(t *testing.T, f *fixture) {
 			delete(f.resources(), "BreakerOpenAlarm")
-		}, "no alarm on BreakerOpen"},
+		}, "no alarm on BreakersOpen"},
 		{"unknown table property", "goformation", func(t *testing.T, f *fixture) {
 			f.props("StateTable")["BilingMode"] = "PAY_PER_REQUEST"
 		}, "BilingMode"},

@@ -691,7 +691,7 @@ func schemaKey(name, dims string) string {
 // both must show what they name).
 func checkMonitoring(f *fixture) []string {
 	var problems []string
-	for _, d := range []emf.Detail{emf.Full, emf.Essential} {
+	for _, d := range []emf.Detail{emf.Full, emf.Essential, emf.Lean} {
 		for _, p := range checkMonitoringAt(f, d) {
 			problems = append(problems, fmt.Sprintf("ModelMetrics=%s: %s", d, p))
 		}
@@ -724,7 +724,7 @@ func checkMonitoringAt(f *fixture, detail emf.Detail) []string {
 	}
 
 	// Alarms on our metrics name emitted ones; the four an operator pages on exist.
-	required := map[string]bool{"dlq": false, "PassFailed": false, "LeaseLost": false, "BreakerOpen": false}
+	required := map[string]bool{"dlq": false, "PassFailed": false, "LeaseLost": false, "BreakersOpen": false}
 	for _, id := range f.ids("AWS::CloudWatch::Alarm") {
 		p := f.props(id)
 		metricNS, _ := text(p["Namespace"])
@@ -756,7 +756,7 @@ func checkMonitoringAt(f *fixture, detail emf.Detail) []string {
 				if attr == "QueueName" && slices.Contains(f.intakeDLQs(), q) && above {
 					required["dlq"] = true
 				}
-			case n == "PassFailed" || n == "LeaseLost" || n == "BreakerOpen":
+			case n == "PassFailed" || n == "LeaseLost" || n == "BreakersOpen":
 				required[n] = required[n] || above
 			}
 		}
@@ -777,6 +777,7 @@ func checkMonitoringAt(f *fixture, detail emf.Detail) []string {
 		Widgets []struct {
 			Properties struct {
 				Metrics [][]any `json:"metrics"`
+				Query   string  `json:"query"` // a log widget's Logs Insights query
 			} `json:"properties"`
 		} `json:"widgets"`
 	}
@@ -787,7 +788,19 @@ func checkMonitoringAt(f *fixture, detail emf.Detail) []string {
 	gwNS, _ := f.evaluate(f.env("SchedulerFunction")["EVALSCHED_METRIC_NAMESPACE"])
 	gwName, _ := f.evaluate(f.env("SchedulerFunction")["EVALSCHED_METRIC_NAME"])
 	shown := map[string]bool{}
+	fields, err := modelFields(detail)
+	if err != nil {
+		return append(problems, err.Error())
+	}
 	for _, w := range dash.Widgets {
+		// A log widget over the pass's lines: the fields it reads are
+		// those each busy model's line carries.
+		for _, m := range insightsField.FindAllStringSubmatch(w.Properties.Query, -1) {
+			if !fields[m[1]] {
+				problems = append(problems, fmt.Sprintf("%s: its query reads %s, which no model's line carries (%v)", dashboards[0], m[1], sortedKeys(fields)))
+			}
+			shown[m[1]] = true
+		}
 		for _, m := range w.Properties.Metrics {
 			if len(m) >= 2 && m[0] == nsValue {
 				name, _ := m[1].(string)
@@ -810,12 +823,42 @@ func checkMonitoringAt(f *fixture, detail emf.Detail) []string {
 			}
 		}
 	}
-	for _, want := range []string{"GatewayDepth", "JobLimit", "Running", "Waiting", "AdmittedTier0", "IntakeRejected", "PassDuration", "BreakerOpen"} {
+	for _, want := range []string{"GatewayDepth", "JobLimit", "Running", "Waiting", "AdmittedTier0", "IntakeRejected", "PassDuration", "BreakerOpen", "BreakersOpen"} {
 		if !shown[want] {
 			problems = append(problems, fmt.Sprintf("%s: shows no %s, want it", dashboards[0], want))
 		}
 	}
 	return problems
+}
+
+// insightsField is a field a Logs Insights query aggregates.
+var insightsField = regexp.MustCompile(`\b(?:latest|max|min|avg|sum)\(([A-Za-z0-9_]+)\)`)
+
+// modelFields returns the fields of each busy model's line of a pass at
+// detail (the EMF document's top-level keys, or the lean line's).
+func modelFields(detail emf.Detail) (map[string]bool, error) {
+	var buf bytes.Buffer
+	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	rep := scheduler.Report{At: at, Plan: scheduler.Plan{Models: []scheduler.ModelPlan{{
+		Model: "m", Running: 1, Waiting: 1, Depth: scheduler.Depth{Value: 1, At: at}}}}}
+	if err := emf.WriteShard(&buf, "ns", 0, detail, rep); err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	dec := json.NewDecoder(&buf)
+	for dec.More() {
+		var d map[string]any
+		if err := dec.Decode(&d); err != nil {
+			return nil, err
+		}
+		if d["Model"] == nil {
+			continue
+		}
+		for k := range d {
+			out[k] = true
+		}
+	}
+	return out, nil
 }
 
 // intakeDLQs returns the dead-letter queues of the intake's queues.

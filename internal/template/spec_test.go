@@ -13,7 +13,7 @@ import (
 	"github.com/evalsched/evalsched/internal/ecslauncher"
 	"github.com/evalsched/evalsched/internal/gatewaydepth"
 	"github.com/evalsched/evalsched/internal/intake"
-	"github.com/evalsched/evalsched/internal/reconcile"
+	"github.com/evalsched/evalsched/internal/reconcile/ecstasks"
 )
 
 // api is a consumer-side interface a function is wired with: each of its
@@ -58,7 +58,7 @@ var functions = []function{
 			apiOf[dynamolease.API]("dynamodb"),         // the lease item
 			apiOf[ecslauncher.API]("ecs"),              // RunTask
 			apiOf[gatewaydepth.API]("cloudwatch"),      // the gateway's depth
-			apiOf[reconcile.ECS]("ecs"),                // DescribeTasks, ListTasks, StopTask
+			apiOf[ecstasks.ECS]("ecs"),                 // DescribeTasks, ListTasks, StopTask
 		},
 		tables: []string{"state", "state/index/*", "models", "pins"},
 		env: []string{

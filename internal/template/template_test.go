@@ -320,6 +320,17 @@ var placeholders = map[string]string{
 // evaluate computes a value as deployed with the parameters' defaults:
 // resources become "<id>", their attributes "<id>.<attr>".
 func (f *fixture) evaluate(v any) (string, bool) {
+	// !If [condition, a, b], the condition taken at the defaults.
+	if m, ok := v.(map[string]any); ok {
+		if l, ok := m["Fn::If"].([]any); ok && len(l) == 3 {
+			name, _ := l[0].(string)
+			on, err := f.condition(name, f.parameterValues(nil))
+			if err != nil {
+				return "", false
+			}
+			return f.evaluate(l[map[bool]int{true: 1, false: 2}[on]])
+		}
+	}
 	s, ok := text(v)
 	if !ok {
 		return "", false

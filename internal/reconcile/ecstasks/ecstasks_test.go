@@ -1,4 +1,4 @@
-package reconcile
+package ecstasks_test
 
 import (
 	"context"
@@ -17,6 +17,8 @@ import (
 	"github.com/evalsched/evalsched/internal/ecslauncher"
 	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
+	"github.com/evalsched/evalsched/internal/reconcile"
+	"github.com/evalsched/evalsched/internal/reconcile/ecstasks"
 	"github.com/evalsched/evalsched/internal/scheduler"
 	"github.com/evalsched/evalsched/internal/taskevent"
 )
@@ -29,7 +31,7 @@ type world struct {
 	fake  *awsfake.ECS
 	ecs   *ecs.Client
 	jobs  []scheduler.Job
-	r     *Reconciler
+	r     *reconcile.Reconciler
 }
 
 func newWorld(t *testing.T) *world {
@@ -53,7 +55,7 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	w.jobs = jobs
-	w.r = &Reconciler{Store: w.store, ECS: w.ecs, Cluster: "sandbox", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	w.r = &reconcile.Reconciler{Store: w.store, Tasks: ecstasks.Tasks{ECS: w.ecs, Cluster: "sandbox"}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	return w
 }
 
@@ -103,7 +105,7 @@ func TestReconcileRepairsEveryLostEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Report{InFlight: 6, Recorded: 1, Requeued: 2, Started: 1, Ended: 1, TimedOut: 1}
+	want := reconcile.Report{InFlight: 6, Recorded: 1, Requeued: 2, Started: 1, Ended: 1, TimedOut: 1}
 	if rep != want {
 		t.Errorf("got %+v, want %+v", rep, want)
 	}
