@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/evalsched/evalsched/internal/dynamostore"
+	"github.com/evalsched/evalsched/internal/operator"
 	"github.com/evalsched/evalsched/internal/scheduler"
 	"github.com/evalsched/evalsched/internal/status"
 )
@@ -29,7 +30,7 @@ func runBatches(args []string, stdout, stderr io.Writer) int {
 	sf := addStoreFlags(fs)
 	asJSON := fs.Bool("json", false, "print JSON for scripts")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: %s batches [flags] [SCOPE]\n\nLists every batch inside SCOPE (all when omitted), finished ones included,\nwith its jobs by state: one row per batch and model.\n\n%s\n\n", programName, scopeHelp)
+		fmt.Fprintf(stderr, "usage: %s batches [flags] [SCOPE]\n\nLists every batch inside SCOPE (all when omitted), finished ones included,\nwith its jobs by state: one row per batch and model.\n\n%s\n\n", programName, operator.ScopeHelp)
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterspersed(fs, args)
@@ -40,7 +41,7 @@ func runBatches(args []string, stdout, stderr io.Writer) int {
 	switch len(pos) {
 	case 0:
 	case 1:
-		if scope, _, err = parseScope(pos[0]); err != nil {
+		if scope, _, err = operator.ParseScope(pos[0]); err != nil {
 			fmt.Fprintf(stderr, "%s batches: %v\n", programName, err)
 			return exitUsage
 		}

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/evalsched/evalsched/internal/cliout"
 	"github.com/evalsched/evalsched/internal/sim"
 	"github.com/evalsched/evalsched/internal/sim/faults"
 	"github.com/evalsched/evalsched/internal/sim/report"
@@ -228,7 +229,7 @@ func runScenario(f simFlags, policies []sim.Policy, faultSet faults.Set, stdout,
 		defer w.Flush()
 		opt.PassLog = w
 	}
-	prog := newProgress(stderr, !*f.quiet && isTerminal(stderr), policies, sc.DurationS)
+	prog := newProgress(stderr, !*f.quiet, policies, sc.DurationS)
 	opt.Progress = prog.update
 	results, err := sim.RunAll(sc, policies, opt)
 	prog.done()
@@ -237,7 +238,7 @@ func runScenario(f simFlags, policies []sim.Policy, faultSet faults.Set, stdout,
 		return exitFailed
 	}
 	if *f.reportFile != "" {
-		if err := writeFile(*f.reportFile, func(w io.Writer) error { return report.WriteHTML(w, results) }); err != nil {
+		if err := cliout.WriteFile(*f.reportFile, func(w io.Writer) error { return report.WriteHTML(w, results) }); err != nil {
 			fmt.Fprintf(stderr, "evalsched sim: write report: %v\n", err)
 			return exitFailed
 		}
@@ -371,7 +372,7 @@ func (f familyRun) lanes() ([]int, []*scenario.Scenario, error) {
 	for i, sc := range lanes {
 		data, err := sc.MarshalJSON()
 		if err == nil {
-			err = writeFile(filepath.Join(f.outDir, fmt.Sprintf("lane-%d.json", ks[i])), func(w io.Writer) error {
+			err = cliout.WriteFile(filepath.Join(f.outDir, fmt.Sprintf("lane-%d.json", ks[i])), func(w io.Writer) error {
 				_, err := w.Write(append(data, '\n'))
 				return err
 			})
@@ -444,77 +445,33 @@ func faultKinds() string {
 	return strings.Join(names, ", ")
 }
 
-// writeFile writes through a temporary file so a failed run leaves no
-// half-written report.
-func writeFile(path string, write func(io.Writer) error) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-// progress draws one line on stderr, redrawn with \r at most every 200 ms,
-// and only once a run has taken more than a second: short runs stay quiet.
+// progress draws one line on stderr, redrawn at most every 200 ms, and
+// only once a run has taken more than a second: short runs stay quiet.
 type progress struct {
 	mu      sync.Mutex
-	w       io.Writer
-	on      bool
+	line    *cliout.Line
 	start   time.Time
-	last    time.Time
-	shown   bool
 	order   []sim.Policy
 	reached map[sim.Policy]float64
 	total   int
 }
 
 func newProgress(w io.Writer, on bool, ps []sim.Policy, total int) *progress {
-	return &progress{w: w, on: on, start: time.Now(), order: ps, reached: map[sim.Policy]float64{}, total: total}
+	return &progress{line: cliout.NewLine(w, on, 200*time.Millisecond), start: time.Now(), order: ps, reached: map[sim.Policy]float64{}, total: total}
 }
 
 func (p *progress) update(pol sim.Policy, simS float64, _ int64) {
-	if !p.on {
-		return
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.reached[pol] = simS
-	now := time.Now()
-	if now.Sub(p.start) < time.Second || now.Sub(p.last) < 200*time.Millisecond {
+	if time.Since(p.start) < time.Second {
 		return
 	}
-	p.last = now
 	var parts []string
 	for _, q := range p.order {
 		parts = append(parts, fmt.Sprintf("%s %.0f%%", q, 100*p.reached[q]/float64(p.total)))
 	}
-	fmt.Fprintf(p.w, "\r\033[Ksim: %s of %s simulated (%s)", strings.Join(parts, ", "), status.Human(float64(p.total)), status.Human(now.Sub(p.start).Seconds()))
-	p.shown = true
+	p.line.Draw(false, "sim: %s of %s simulated (%s)", strings.Join(parts, ", "), status.Human(float64(p.total)), status.Human(time.Since(p.start).Seconds()))
 }
 
-func (p *progress) done() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.shown {
-		fmt.Fprint(p.w, "\r\033[K")
-	}
-}
+func (p *progress) done() { p.line.Clear() }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	domain "github.com/evalsched/evalsched/internal/job"
+	"github.com/evalsched/evalsched/internal/operator"
 	"github.com/evalsched/evalsched/internal/scheduler"
 	"github.com/evalsched/evalsched/internal/status"
 )
@@ -140,7 +141,7 @@ var errNotAScope = errors.New("not ACCOUNT/PROJECT/BATCH[/KEY]")
 // jobOfTarget is the job id of why's ACCOUNT/PROJECT/BATCH/KEY, "" when the
 // target names a batch.
 func jobOfTarget(ctx context.Context, st batchLister, target string) (string, error) {
-	scope, _, err := parseScope(target)
+	scope, _, err := operator.ParseScope(target)
 	if err != nil || scope.Batch == "" {
 		return "", errNotAScope
 	}
@@ -153,7 +154,7 @@ func jobOfTarget(ctx context.Context, st batchLister, target string) (string, er
 	}
 	// Not a batch: ACCOUNT/PROJECT/BATCH/KEY, the last name a job's key.
 	if i := strings.LastIndex(target, "/"); strings.Count(target, "/") >= 3 {
-		b, _, _ := parseScope(target[:i])
+		b, _, _ := operator.ParseScope(target[:i])
 		return domain.JobID(b.Account, b.Project, b.Batch, target[i+1:]), nil
 	}
 	return "", nil

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/evalsched/evalsched/internal/batchmsg"
+	"github.com/evalsched/evalsched/internal/cliout"
 )
 
 var submitCommand = command{
@@ -181,9 +182,9 @@ func submit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if *dryRun {
 		for i, p := range b.Parts {
-			fmt.Fprintf(stdout, "part %d of %d: %s jobs, %s bytes\n", i+1, len(b.Parts), commas(p.Jobs), commas(len(p.Body)))
+			fmt.Fprintf(stdout, "part %d of %d: %s jobs, %s bytes\n", i+1, len(b.Parts), cliout.Commas(p.Jobs), cliout.Commas(len(p.Body)))
 		}
-		fmt.Fprintf(stdout, "would send %s: %s jobs in %s (dry run: nothing sent)\n", b.ID, commas(b.Jobs), count(len(b.Parts), "part"))
+		fmt.Fprintf(stdout, "would send %s: %s jobs in %s (dry run: nothing sent)\n", b.ID, cliout.Commas(b.Jobs), cliout.Count(len(b.Parts), "part"))
 		return exitOK
 	}
 
@@ -204,21 +205,26 @@ func send(b *batchmsg.Outgoing, name, queueURL string, stdout, stderr io.Writer)
 	if err != nil {
 		return failed("%v", err)
 	}
-	prog := &sendProgress{w: stderr, on: isTerminal(stderr), id: b.ID, parts: len(b.Parts), jobs: b.Jobs}
+	bar := cliout.NewLine(stderr, true, 100*time.Millisecond)
+	sentJobs := 0
+	draw := func(sent int) {
+		bar.Draw(sent == 0 || sent == len(b.Parts), "sending %s %s %s/%s parts, %s/%s jobs", b.ID, cliout.Bar(sent, len(b.Parts)),
+			cliout.Commas(sent), cliout.Commas(len(b.Parts)), cliout.Commas(sentJobs), cliout.Commas(b.Jobs))
+	}
 	for i, p := range b.Parts {
-		prog.draw(i)
+		draw(i)
 		_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String(string(p.Body))})
 		if err != nil {
-			prog.clear()
+			bar.Clear()
 			fmt.Fprintf(stderr, "evalsched submit: send part %d of %d to %s: %v\n", i+1, len(b.Parts), queueURL, err)
 			return failed("%s of %s were sent (%s jobs); sending %s again is safe: the intake stores each job once",
-				commas(i), count(len(b.Parts), "part"), commas(prog.sentJobs), name)
+				cliout.Commas(i), cliout.Count(len(b.Parts), "part"), cliout.Commas(sentJobs), name)
 		}
-		prog.sentJobs += p.Jobs
+		sentJobs += p.Jobs
 	}
-	prog.draw(len(b.Parts))
-	prog.clear()
-	fmt.Fprintf(stdout, "sent %s: %s jobs in %s to %s\n", b.ID, commas(b.Jobs), count(len(b.Parts), "part"), queueURL)
+	draw(len(b.Parts))
+	bar.Clear()
+	fmt.Fprintf(stdout, "sent %s: %s jobs in %s to %s\n", b.ID, cliout.Commas(b.Jobs), cliout.Count(len(b.Parts), "part"), queueURL)
 	fmt.Fprintln(stdout, sentNote)
 	return exitOK
 }
@@ -321,63 +327,4 @@ func printErrors(w io.Writer, errs []string) {
 		}
 		fmt.Fprintln(w, s)
 	}
-}
-
-// sendProgress draws "parts sent / total, jobs" on a terminal, at most ten
-// times a second.
-type sendProgress struct {
-	w           io.Writer
-	on          bool
-	id          string
-	parts, jobs int
-	sentJobs    int
-	drawn       bool
-	last        time.Time
-}
-
-const barWidth = 24
-
-func (p *sendProgress) draw(sent int) {
-	if !p.on {
-		return
-	}
-	now := time.Now()
-	if sent > 0 && sent < p.parts && now.Sub(p.last) < 100*time.Millisecond {
-		return
-	}
-	p.last = now
-	fill := barWidth * sent / max(p.parts, 1)
-	fmt.Fprintf(p.w, "\r\033[Ksending %s [%s%s] %s/%s parts, %s/%s jobs", p.id,
-		strings.Repeat("#", fill), strings.Repeat(".", barWidth-fill),
-		commas(sent), commas(p.parts), commas(p.sentJobs), commas(p.jobs))
-	p.drawn = true
-}
-
-func (p *sendProgress) clear() {
-	if p.drawn {
-		fmt.Fprint(p.w, "\r\033[K")
-		p.drawn = false
-	}
-}
-
-// commas writes n with thousands separators: 10,000.
-func commas(n int) string {
-	s := strconv.Itoa(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	if neg {
-		return "-" + s
-	}
-	return s
-}
-
-// count writes "1 part", "11 parts".
-func count(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return commas(n) + " " + noun + "s"
 }

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/evalsched/evalsched/internal/cliout"
 )
 
 // This file turns what a submitter has into checked messages ready to send
@@ -142,7 +144,7 @@ func FromLines(data []byte, l Lines, cfg Config) (*Outgoing, []string) {
 	switch {
 	case errors.As(err, &pe):
 		errs.add(0, "", "the batch needs %s parts, more than the contract's %s: split it into several batches",
-			commas(pe.Parts), commas(pe.Max))
+			cliout.Commas(pe.Parts), cliout.Commas(pe.Max))
 		return nil, errs.list
 	case err != nil:
 		errs.add(0, "", "%v", err)
@@ -185,7 +187,7 @@ func readLines(data []byte, stratumField string, maxJob int, errs *lineErrors) [
 		}
 		if len(line) > maxJob {
 			errs.add(n, "", "a job of %s bytes does not fit in a message (at most %s with the batch's fields)",
-				commas(len(line)), commas(maxJob))
+				cliout.Commas(len(line)), cliout.Commas(maxJob))
 			continue
 		}
 		jobs = append(jobs, lineJob{line: n, raw: line})
@@ -338,13 +340,4 @@ func clipBytes(b []byte) []byte {
 		return append(b[:40:40], "..."...)
 	}
 	return b
-}
-
-// commas writes n ≥ 0 with thousands separators: 10,000.
-func commas(n int) string {
-	s := strconv.Itoa(n)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }

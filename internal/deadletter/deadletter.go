@@ -17,6 +17,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/evalsched/evalsched/internal/cliout"
 	"github.com/evalsched/evalsched/internal/intake"
 )
 
@@ -176,7 +177,7 @@ func Write(w io.Writer, url string, letters []Letter, limit int) {
 	if len(letters) == limit {
 		more = " (--max reached: there may be more)"
 	}
-	fmt.Fprintf(w, "%s in %s%s\n", count(len(letters), "message"), url, more)
+	fmt.Fprintf(w, "%s in %s%s\n", cliout.Count(len(letters), "message"), url, more)
 	for _, l := range letters {
 		batch := l.Batch
 		if batch == "" {
@@ -184,7 +185,7 @@ func Write(w io.Writer, url string, letters []Letter, limit int) {
 		} else if l.Part != "" {
 			batch += " part " + l.Part
 		}
-		fmt.Fprintf(w, "\n%s  %s  %s  %s bytes", l.SentAt.Format(time.RFC3339), l.MessageID, batch, commas(l.Bytes))
+		fmt.Fprintf(w, "\n%s  %s  %s  %s bytes", l.SentAt.Format(time.RFC3339), l.MessageID, batch, cliout.Commas(l.Bytes))
 		if l.Action != "" {
 			fmt.Fprintf(w, "  %s", l.Action)
 		}
@@ -204,21 +205,4 @@ func Write(w io.Writer, url string, letters []Letter, limit int) {
 			fmt.Fprintf(w, "  body: %s\n", l.Body)
 		}
 	}
-}
-
-// count writes "1 message", "11 messages".
-func count(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return commas(n) + " " + noun + "s"
-}
-
-// commas writes n ≥ 0 with thousands separators: 10,000.
-func commas(n int) string {
-	s := strconv.Itoa(n)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }
