@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -25,14 +24,9 @@ type batchLister interface {
 }
 
 func runBatches(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("batches", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("batches", stderr, fmt.Sprintf("usage: %s batches [flags] [SCOPE]\n\nLists every batch inside SCOPE (all when omitted), finished ones included,\nwith its jobs by state: one row per batch and model.\n\n%s\n\n", programName, operator.ScopeHelp))
 	sf := addStoreFlags(fs)
 	asJSON := fs.Bool("json", false, "print JSON for scripts")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: %s batches [flags] [SCOPE]\n\nLists every batch inside SCOPE (all when omitted), finished ones included,\nwith its jobs by state: one row per batch and model.\n\n%s\n\n", programName, operator.ScopeHelp)
-		fs.PrintDefaults()
-	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagExit(err)

@@ -35,14 +35,9 @@ var bridgeCommand = command{
 const envBridgeConfig = depthbridge.EnvConfig
 
 func runBridge(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("bridge", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("bridge", stderr, fmt.Sprintf("usage: %s bridge --config FILE\n\nScrapes the configured Prometheus endpoints every interval (1s) and publishes each\nmodel's queue depth (and calls in service, errors and calls when named): with\nEVALSCHED_DEPTH_SOURCE=dynamodb to one item of the state table\n(EVALSCHED_TABLE_PREFIX) each publish period, else as high-resolution\nCloudWatch metrics, in the namespace, names and dimension the scheduler reads.\nThe cloudwatch fields left empty take EVALSCHED_METRIC_NAMESPACE,\nEVALSCHED_METRIC_NAME, EVALSCHED_METRIC_DIMENSION, EVALSCHED_INSERVICE_METRIC_NAME,\nEVALSCHED_ERROR_METRIC_NAME and EVALSCHED_CALLS_METRIC_NAME, as the scheduler does.\nPresets: %v. See docs/bridge.md.\n\n", programName, depthbridge.Presets()))
 	file := fs.String("config", "", "the bridge's JSON configuration `FILE` (default: the JSON in "+envBridgeConfig+")")
 	check := fs.Bool("check", false, "validate the configuration, print it with its defaults and exit")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: %s bridge --config FILE\n\nScrapes the configured Prometheus endpoints every interval (1s) and publishes each\nmodel's queue depth (and calls in service, errors and calls when named): with\nEVALSCHED_DEPTH_SOURCE=dynamodb to one item of the state table\n(EVALSCHED_TABLE_PREFIX) each publish period, else as high-resolution\nCloudWatch metrics, in the namespace, names and dimension the scheduler reads.\nThe cloudwatch fields left empty take EVALSCHED_METRIC_NAMESPACE,\nEVALSCHED_METRIC_NAME, EVALSCHED_METRIC_DIMENSION, EVALSCHED_INSERVICE_METRIC_NAME,\nEVALSCHED_ERROR_METRIC_NAME and EVALSCHED_CALLS_METRIC_NAME, as the scheduler does.\nPresets: %v. See docs/bridge.md.\n\n", programName, depthbridge.Presets())
-		fs.PrintDefaults()
-	}
 	pos, err := parseInterspersed(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK

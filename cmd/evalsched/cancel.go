@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -37,22 +36,16 @@ var (
 )
 
 func runPause(args []string, stdout, stderr io.Writer, pause bool) int {
-	name := map[bool]string{true: "pause", false: "resume"}[pause]
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	name, what := "pause", "Stops admitting the scope's waiting jobs (running ones go on) until resume.\nA pause is apart from pins: pin, pin --delete and a pin's expiry leave it alone."
+	if !pause {
+		name, what = "resume", "Admits the scope's waiting jobs again."
+	}
+	fs := newFlags(name, stderr, fmt.Sprintf("usage: %s %s [flags] SCOPE\n\n%s\n\n%s\n\n", programName, name, what, operator.ScopeHelp))
 	sf := addStoreFlags(fs)
 	asJSON := fs.Bool("json", false, "print JSON for scripts")
 	allowEmpty := new(bool)
 	if pause { // resume lifts whatever pause there is
 		allowEmpty = fs.Bool("allow-empty", false, "pause a scope that has no batch yet (its first batch then waits)")
-	}
-	fs.Usage = func() {
-		what := "Stops admitting the scope's waiting jobs (running ones go on) until resume.\nA pause is apart from pins: pin, pin --delete and a pin's expiry leave it alone."
-		if !pause {
-			what = "Admits the scope's waiting jobs again."
-		}
-		fmt.Fprintf(stderr, "usage: %s %s [flags] SCOPE\n\n%s\n\n%s\n\n", programName, name, what, operator.ScopeHelp)
-		fs.PrintDefaults()
 	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -99,16 +92,11 @@ func pauseResult(scope, name string, pause, was, asJSON bool, stdout, stderr io.
 }
 
 func runCancel(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("cancel", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("cancel", stderr, fmt.Sprintf("usage: %s cancel [flags] SCOPE\n\n%s\n\n", programName, operator.ScopeHelp))
 	sf := addStoreFlags(fs)
 	stop := fs.Bool("stop-running", false, "also stop the scope's tasks (their jobs end CANCELLED)")
 	cluster := fs.String("cluster", "", "the sandbox `CLUSTER`, for --stop-running (EVALSCHED_CLUSTER)")
 	asJSON := fs.Bool("json", false, "print JSON for scripts (and no progress bar)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: %s cancel [flags] SCOPE\n\n%s\n\n", programName, operator.ScopeHelp)
-		fs.PrintDefaults()
-	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagExit(err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -33,12 +32,7 @@ flags:
 `
 
 func runCost(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("cost", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), costUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlags("cost", stderr, costUsage)
 	l := bill.SeedLoad()
 	fs.Float64Var(&l.JobsPerWeek, "jobs-per-week", l.JobsPerWeek, "jobs submitted a week")
 	fs.IntVar(&l.Models, "models", l.Models, "models configured")
@@ -84,12 +78,7 @@ func runCost(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(b); err != nil {
-			return exitFailed
-		}
-		return exitOK
+		return writeJSON(stdout, stderr, b)
 	}
 	b.WriteMarkdown(stdout, l)
 	return exitOK

@@ -46,12 +46,7 @@ flags:
 `
 
 func runDLQ(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("dlq", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), dlqUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlags("dlq", stderr, dlqUsage)
 	queueURL := fs.String("queue-url", os.Getenv("EVALSCHED_DLQ_URL"), "the dead-letter queue's `URL` (default $EVALSCHED_DLQ_URL)")
 	intakeURL := fs.String("intake-queue-url", os.Getenv("EVALSCHED_QUEUE_URL"), "with --redrive: the intake queue's `URL` (default $EVALSCHED_QUEUE_URL)")
 	limit := fs.Int("max", 1000, "list at most `N` messages")

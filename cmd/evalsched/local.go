@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -29,17 +28,12 @@ const (
 )
 
 func runLocal(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("local", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("local", stderr, fmt.Sprintf("usage: %s local [flags]\n\nStarts DynamoDB Local and fauxqs on 127.0.0.1 (unless AWS_ENDPOINT_URL_DYNAMODB /\nAWS_ENDPOINT_URL_SQS name running ones), creates the tables and queues, and runs the\nintake, scheduler and task-events code in this process until Ctrl-C, which stops it\ncleanly (exit 0). It prints what to export in another shell, then intake rejects with\ntheir reasons, conflicts, stored batches, the pass's warnings (malformed pins and\nmodels) and a line per busy model every three passes; the full pass log goes to --log.\nNeeds Java 17 (a JDK: javac), Node 20 and `npm ci` (make local does it; pass flags\nwith make local ARGS=\"--speed 20\"). See docs/local-aws.md.\n\n", programName))
 	speed := fs.Float64("speed", defaultLocalSpeed, "compress the simulated world's time `N`-fold (container starts, calls, think time)")
 	interval := fs.Duration("interval", defaultLocalInterval, "between scheduler passes")
 	prefix := fs.String("table-prefix", "evalsched-", "the tables' name `PREFIX`")
 	logFile := fs.String("log", "", "write every log line (the pass log: each limit decision and its reason) as JSON to `FILE` (default: a new file in the temporary directory)")
 	verbose := fs.Bool("verbose", false, "print every log line, not only intake rejects, conflicts, stored batches, pass warnings and errors")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: %s local [flags]\n\nStarts DynamoDB Local and fauxqs on 127.0.0.1 (unless AWS_ENDPOINT_URL_DYNAMODB /\nAWS_ENDPOINT_URL_SQS name running ones), creates the tables and queues, and runs the\nintake, scheduler and task-events code in this process until Ctrl-C, which stops it\ncleanly (exit 0). It prints what to export in another shell, then intake rejects with\ntheir reasons, conflicts, stored batches, the pass's warnings (malformed pins and\nmodels) and a line per busy model every three passes; the full pass log goes to --log.\nNeeds Java 17 (a JDK: javac), Node 20 and `npm ci` (make local does it; pass flags\nwith make local ARGS=\"--speed 20\"). See docs/local-aws.md.\n\n", programName)
-		fs.PrintDefaults()
-	}
 	if pos, err := parseInterspersed(fs, args); err != nil {
 		return flagExit(err)
 	} else if len(pos) > 0 {

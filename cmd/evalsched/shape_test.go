@@ -21,7 +21,7 @@ const (
 // cliLinesCeiling is where the CLI stands now, above maxCLILines: it may
 // only go down (lower it when a change shrinks the CLI) until it reaches
 // the target.
-const cliLinesCeiling = 2372
+const cliLinesCeiling = 2190
 
 // cliFiles parses the package's non-test files.
 func cliFiles(t *testing.T) (*token.FileSet, []*ast.File) {

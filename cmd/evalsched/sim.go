@@ -2,14 +2,12 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -20,7 +18,6 @@ import (
 	"github.com/evalsched/evalsched/internal/sim/faults"
 	"github.com/evalsched/evalsched/internal/sim/report"
 	"github.com/evalsched/evalsched/internal/sim/scenario"
-	"github.com/evalsched/evalsched/internal/status"
 )
 
 var simCommand = command{
@@ -164,12 +161,7 @@ func (f simFlags) scenarioMisuse(fs *flag.FlagSet) string {
 }
 
 func runSim(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), simUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlags("sim", stderr, simUsage)
 	f := addSimFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -264,11 +256,8 @@ func writeSimResults(f simFlags, results []*sim.Result, stdout, stderr io.Writer
 		if *f.policy == "all" {
 			v = results
 		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(v); err != nil {
-			fmt.Fprintf(stderr, "evalsched sim: %v\n", err)
-			return exitFailed
+		if code := writeJSON(stdout, stderr, v); code != exitOK {
+			return code
 		}
 		for _, r := range results { // invariants go to stderr, never into the JSON
 			report.WriteNotes(stderr, r)
@@ -305,10 +294,12 @@ type familyRun struct {
 // prints the lanes and the summary; it fails when the family misses a
 // target.
 func runFamily(f familyRun, asJSON, quiet bool, stdout, stderr io.Writer) int {
-	ks, lanes, err := f.lanes()
-	if err != nil {
-		fmt.Fprintf(stderr, "evalsched sim: --family-out: %v\n", err)
-		return exitFailed
+	ks, lanes := scenario.FamilyLanes(f.seed, f.n, f.lane, f.configured)
+	if f.outDir != "" {
+		if err := scenario.WriteLanes(f.outDir, ks, lanes); err != nil {
+			fmt.Fprintf(stderr, "evalsched sim: --family-out: %v\n", err)
+			return exitFailed
+		}
 	}
 	if f.twin {
 		return runTwins(f, ks, lanes, asJSON, quiet, stdout, stderr)
@@ -322,7 +313,7 @@ func runFamily(f familyRun, asJSON, quiet bool, stdout, stderr io.Writer) int {
 		if !lr.Meets {
 			verdict = "misses"
 		}
-		fmt.Fprintf(stderr, "family seed %d: %d/%d lanes done, %s (lane %d %s)\n", f.seed, done, len(lanes), status.Human(time.Since(start).Seconds()), lr.Lane, verdict)
+		fmt.Fprintf(stderr, "family seed %d: %d/%d lanes done, %s (lane %d %s)\n", f.seed, done, len(lanes), cliout.Human(time.Since(start).Seconds()), lr.Lane, verdict)
 	}
 	if f.oracleCache != "" {
 		if err := os.MkdirAll(f.oracleCache, 0o755); err != nil {
@@ -337,78 +328,15 @@ func runFamily(f familyRun, asJSON, quiet bool, stdout, stderr io.Writer) int {
 	}
 	sum := sim.Summarize(f.seed, results)
 	sum.WallS = math.Round(time.Since(start).Seconds()*10) / 10
-	if code := f.write(results, sum, asJSON, stdout, stderr); code != exitOK {
-		return code
+	run := report.FamilyRun{Seed: f.seed, Workers: f.workers, WallS: sum.WallS, OracleStart: f.oracleStart, Warm: f.warm}
+	if !asJSON {
+		report.WriteFamilyText(stdout, run, results, sum)
+	} else if err := report.WriteFamilyJSON(stdout, run, results, sum); err != nil {
+		fmt.Fprintf(stderr, "evalsched sim: %v\n", err)
+		return exitFailed
 	}
 	if f.lane < 0 && !sum.Pass {
 		return exitFailed
-	}
-	return exitOK
-}
-
-// lanes draws the family's lanes (lane k is ks[k]) and writes their files
-// to outDir when asked.
-func (f familyRun) lanes() ([]int, []*scenario.Scenario, error) {
-	ks := []int{f.lane}
-	if f.lane < 0 {
-		ks = make([]int, f.n)
-		for k := range ks {
-			ks[k] = k
-		}
-	}
-	lanes := make([]*scenario.Scenario, len(ks))
-	for i, k := range ks {
-		lanes[i] = scenario.FamilyLane(f.seed, k)
-		if f.configured {
-			scenario.ConfigureConcurrency(lanes[i])
-		}
-	}
-	if f.outDir == "" {
-		return ks, lanes, nil
-	}
-	if err := os.MkdirAll(f.outDir, 0o755); err != nil {
-		return nil, nil, err
-	}
-	for i, sc := range lanes {
-		data, err := sc.MarshalJSON()
-		if err == nil {
-			err = cliout.WriteFile(filepath.Join(f.outDir, fmt.Sprintf("lane-%d.json", ks[i])), func(w io.Writer) error {
-				_, err := w.Write(append(data, '\n'))
-				return err
-			})
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-	}
-	return ks, lanes, nil
-}
-
-// write writes the family's lanes and summary, as JSON or a table.
-func (f familyRun) write(results []sim.LaneResult, sum sim.FamilySummary, asJSON bool, stdout, stderr io.Writer) int {
-	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(struct {
-			// OracleStart: dynamic started at the oracle's caps, so
-			// the verdict is the ramp bound's, not the controller's.
-			OracleStart bool              `json:"oracle_start,omitempty"`
-			Warm        bool              `json:"warm,omitempty"`
-			Summary     sim.FamilySummary `json:"summary"`
-			Lanes       []sim.LaneResult  `json:"lanes"`
-		}{f.oracleStart, f.warm, sum, results}); err != nil {
-			fmt.Fprintf(stderr, "evalsched sim: %v\n", err)
-			return exitFailed
-		}
-	} else {
-		report.WriteFamily(stdout, results, sum)
-		fmt.Fprintf(stdout, "family seed %d: wall %s on %d worker(s)\n", f.seed, status.Human(sum.WallS), f.workers)
-		if f.oracleStart {
-			fmt.Fprintf(stdout, "family seed %d: dynamic started at each model's oracle cap (--oracle-start): the ramp bound, not the controller's verdict\n", f.seed)
-		}
-		if f.warm {
-			fmt.Fprintf(stdout, "family seed %d: warm (--warm): each lane's second run, started with the concurrency its first run learned\n", f.seed)
-		}
 	}
 	return exitOK
 }
@@ -421,7 +349,7 @@ func runTwins(f familyRun, ks []int, lanes []*scenario.Scenario, asJSON, quiet b
 		if quiet || done%10 != 0 && done != len(lanes) {
 			return
 		}
-		fmt.Fprintf(stderr, "twin bound seed %d: %d/%d lanes done, %s (lane %d)\n", f.seed, done, len(lanes), status.Human(time.Since(start).Seconds()), r.Lane)
+		fmt.Fprintf(stderr, "twin bound seed %d: %d/%d lanes done, %s (lane %d)\n", f.seed, done, len(lanes), cliout.Human(time.Since(start).Seconds()), r.Lane)
 	}
 	results, err := sim.RunTwins(lanes, ks, f.workers, progress)
 	if err != nil {
@@ -432,7 +360,7 @@ func runTwins(f familyRun, ks []int, lanes []*scenario.Scenario, asJSON, quiet b
 		return writeJSON(stdout, stderr, results)
 	}
 	report.WriteTwins(stdout, lanes, results)
-	fmt.Fprintf(stdout, "twin bound seed %d: wall %s on %d worker(s)\n", f.seed, status.Human(time.Since(start).Seconds()), f.workers)
+	fmt.Fprintf(stdout, "twin bound seed %d: wall %s on %d worker(s)\n", f.seed, cliout.Human(time.Since(start).Seconds()), f.workers)
 	return exitOK
 }
 
@@ -471,7 +399,7 @@ func (p *progress) update(pol sim.Policy, simS float64, _ int64) {
 	for _, q := range p.order {
 		parts = append(parts, fmt.Sprintf("%s %.0f%%", q, 100*p.reached[q]/float64(p.total)))
 	}
-	p.line.Draw(false, "sim: %s of %s simulated (%s)", strings.Join(parts, ", "), status.Human(float64(p.total)), status.Human(time.Since(p.start).Seconds()))
+	p.line.Draw(false, "sim: %s of %s simulated (%s)", strings.Join(parts, ", "), cliout.Human(float64(p.total)), cliout.Human(time.Since(p.start).Seconds()))
 }
 
 func (p *progress) done() { p.line.Clear() }

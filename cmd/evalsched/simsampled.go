@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -41,12 +40,7 @@ flags:
 `
 
 func runSimSampled(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("sim-sampled", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), simSampledUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlags("sim-sampled", stderr, simSampledUsage)
 	scenarioFile := fs.String("scenario", "", "sampled scenario file `FILE`; required")
 	seeds := fs.Int("seeds", 200, "how many seeds to run, from the first (`N` ≥ 1)")
 	seed := fs.Int64("seed", -1, "the first seed `N` (≥ 0; default the scenario's)")
@@ -90,11 +84,8 @@ func runSimSampled(args []string, stdout, stderr io.Writer) int {
 	}
 	rep := sim.RunSampledSeeds(sc, first, *seeds)
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			fmt.Fprintln(stderr, err)
-			return exitFailed
+		if code := writeJSON(stdout, stderr, rep); code != exitOK {
+			return code
 		}
 	} else {
 		report.WriteSampled(stdout, sc, rep)
@@ -113,11 +104,8 @@ func runReplications(sc *scenario.Sampled, first uint64, reps, workers int, asJS
 	stop, _ := r.MissRate(r.MissStop)
 	ever, _ := r.MissRate(r.MissEver)
 	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(r); err != nil {
-			fmt.Fprintln(stderr, err)
-			return exitFailed
+		if code := writeJSON(stdout, stderr, r); code != exitOK {
+			return code
 		}
 	} else {
 		report.WriteReplications(stdout, sc, r)

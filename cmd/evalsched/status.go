@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -33,15 +32,10 @@ var whyCommand = command{
 // flags.
 
 func runStatus(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("status", stderr, fmt.Sprintf("usage: %s status [flags]\n\nPer model: its limit, gateway depth, running, starting and waiting jobs (paused\nones beside them), end rate, when its backlog drains, breaker and what the next\npass would admit. Per batch with waiting jobs: its tier, admitted share, ETA and\nnext pass; --all adds running and finished batches with their jobs by state.\n\n", programName))
 	sf := addStoreFlags(fs)
 	asJSON := fs.Bool("json", false, "print JSON for scripts")
 	all := fs.Bool("all", false, "every batch, running and finished ones too, with its jobs by state (evalsched batches lists only those)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: %s status [flags]\n\nPer model: its limit, gateway depth, running, starting and waiting jobs (paused\nones beside them), end rate, when its backlog drains, breaker and what the next\npass would admit. Per batch with waiting jobs: its tier, admitted share, ETA and\nnext pass; --all adds running and finished batches with their jobs by state.\n\n", programName)
-		fs.PrintDefaults()
-	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -73,14 +67,9 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 }
 
 func runWhy(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("why", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("why", stderr, fmt.Sprintf("usage: %s why [flags] ACCOUNT/PROJECT/BATCH[/KEY] | JOB_ID\n\nA batch by the names it was submitted with; a job by its batch and key, or by its id.\n\n", programName))
 	sf := addStoreFlags(fs)
 	asJSON := fs.Bool("json", false, "print JSON for scripts")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: %s why [flags] ACCOUNT/PROJECT/BATCH[/KEY] | JOB_ID\n\nA batch by the names it was submitted with; a job by its batch and key, or by its id.\n\n", programName)
-		fs.PrintDefaults()
-	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagExit(err)

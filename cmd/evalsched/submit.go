@@ -18,6 +18,7 @@ import (
 
 	"github.com/evalsched/evalsched/internal/batchmsg"
 	"github.com/evalsched/evalsched/internal/cliout"
+	"github.com/evalsched/evalsched/internal/config"
 )
 
 var submitCommand = command{
@@ -114,12 +115,7 @@ func batchFlagsSet(fs *flag.FlagSet) []string {
 
 // submit is runSubmit with standard input as a parameter, for tests.
 func submit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("submit", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), submitUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlags("submit", stderr, submitUsage)
 	queueURL := fs.String("queue-url", os.Getenv("EVALSCHED_QUEUE_URL"), "the intake queue `URL` (default $EVALSCHED_QUEUE_URL)")
 	dryRun := fs.Bool("dry-run", false, "check and split, print the parts, send nothing")
 	def := batchmsg.DefaultConfig()
@@ -148,10 +144,10 @@ func submit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *tiers < 1 {
 		return usageErr("--tiers must be at least 1")
 	}
-	cfg := batchmsg.Config{Tiers: *tiers, DefaultTier: min(def.DefaultTier, *tiers-1), DefaultMaxAttempts: def.DefaultMaxAttempts, EnvAllow: envAllow.list()}
+	cfg := batchmsg.Config{Tiers: *tiers, DefaultTier: min(def.DefaultTier, *tiers-1), DefaultMaxAttempts: def.DefaultMaxAttempts, EnvAllow: config.List(*envAllow)}
 	batchSet := batchFlagsSet(fs)
 
-	name, data, err := readInput(files[0], stdin)
+	name, data, err := readInput(files[0], stdin, -1)
 	if err != nil {
 		return failed("%v", err)
 	}
@@ -229,8 +225,9 @@ func send(b *batchmsg.Outgoing, name, queueURL string, stdout, stderr io.Writer)
 	return exitOK
 }
 
-// readInput reads FILE, or standard input for "-" (named <stdin>).
-func readInput(name string, stdin io.Reader) (string, []byte, error) {
+// readInput reads FILE, or standard input for "-" (named <stdin>): all of
+// it, or at most limit bytes when limit ≥ 0.
+func readInput(name string, stdin io.Reader, limit int64) (string, []byte, error) {
 	in := stdin
 	if name == "-" {
 		name = "<stdin>"
@@ -241,6 +238,9 @@ func readInput(name string, stdin io.Reader) (string, []byte, error) {
 		}
 		defer f.Close()
 		in = f
+	}
+	if limit >= 0 {
+		in = io.LimitReader(in, limit)
 	}
 	data, err := io.ReadAll(in)
 	if err != nil {

@@ -3,6 +3,7 @@ package cliout
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -96,4 +97,25 @@ func Count(n int, noun string) string {
 		return "1 " + noun
 	}
 	return Commas(n) + " " + noun + "s"
+}
+
+// Human prints a duration in seconds the one way the CLI prints times:
+// whole seconds under a minute (45s), else rounded to the minute without
+// zero units (12m, 3h16m, 2h); "-" when unknown (negative).
+func Human(s float64) string {
+	if s < 0 || math.IsNaN(s) {
+		return "-"
+	}
+	if s < 59.5 {
+		return fmt.Sprintf("%.0fs", s)
+	}
+	m := int64(math.Round(s / 60))
+	switch h := m / 60; {
+	case h == 0:
+		return fmt.Sprintf("%dm", m)
+	case m%60 == 0:
+		return fmt.Sprintf("%dh", h)
+	default:
+		return fmt.Sprintf("%dh%dm", h, m%60)
+	}
 }

@@ -8,14 +8,6 @@ import (
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
-func TestHuman(t *testing.T) {
-	for s, want := range map[float64]string{-1: "-", 0: "0s", 45: "45s", 59.4: "59s", 59.6: "1m", 600: "10m", 629: "10m", 11400: "3h10m", 11760: "3h16m", 7200: "2h", 200000: "55h33m"} {
-		if got := Human(s); got != want {
-			t.Errorf("Human(%v) = %q, want %q", s, got, want)
-		}
-	}
-}
-
 func TestETAText(t *testing.T) {
 	pass := 10 * time.Second
 	tests := []struct {

@@ -2,34 +2,13 @@ package status
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/evalsched/evalsched/internal/cliout"
 	"github.com/evalsched/evalsched/internal/forecast"
 )
-
-// Human prints a duration in seconds the one way the CLI prints times:
-// whole seconds under a minute (45s), else rounded to the minute without
-// zero units (12m, 3h16m, 2h); "-" when unknown (negative).
-func Human(s float64) string {
-	if s < 0 || math.IsNaN(s) {
-		return "-"
-	}
-	if s < 59.5 {
-		return fmt.Sprintf("%.0fs", s)
-	}
-	m := int64(math.Round(s / 60))
-	switch h := m / 60; {
-	case h == 0:
-		return fmt.Sprintf("%dm", m)
-	case m%60 == 0:
-		return fmt.Sprintf("%dh", h)
-	default:
-		return fmt.Sprintf("%dh%dm", h, m%60)
-	}
-}
 
 // JobsText is "2 waiting, 1 running, 7 succeeded of 10; 3 provider
 // retries; parts 2/3 arrived", naming only the states some job is in.
@@ -73,7 +52,7 @@ func concText(set int, seen, ageS float64) string {
 	if seen > 0 {
 		when := "at no time given"
 		if ageS >= 0 {
-			when = Human(ageS) + " ago"
+			when = cliout.Human(ageS) + " ago"
 		}
 		parts = append(parts, fmt.Sprintf("%.0f learned %s", seen, when))
 	}
@@ -112,14 +91,14 @@ func etaText(e forecast.ETA, pass time.Duration) string {
 	if e.StartS < 0 {
 		return "-"
 	}
-	start := "starts by " + Human(e.StartS)
+	start := "starts by " + cliout.Human(e.StartS)
 	if e.StartS <= pass.Seconds() {
 		start = "starts next pass"
 	}
 	if e.DoneS < 0 {
 		return start
 	}
-	return start + ", done ~" + Human(e.DoneS)
+	return start + ", done ~" + cliout.Human(e.DoneS)
 }
 
 // forecastText is why's line on a batch's forecast, naming why it is unknown.

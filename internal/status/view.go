@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/evalsched/evalsched/internal/cliout"
 	"github.com/evalsched/evalsched/internal/config"
 	"github.com/evalsched/evalsched/internal/forecast"
 	"github.com/evalsched/evalsched/internal/priority"
@@ -98,7 +99,7 @@ func (m ModelView) drainText() string {
 	case m.Waiting == 0 && m.Paused > 0:
 		return "paused"
 	}
-	return Human(m.DrainS)
+	return cliout.Human(m.DrainS)
 }
 
 // note is the model's NOTE cell: what keeps it from admitting anything.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/evalsched/evalsched/internal/cliout"
 	"github.com/evalsched/evalsched/internal/forecast"
 )
 
@@ -17,7 +18,7 @@ func WriteTable(w io.Writer, v *View) {
 		for _, s := range v.Shards {
 			age := "never"
 			if s.ReportAgeS >= 0 {
-				age = Human(s.ReportAgeS) + " ago"
+				age = cliout.Human(s.ReportAgeS) + " ago"
 			}
 			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%s\t\n", s.Shard, s.Models, s.Held, s.GlobalMaxRunning, s.Launches, age)
 		}
@@ -29,7 +30,7 @@ func WriteTable(w io.Writer, v *View) {
 	for _, m := range v.Models {
 		depth := "-"
 		if m.DepthAgeS >= 0 {
-			depth = fmt.Sprintf("%s/%s (%s ago)", num(m.Depth), targetText(m.SteerTarget, m.Target), Human(m.DepthAgeS))
+			depth = fmt.Sprintf("%s/%s (%s ago)", num(m.Depth), targetText(m.SteerTarget, m.Target), cliout.Human(m.DepthAgeS))
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%s\t%.1f\t%s\t%s\t+%d\t%s\t\n", m.Model, m.Limit, depth, concText(m.ProviderConc, m.SeenConc, m.SeenConcAgeS), m.Running, m.Starting, m.waitingCell(), m.EndedPerMin, m.drainText(), m.Breaker, m.NextAdmit, m.note())
 	}
