@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,13 +13,8 @@ import (
 	"syscall"
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/evalsched/evalsched/internal/config"
 	"github.com/evalsched/evalsched/internal/depthbridge"
-	"github.com/evalsched/evalsched/internal/depthitem"
-	"github.com/evalsched/evalsched/internal/dynamostore"
 	"github.com/evalsched/evalsched/internal/runner"
 )
 
@@ -63,18 +57,9 @@ func runBridge(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	// Where the readings go: the state table's readings item when the
-	// scheduler reads it (EVALSCHED_DEPTH_SOURCE=dynamodb, the template's
-	// default with the bridge), else CloudWatch metrics.
-	var api depthbridge.API
-	var readings depthbridge.Readings
-	switch src := os.Getenv("EVALSCHED_DEPTH_SOURCE"); src {
-	case "", config.DepthFromCloudWatch:
-		api = cloudwatch.NewFromConfig(aws)
-	case config.DepthFromDynamoDB:
-		readings = &depthitem.Writer{API: dynamodb.NewFromConfig(aws), Table: dynamostore.DefaultTables(cmp.Or(os.Getenv("EVALSCHED_TABLE_PREFIX"), "evalsched-")).State}
-	default:
-		fmt.Fprintf(stderr, "%s bridge: EVALSCHED_DEPTH_SOURCE %q is not %s or %s\n", programName, src, config.DepthFromCloudWatch, config.DepthFromDynamoDB)
+	api, readings, err := depthbridge.SinkFromEnv(aws, os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s bridge: %v\n", programName, err)
 		return exitUsage
 	}
 	b, err := depthbridge.New(api, nil, cfg, log)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -83,7 +82,14 @@ func runDLQ(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s dlq: read %s: %v\n", programName, *queueURL, err)
 	}
 	// 2. Act: delete, redrive, or give the messages back.
-	if !act(ctx, q, letters, *del, *redrive, *intakeURL, stderr) {
+	var errs []error
+	if *del {
+		errs = q.DeleteAll(ctx, letters)
+	} else if *redrive {
+		errs = q.Redrive(ctx, *intakeURL, letters)
+	}
+	for _, err := range errs {
+		fmt.Fprintf(stderr, "%s dlq: %v\n", programName, err)
 		failed = true
 	}
 	if err := q.Release(context.WithoutCancel(ctx), letters); err != nil {
@@ -101,9 +107,7 @@ func runDLQ(args []string, stdout, stderr io.Writer) int {
 		if letters == nil {
 			letters = []deadletter.Letter{}
 		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(letters)
+		writeJSON(stdout, stderr, letters)
 	} else {
 		deadletter.Write(stdout, *queueURL, letters, *limit)
 	}
@@ -111,37 +115,6 @@ func runDLQ(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	return exitOK
-}
-
-// act deletes or redrives the letters, as asked; false when any failed.
-func act(ctx context.Context, q *deadletter.Queue, letters []deadletter.Letter, del, redrive bool, intakeURL string, stderr io.Writer) bool {
-	ok := true
-	switch {
-	case del:
-		for i := range letters {
-			if err := q.Delete(ctx, &letters[i]); err != nil {
-				fmt.Fprintf(stderr, "%s dlq: delete %s: %v\n", programName, letters[i].MessageID, err)
-				ok = false
-			}
-		}
-	case redrive:
-		for i := range letters {
-			l := &letters[i]
-			if err := q.Send(ctx, intakeURL, l); err != nil {
-				fmt.Fprintf(stderr, "%s dlq: redrive %s to %s: %v (left in the dead-letter queue)\n", programName, l.MessageID, intakeURL, err)
-				ok = false
-				continue
-			}
-			if err := q.Delete(ctx, l); err != nil {
-				// Sent twice at worst: the intake stores each job once.
-				fmt.Fprintf(stderr, "%s dlq: %s was redriven but not deleted here: %v\n", programName, l.MessageID, err)
-				ok = false
-				continue
-			}
-			l.Action = "redriven"
-		}
-	}
-	return ok
 }
 
 // dlqMisuse is what is wrong with dlq's arguments, "" when nothing.

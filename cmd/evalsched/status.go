@@ -6,12 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
-	"strings"
 	"time"
 
-	domain "github.com/evalsched/evalsched/internal/job"
-	"github.com/evalsched/evalsched/internal/operator"
 	"github.com/evalsched/evalsched/internal/scheduler"
 	"github.com/evalsched/evalsched/internal/status"
 )
@@ -88,11 +84,9 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	jobID := ""
-	if isJobID(target) {
-		jobID = target
-	} else if jobID, err = jobOfTarget(ctx, st, target); err != nil {
-		if errors.Is(err, errNotAScope) {
+	jobID, err := status.JobOfTarget(ctx, st, target)
+	if err != nil {
+		if errors.Is(err, status.ErrNotATarget) {
 			fmt.Fprintf(stderr, "%s why: want ACCOUNT/PROJECT/BATCH[/KEY] or a job id, not %q\n", programName, target)
 			return exitUsage
 		}
@@ -123,32 +117,6 @@ func runWhy(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// errNotAScope is why's target that is neither a job id nor a scope with a
-// batch.
-var errNotAScope = errors.New("not ACCOUNT/PROJECT/BATCH[/KEY]")
-
-// jobOfTarget is the job id of why's ACCOUNT/PROJECT/BATCH/KEY, "" when the
-// target names a batch.
-func jobOfTarget(ctx context.Context, st batchLister, target string) (string, error) {
-	scope, _, err := operator.ParseScope(target)
-	if err != nil || scope.Batch == "" {
-		return "", errNotAScope
-	}
-	rows, err := status.ListBatches(ctx, st, scope)
-	if err != nil {
-		return "", err
-	}
-	if slices.ContainsFunc(rows, func(r status.BatchRow) bool { return r.Batch == target }) {
-		return "", nil
-	}
-	// Not a batch: ACCOUNT/PROJECT/BATCH/KEY, the last name a job's key.
-	if i := strings.LastIndex(target, "/"); strings.Count(target, "/") >= 3 {
-		b, _, _ := operator.ParseScope(target[:i])
-		return domain.JobID(b.Account, b.Project, b.Batch, target[i+1:]), nil
-	}
-	return "", nil
-}
-
 func writeJSON(stdout, stderr io.Writer, v any) int {
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
@@ -157,17 +125,4 @@ func writeJSON(stdout, stderr io.Writer, v any) int {
 		return exitFailed
 	}
 	return exitOK
-}
-
-// isJobID tells a job id (32 lowercase hex characters) from a batch.
-func isJobID(s string) bool {
-	if len(s) != 32 {
-		return false
-	}
-	for _, c := range s {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }

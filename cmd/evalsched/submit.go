@@ -2,14 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -73,46 +69,6 @@ func runSubmit(args []string, stdout, stderr io.Writer) int {
 	return submit(args, os.Stdin, stdout, stderr)
 }
 
-// batchFlags are the batch's fields for JSON Lines input.
-type batchFlags struct {
-	account, project, batch, model, tier, taskDefinition, timeout *string
-	maxAttempts                                                   *int
-	moe, confidence                                               *float64
-	minPerStratum                                                 *int
-	stratumField                                                  *string
-}
-
-// addBatchFlags adds the batch's fields for JSON Lines input to fs.
-func addBatchFlags(fs *flag.FlagSet) batchFlags {
-	return batchFlags{
-		account:        fs.String("account", "", "JSON Lines: the batch's `account`; required"),
-		project:        fs.String("project", "", "JSON Lines: the batch's `project`; required"),
-		batch:          fs.String("batch", "", "JSON Lines: the batch's `name`; required"),
-		model:          fs.String("model", "", "JSON Lines: the `model` of jobs naming none"),
-		tier:           fs.String("tier", "", "JSON Lines: the batch's `tier`, 0 most urgent (default: the deployment's)"),
-		taskDefinition: fs.String("task-definition", "", "JSON Lines: ECS task definition `family[:revision]` (default: the deployment's)"),
-		timeout:        fs.String("timeout", "", "JSON Lines: stop a job after `T`: seconds, or a duration such as 2h"),
-		maxAttempts:    fs.Int("max-attempts", 0, "JSON Lines: launches lost to infrastructure a job may take, `N` of 1..10 (default 3)"),
-		moe:            fs.Float64("moe", 0, "JSON Lines, sampled: stop once the pass rate is known to ±`M` (0.001..0.5); with --confidence"),
-		confidence:     fs.Float64("confidence", 0, "JSON Lines, sampled: the `C` of the stop rule's interval (0.5..0.999); with --moe"),
-		minPerStratum:  fs.Int("min-per-stratum", 0, "JSON Lines, sampled: results every stratum needs before a stop, `N` (default 30)"),
-		stratumField:   fs.String("stratum-field", "", "JSON Lines, sampled: each job's stratum is its line's `FIELD` (a top-level field, or env.NAME)"),
-	}
-}
-
-// batchFlagsSet lists the batch flags given, as "--name".
-func batchFlagsSet(fs *flag.FlagSet) []string {
-	var set []string
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "account", "project", "batch", "model", "tier", "task-definition", "timeout", "max-attempts",
-			"moe", "confidence", "min-per-stratum", "stratum-field":
-			set = append(set, "--"+f.Name)
-		}
-	})
-	return set
-}
-
 // submit is runSubmit with standard input as a parameter, for tests.
 func submit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlags("submit", stderr, submitUsage)
@@ -120,7 +76,7 @@ func submit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	dryRun := fs.Bool("dry-run", false, "check and split, print the parts, send nothing")
 	def := batchmsg.DefaultConfig()
 	tiers := fs.Int("tiers", def.Tiers, "the deployment's number of tiers `N`: a tier must be 0..N-1")
-	bf := addBatchFlags(fs)
+	bf := batchmsg.AddFlags(fs)
 	envAllow := envAllowFlag(fs)
 	files, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -145,7 +101,7 @@ func submit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return usageErr("--tiers must be at least 1")
 	}
 	cfg := batchmsg.Config{Tiers: *tiers, DefaultTier: min(def.DefaultTier, *tiers-1), DefaultMaxAttempts: def.DefaultMaxAttempts, EnvAllow: config.List(*envAllow)}
-	batchSet := batchFlagsSet(fs)
+	batchSet := bf.Given()
 
 	name, data, err := readInput(files[0], stdin, -1)
 	if err != nil {
@@ -165,12 +121,12 @@ func submit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return exitFailed
 		}
 	} else {
-		h, err := bf.header(batchSet)
+		h, err := bf.Fields()
 		if err != nil {
 			return usageErr("%v", err)
 		}
 		var errs []string
-		b, errs = batchmsg.FromLines(data, batchmsg.Lines{Name: name, Fields: h, StratumField: *bf.stratumField, FieldNames: flagOf, MaxErrors: maxShown}, cfg)
+		b, errs = batchmsg.FromLines(data, batchmsg.Lines{Name: name, Fields: h, StratumField: bf.StratumField(), FieldNames: batchmsg.FlagNames, MaxErrors: maxShown}, cfg)
 		if errs != nil {
 			printErrors(stderr, errs)
 			return exitFailed
@@ -253,71 +209,6 @@ func readInput(name string, stdin io.Reader, limit int64) (string, []byte, error
 // has yet to judge it against the batch as stored (a resubmission with a
 // changed field is refused there, asynchronously).
 const sentNote = "the intake stores it, or puts it in the dead-letter queue with the reason if it conflicts with the batch as stored (a changed env, tier, …, or parts that do not fit): evalsched dlq"
-
-// header builds the batch's fields from the flags (set: the batch flags
-// given); the rules on their values are Parse's to check, on every part.
-func (f batchFlags) header(set []string) (batchmsg.Fields, error) {
-	var missing []string
-	for _, r := range []struct{ flag, v string }{{"--account", *f.account}, {"--project", *f.project}, {"--batch", *f.batch}} {
-		if r.v == "" {
-			missing = append(missing, r.flag)
-		}
-	}
-	if missing != nil {
-		return batchmsg.Fields{}, fmt.Errorf("JSON Lines of jobs need the batch's %s", strings.Join(missing, ", "))
-	}
-	h := batchmsg.Fields{Version: batchmsg.Version, Account: *f.account, Project: *f.project, Batch: *f.batch,
-		Model: *f.model, TaskDefinition: *f.taskDefinition, MaxAttempts: *f.maxAttempts}
-	if *f.tier != "" {
-		n, err := strconv.Atoi(*f.tier)
-		if err != nil {
-			return batchmsg.Fields{}, fmt.Errorf("--tier: %q is not an integer", *f.tier)
-		}
-		h.Tier = &n
-	}
-	if *f.timeout != "" {
-		s, err := seconds(*f.timeout)
-		if err != nil {
-			return batchmsg.Fields{}, fmt.Errorf("--timeout: %v", err)
-		}
-		h.TimeoutSeconds = s
-	}
-	given := func(flag string) bool { return slices.Contains(set, flag) }
-	switch {
-	case given("--moe") != given("--confidence"):
-		return batchmsg.Fields{}, errors.New("a sampled batch needs both --moe and --confidence")
-	case given("--moe"):
-		h.Sampling = &batchmsg.SamplingField{MOE: *f.moe, Confidence: *f.confidence}
-		if given("--min-per-stratum") {
-			if *f.minPerStratum < 1 {
-				return batchmsg.Fields{}, fmt.Errorf("--min-per-stratum: %d is below 1", *f.minPerStratum)
-			}
-			h.Sampling.MinPerStratum = *f.minPerStratum
-		}
-	case given("--min-per-stratum") || given("--stratum-field"):
-		return batchmsg.Fields{}, errors.New("--min-per-stratum and --stratum-field apply to a sampled batch: give --moe and --confidence")
-	}
-	return h, nil
-}
-
-// seconds reads "3600" or "1h": whole seconds.
-func seconds(s string) (int, error) {
-	if n, err := strconv.Atoi(s); err == nil {
-		return n, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d%time.Second != 0 {
-		return 0, fmt.Errorf("%q is not whole seconds (3600) or a duration (1h)", s)
-	}
-	return int(d / time.Second), nil
-}
-
-// flagOf names the flag that sets a message field, for its errors.
-var flagOf = map[string]string{
-	"account": "--account", "project": "--project", "batch": "--batch", "model": "--model", "tier": "--tier",
-	"task_definition": "--task-definition", "timeout_seconds": "--timeout", "max_attempts": "--max-attempts",
-	"sampling.moe": "--moe", "sampling.confidence": "--confidence", "sampling.min_per_stratum": "--min-per-stratum",
-}
 
 func printErrors(w io.Writer, errs []string) {
 	for i, s := range errs {

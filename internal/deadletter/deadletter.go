@@ -147,6 +147,39 @@ func (q *Queue) Send(ctx context.Context, url string, l *Letter) error {
 	return err
 }
 
+// DeleteAll deletes every letter; an error for each that failed.
+func (q *Queue) DeleteAll(ctx context.Context, letters []Letter) []error {
+	var errs []error
+	for i := range letters {
+		if err := q.Delete(ctx, &letters[i]); err != nil {
+			errs = append(errs, fmt.Errorf("delete %s: %w", letters[i].MessageID, err))
+		}
+	}
+	return errs
+}
+
+// Redrive sends every letter to the queue at url (the intake's) and then
+// deletes it here, marking it redriven; an error for each that failed. A
+// letter whose send failed stays in the dead-letter queue; one sent but
+// not deleted is sent twice at worst, which is safe: the intake stores
+// each job once.
+func (q *Queue) Redrive(ctx context.Context, url string, letters []Letter) []error {
+	var errs []error
+	for i := range letters {
+		l := &letters[i]
+		if err := q.Send(ctx, url, l); err != nil {
+			errs = append(errs, fmt.Errorf("redrive %s to %s: %w (left in the dead-letter queue)", l.MessageID, url, err))
+			continue
+		}
+		if err := q.Delete(ctx, l); err != nil {
+			errs = append(errs, fmt.Errorf("%s was redriven but not deleted here: %w", l.MessageID, err))
+			continue
+		}
+		l.Action = "redriven"
+	}
+	return errs
+}
+
 // Release makes the messages still held visible again at once, ten a call.
 func (q *Queue) Release(ctx context.Context, letters []Letter) error {
 	client, url := q.API, q.URL

@@ -11,6 +11,13 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/evalsched/evalsched/internal/config"
+	"github.com/evalsched/evalsched/internal/depthitem"
+	"github.com/evalsched/evalsched/internal/dynamostore"
 )
 
 // Config is the bridge's configuration file (JSON). Zero fields take the
@@ -378,4 +385,20 @@ func FromEnv(file string, getenv func(string) string) (Config, error) {
 		}
 	}
 	return cfg.WithDefaults(), cfg.Validate()
+}
+
+// SinkFromEnv is where the readings go, by EVALSCHED_DEPTH_SOURCE: the
+// state table's readings item (EVALSCHED_TABLE_PREFIX) when the scheduler
+// reads it ("dynamodb", the template's default with the bridge), else
+// CloudWatch metrics. Exactly one of the two is set.
+func SinkFromEnv(aws awssdk.Config, getenv func(string) string) (API, Readings, error) {
+	switch src := getenv("EVALSCHED_DEPTH_SOURCE"); src {
+	case "", config.DepthFromCloudWatch:
+		return cloudwatch.NewFromConfig(aws), nil, nil
+	case config.DepthFromDynamoDB:
+		table := dynamostore.DefaultTables(cmp.Or(getenv("EVALSCHED_TABLE_PREFIX"), "evalsched-")).State
+		return nil, &depthitem.Writer{API: dynamodb.NewFromConfig(aws), Table: table}, nil
+	default:
+		return nil, nil, fmt.Errorf("EVALSCHED_DEPTH_SOURCE %q is not %s or %s", src, config.DepthFromCloudWatch, config.DepthFromDynamoDB)
+	}
 }
