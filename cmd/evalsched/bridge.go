@@ -15,7 +15,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/evalsched/evalsched/internal/depthbridge"
-	"github.com/evalsched/evalsched/internal/runner"
+	"github.com/evalsched/evalsched/internal/schedulerfn"
 )
 
 var bridgeCommand = command{
@@ -69,6 +69,6 @@ func runBridge(args []string, stdout, stderr io.Writer) int {
 	}
 	b.Readings = readings
 	log.Info("bridge: started", "targets", len(cfg.Targets), "interval", cfg.Interval.D().String(), "namespace", cfg.CloudWatch.Namespace, "to_dynamodb", readings != nil)
-	_ = b.Run(ctx, runner.RealClock{})
+	_ = b.Run(ctx, schedulerfn.RealClock{})
 	return exitOK
 }

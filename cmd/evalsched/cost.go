@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/evalsched/evalsched/internal/bill"
-	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/localservers"
 )
 
 var costCommand = command{
@@ -59,7 +59,7 @@ func runCost(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if *template == "" {
-		root, err := localaws.RepoRoot()
+		root, err := localservers.RepoRoot()
 		if err != nil {
 			fmt.Fprintf(stderr, "evalsched cost: %v (or give --template)\n", err)
 			return exitFailed

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/evalsched/evalsched/internal/localmode"
+	"github.com/evalsched/evalsched/internal/devstack"
 )
 
 var localCommand = command{
@@ -18,7 +18,7 @@ var localCommand = command{
 	run:     runLocal,
 }
 
-// Local mode's defaults. A default job (localmode.DefaultModel: a 30 s
+// Local mode's defaults. A default job (devstack.DefaultModel: a 30 s
 // start, 10 calls of 8 s with 4 s between) lives 150 s of world time: at 3×
 // that is 50 s, five passes, so jobs start and end across passes rather
 // than in one wave per pass (at 10× a job lived about one pass).
@@ -63,7 +63,7 @@ func runLocal(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "%s local: still stopping the servers\n", programName)
 		}
 	}()
-	err := localmode.Run(ctx, localmode.Options{
+	err := devstack.Run(ctx, devstack.Options{
 		DynamoDB: os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), SQS: os.Getenv("AWS_ENDPOINT_URL_SQS"),
 		Prefix: *prefix, Speed: *speed, Interval: *interval, Out: stdout, LogFile: *logFile, Verbose: *verbose,
 	})

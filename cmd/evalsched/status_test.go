@@ -15,12 +15,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 
-	"github.com/evalsched/evalsched/internal/awsfake"
 	"github.com/evalsched/evalsched/internal/dynamostore"
 	"github.com/evalsched/evalsched/internal/dynamostore/dynamotest"
 	"github.com/evalsched/evalsched/internal/ecslauncher"
+	"github.com/evalsched/evalsched/internal/httpfake"
 	domain "github.com/evalsched/evalsched/internal/job"
-	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/localservers"
 	"github.com/evalsched/evalsched/internal/priority"
 	"github.com/evalsched/evalsched/internal/scheduler"
 	"github.com/evalsched/evalsched/internal/status"
@@ -31,7 +31,7 @@ import (
 func withTables(t *testing.T) *dynamostore.Store {
 	t.Helper()
 	ctx := context.Background()
-	endpoint := localaws.DynamoDB(t)
+	endpoint := localservers.DynamoDB(t)
 	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
 	t.Setenv("AWS_REGION", "us-east-1")
 	t.Setenv("AWS_ACCESS_KEY_ID", "local")
@@ -165,7 +165,7 @@ func TestPinStatusWhy(t *testing.T) {
 func TestCancelStopsRunningTasks(t *testing.T) {
 	ctx := context.Background()
 	st := withTables(t)
-	fake := awsfake.NewECS()
+	fake := httpfake.NewECS()
 	defer fake.Close()
 	t.Setenv("AWS_ENDPOINT_URL_ECS", fake.URL())
 	// Two of lab/bulk/big's jobs are claimed and launched on the fake.

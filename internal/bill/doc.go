@@ -1,7 +1,7 @@
 // Package bill is the monthly AWS bill of evalsched itself, from the
 // requests its code makes: Measure runs the real scheduler pass, intake,
 // task events, results and reconciler against DynamoDB Local and the ECS and
-// CloudWatch fakes (internal/awsfake) at a load scaled down where it must
+// CloudWatch fakes (internal/httpfake) at a load scaled down where it must
 // be, Meter counts DynamoDB's consumed capacity on every request, EMFCounter
 // the distinct metrics the EMF documents publish; Compute multiplies the
 // counts back up to a month of the load at the list prices (prices.go), one
