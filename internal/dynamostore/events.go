@@ -268,7 +268,7 @@ var outcomeAttr = map[job.State]string{job.Succeeded: "succeeded", job.Failed: "
 
 // apply writes a job.Apply change of a job out of CLAIMED, LAUNCHED or
 // RUNNING in one transaction with the counters it moves: the model's
-// starting/running and pending entry, the project's running, the outcomes;
+// starting/running and pending entry, the outcomes;
 // a retry (or a yield, which also raises the job's max_attempts) also
 // re-queues the job (queue counters and a back item). exit is
 // written when the change records it. It reports false, writing nothing,
@@ -335,13 +335,9 @@ func (s *Store) apply(ctx context.Context, j jobItem, c job.Change, exit *job.Ex
 	if err := add(updateItem(s.tables.State, key(countersPK(j.Model), skCounters), cu, expression.ConditionBuilder{})); err != nil {
 		return false, err
 	}
-	if running != 0 {
-		pu := expression.Add(name("running"), value(running)).
-			Set(name("account"), value(j.Account)).Set(name("project"), value(j.Project))
-		if err := add(updateItem(s.tables.State, key(projectPK(j.Account, j.Project), skCounters), pu, expression.ConditionBuilder{})); err != nil {
-			return false, err
-		}
-	}
+	// A project's running jobs are counted from the inflight index when
+	// asked (ProjectRunning), not kept here: a counter item would add two
+	// write units to every task event's transaction.
 
 	// 3. The queue's counts of its jobs by state (Batches reads them):
 	// running and the outcomes; back to waiting, before newer jobs of its
