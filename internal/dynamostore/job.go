@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-
 	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
