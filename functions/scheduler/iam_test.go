@@ -17,8 +17,8 @@ import (
 	"github.com/evalsched/evalsched/internal/iamcheck"
 	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/localaws"
-	"github.com/evalsched/evalsched/internal/sampling"
 	"github.com/evalsched/evalsched/internal/runner"
+	"github.com/evalsched/evalsched/internal/sampling"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 

@@ -2,6 +2,7 @@ package bill
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -272,31 +273,13 @@ func (m *Meter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWri
 			return nil, err
 		}
 	}
-	before, err := m.items(ctx, refs)
-	if err != nil {
+	var out *dynamodb.TransactWriteItemsOutput
+	units, err := m.billed(ctx, refs, 2, func(i int) bool { return in.TransactItems[i].ConditionCheck != nil }, func() (err error) {
+		out, err = m.next.TransactWriteItems(ctx, in, o...)
+		return err
+	})
+	if errors.Is(err, errMeter) {
 		return nil, err
-	}
-	out, err := m.next.TransactWriteItems(ctx, in, o...)
-	after := before // a refused transaction is billed on the items as they are
-	if err == nil {
-		if after, err = m.items(ctx, refs); err != nil {
-			return nil, err
-		}
-	}
-	units := 0.0
-	for i, r := range refs {
-		b, a := before[i], after[i]
-		units += 2 * kb(max(dynamostore.ItemBytes(b), dynamostore.ItemBytes(a)), 1024)
-		if in.TransactItems[i].ConditionCheck != nil {
-			continue
-		}
-		gsis, gerr := m.gsis(ctx, r.table)
-		if gerr != nil {
-			return nil, gerr
-		}
-		for _, g := range gsis {
-			units += g.upkeep(b, a)
-		}
 	}
 	op := "TransactWriteItems"
 	if len(refs) > 0 && strings.HasPrefix(text(refs[0].key["pk"]), modelStatePrefix) {
@@ -323,28 +306,13 @@ func (m *Meter) BatchExecuteStatement(ctx context.Context, in *dynamodb.BatchExe
 		}
 		refs[i] = tk
 	}
-	before, err := m.items(ctx, refs)
-	if err != nil {
+	var out *dynamodb.BatchExecuteStatementOutput
+	units, err := m.billed(ctx, refs, 1, func(int) bool { return false }, func() (err error) {
+		out, err = m.next.BatchExecuteStatement(ctx, in, o...)
+		return err
+	})
+	if errors.Is(err, errMeter) {
 		return nil, err
-	}
-	out, err := m.next.BatchExecuteStatement(ctx, in, o...)
-	after := before
-	if err == nil {
-		if after, err = m.items(ctx, refs); err != nil {
-			return nil, err
-		}
-	}
-	units := 0.0
-	for i, r := range refs {
-		b, a := before[i], after[i]
-		units += kb(max(dynamostore.ItemBytes(b), dynamostore.ItemBytes(a)), 1024)
-		gsis, gerr := m.gsis(ctx, r.table)
-		if gerr != nil {
-			return nil, gerr
-		}
-		for _, g := range gsis {
-			units += g.upkeep(b, a)
-		}
 	}
 	m.record("BatchExecuteStatement", false, units)
 	return out, err
@@ -372,6 +340,45 @@ func statementKey(stmt string, params []types.AttributeValue) (tableKey, error) 
 		tk.key[attr] = params[n]
 	}
 	return tk, nil
+}
+
+// errMeter marks the meter's own failures (reading the items around a
+// call), apart from the call's.
+var errMeter = errors.New("meter")
+
+// billed runs call between unmetered reads of the items refs and returns
+// the units DynamoDB bills for it: perKB units a KB of each item's larger
+// image (a refused call: the items as they are), plus each index entry it
+// moves (not for the items noIndex names: a ConditionCheck writes none).
+// The error is call's, or the meter's (errMeter).
+func (m *Meter) billed(ctx context.Context, refs []tableKey, perKB float64, noIndex func(int) bool, call func() error) (float64, error) {
+	before, err := m.items(ctx, refs)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", errMeter, err)
+	}
+	callErr := call()
+	after := before
+	if callErr == nil {
+		if after, err = m.items(ctx, refs); err != nil {
+			return 0, fmt.Errorf("%w: %w", errMeter, err)
+		}
+	}
+	units := 0.0
+	for i, r := range refs {
+		b, a := before[i], after[i]
+		units += perKB * kb(max(dynamostore.ItemBytes(b), dynamostore.ItemBytes(a)), 1024)
+		if noIndex(i) {
+			continue
+		}
+		gsis, err := m.gsis(ctx, r.table)
+		if err != nil {
+			return 0, fmt.Errorf("%w: %w", errMeter, err)
+		}
+		for _, g := range gsis {
+			units += g.upkeep(b, a)
+		}
+	}
+	return units, callErr
 }
 
 // OpModelStates names the transactions of the pass's model states (their
