@@ -166,11 +166,12 @@ func stateChange(task httpfake.Task, status string, now time.Time) map[string]an
 	return map[string]any{"version": "0", "source": "aws.ecs", "detail-type": "ECS Task State Change", "time": now, "detail": detail}
 }
 
-// passLogBytes is the runner's pass log lines of rep (JSON, as in Lambda).
+// passLogBytes is the runner's pass log lines of rep (JSON, as in Lambda,
+// where the runner writes EMF beside them: LinesBesideMetrics).
 func passLogBytes(rep scheduler.Report) int {
 	var w countingWriter
 	log := slog.New(slog.NewJSONHandler(&w, nil)).With("shard", 0)
-	for i, l := range rep.Lines(scheduler.LogModelsPerLine) {
+	for i, l := range rep.LinesBesideMetrics(scheduler.LogModelsPerLine) {
 		msg := "pass"
 		if i > 0 {
 			msg = "pass models"

@@ -2,6 +2,7 @@ package bill
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -272,31 +273,13 @@ func (m *Meter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWri
 			return nil, err
 		}
 	}
-	before, err := m.items(ctx, refs)
-	if err != nil {
+	var out *dynamodb.TransactWriteItemsOutput
+	units, err := m.billed(ctx, refs, 2, func(i int) bool { return in.TransactItems[i].ConditionCheck != nil }, func() (err error) {
+		out, err = m.next.TransactWriteItems(ctx, in, o...)
+		return err
+	})
+	if errors.Is(err, errMeter) {
 		return nil, err
-	}
-	out, err := m.next.TransactWriteItems(ctx, in, o...)
-	after := before // a refused transaction is billed on the items as they are
-	if err == nil {
-		if after, err = m.items(ctx, refs); err != nil {
-			return nil, err
-		}
-	}
-	units := 0.0
-	for i, r := range refs {
-		b, a := before[i], after[i]
-		units += 2 * kb(max(dynamostore.ItemBytes(b), dynamostore.ItemBytes(a)), 1024)
-		if in.TransactItems[i].ConditionCheck != nil {
-			continue
-		}
-		gsis, gerr := m.gsis(ctx, r.table)
-		if gerr != nil {
-			return nil, gerr
-		}
-		for _, g := range gsis {
-			units += g.upkeep(b, a)
-		}
 	}
 	op := "TransactWriteItems"
 	if len(refs) > 0 && strings.HasPrefix(text(refs[0].key["pk"]), modelStatePrefix) {
@@ -304,6 +287,98 @@ func (m *Meter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWri
 	}
 	m.record(op, false, units)
 	return out, err
+}
+
+// BatchExecuteStatement reads each statement's item before and after the
+// call (unmetered) and bills it as DynamoDB bills a single write: 1 unit a
+// KB of the larger image, and its index upkeep; DynamoDB Local reports no
+// capacity for PartiQL. A statement refused by its condition is billed on
+// its item as it is. Only the form the store writes is understood: an
+// UPDATE of one quoted table whose WHERE names the key as "pk" = ? AND
+// "sk" = ? (launchStatement in internal/dynamostore); another statement
+// is an error, so a new one cannot go unbilled.
+func (m *Meter) BatchExecuteStatement(ctx context.Context, in *dynamodb.BatchExecuteStatementInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchExecuteStatementOutput, error) {
+	refs := make([]tableKey, len(in.Statements))
+	for i, st := range in.Statements {
+		tk, err := statementKey(aws.ToString(st.Statement), st.Parameters)
+		if err != nil {
+			return nil, err
+		}
+		refs[i] = tk
+	}
+	var out *dynamodb.BatchExecuteStatementOutput
+	units, err := m.billed(ctx, refs, 1, func(int) bool { return false }, func() (err error) {
+		out, err = m.next.BatchExecuteStatement(ctx, in, o...)
+		return err
+	})
+	if errors.Is(err, errMeter) {
+		return nil, err
+	}
+	m.record("BatchExecuteStatement", false, units)
+	return out, err
+}
+
+// statementKey is the table and key of an UPDATE "table" … WHERE "pk" = ?
+// AND "sk" = ? …: the key's values are the parameters in the places of
+// their ?.
+func statementKey(stmt string, params []types.AttributeValue) (tableKey, error) {
+	rest, ok := strings.CutPrefix(stmt, `UPDATE "`)
+	table, _, ok2 := strings.Cut(rest, `"`)
+	if !ok || !ok2 {
+		return tableKey{}, fmt.Errorf("meter: statement %q is not an UPDATE of a quoted table", stmt)
+	}
+	tk := tableKey{table: table, key: map[string]types.AttributeValue{}}
+	for _, attr := range []string{"pk", "sk"} {
+		at := strings.Index(stmt, `"`+attr+`" = ?`)
+		if at < 0 {
+			return tableKey{}, fmt.Errorf("meter: statement %q does not name %s = ?", stmt, attr)
+		}
+		n := strings.Count(stmt[:at], "?")
+		if n >= len(params) {
+			return tableKey{}, fmt.Errorf("meter: statement %q has no parameter for %s", stmt, attr)
+		}
+		tk.key[attr] = params[n]
+	}
+	return tk, nil
+}
+
+// errMeter marks the meter's own failures (reading the items around a
+// call), apart from the call's.
+var errMeter = errors.New("meter")
+
+// billed runs call between unmetered reads of the items refs and returns
+// the units DynamoDB bills for it: perKB units a KB of each item's larger
+// image (a refused call: the items as they are), plus each index entry it
+// moves (not for the items noIndex names: a ConditionCheck writes none).
+// The error is call's, or the meter's (errMeter).
+func (m *Meter) billed(ctx context.Context, refs []tableKey, perKB float64, noIndex func(int) bool, call func() error) (float64, error) {
+	before, err := m.items(ctx, refs)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", errMeter, err)
+	}
+	callErr := call()
+	after := before
+	if callErr == nil {
+		if after, err = m.items(ctx, refs); err != nil {
+			return 0, fmt.Errorf("%w: %w", errMeter, err)
+		}
+	}
+	units := 0.0
+	for i, r := range refs {
+		b, a := before[i], after[i]
+		units += perKB * kb(max(dynamostore.ItemBytes(b), dynamostore.ItemBytes(a)), 1024)
+		if noIndex(i) {
+			continue
+		}
+		gsis, err := m.gsis(ctx, r.table)
+		if err != nil {
+			return 0, fmt.Errorf("%w: %w", errMeter, err)
+		}
+		for _, g := range gsis {
+			units += g.upkeep(b, a)
+		}
+	}
+	return units, callErr
 }
 
 // OpModelStates names the transactions of the pass's model states (their

@@ -32,6 +32,21 @@ type inflightItem struct {
 // it lists the owned models' jobs only, so a scheduler shard's reconciler
 // repairs its own; the index is not keyed by model, so it still reads all.
 func (s *Store) InFlight(ctx context.Context) ([]scheduler.InFlight, error) {
+	all, err := s.inflight(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []scheduler.InFlight
+	for _, f := range all {
+		if s.owns(f.Model) {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// inflight lists every job holding a slot, of every model.
+func (s *Store) inflight(ctx context.Context) ([]scheduler.InFlight, error) {
 	var out []scheduler.InFlight
 	for shard := range inflightShards {
 		items, err := s.query(ctx, &dynamodb.QueryInput{
@@ -48,9 +63,6 @@ func (s *Store) InFlight(ctx context.Context) ([]scheduler.InFlight, error) {
 			var j inflightItem
 			if err := attributevalue.UnmarshalMap(it, &j); err != nil {
 				return nil, fmt.Errorf("list jobs in flight: %w", err)
-			}
-			if !s.owns(j.Model) {
-				continue
 			}
 			f := scheduler.InFlight{ID: j.ID, Account: j.Account, Project: j.Project, Batch: j.Batch, Model: j.Model, State: j.State, Attempt: j.Attempt, TaskARN: j.TaskARN, TimeoutSeconds: j.TimeoutSeconds}
 			f.ClaimedAt, _ = parseStamp(j.ClaimedAt)

@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -54,16 +51,21 @@ func (j *jobItem) job() Job {
 	}
 }
 
-// ProjectRunning reads a project's running counter: the tasks of its jobs
-// running now, over all models (for the CLI's status; the pass does not
-// read it).
+// ProjectRunning counts a project's jobs whose task is running now, over
+// all models (for the CLI's status; the pass does not read it). It reads
+// the inflight index (eventually consistent, like every index) rather than
+// a counter: a counter would cost every task event two more write units in
+// its transaction, and only this status reads it.
 func (s *Store) ProjectRunning(ctx context.Context, account, project string) (int, error) {
-	res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(s.tables.State), Key: key(projectPK(account, project), skCounters), ConsistentRead: aws.Bool(true),
-	})
+	all, err := s.inflight(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("read project %s/%s: %w", account, project, err)
 	}
-	n, _ := integer(res.Item["running"])
-	return int(n), nil
+	n := 0
+	for _, f := range all {
+		if f.Account == account && f.Project == project && f.State == string(job.Running) {
+			n++
+		}
+	}
+	return n, nil
 }

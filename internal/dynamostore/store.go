@@ -179,9 +179,8 @@ func modelsPK(model string) string { return fmt.Sprintf("%s#%d", pkModels, bucke
 // activeKey is the active index partition of a model's queues.
 func activeKey(model string) string { return fmt.Sprintf("%s#%d", activeValue, bucketOf(model)) }
 
-func jobPK(id string) string                   { return "JOB#" + id }
-func countersPK(model string) string           { return "MODEL#" + model }
-func projectPK(account, project string) string { return "PROJECT#" + account + "#" + project }
+func jobPK(id string) string         { return "JOB#" + id }
+func countersPK(model string) string { return "MODEL#" + model }
 func batchPK(account, project, batch string) string {
 	return "BATCH#" + account + "#" + project + "#" + batch
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/evalsched/evalsched/internal/breaker"
 	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/limits"
 )
@@ -393,7 +394,41 @@ func (r Report) LogValue() slog.Value {
 // first carries the summary and, when there are more, "models" (how many in
 // all) and "part"; each later one "part" and its models only.
 func (r Report) Lines(perLine int) []slog.Value {
-	models := r.modelAttrs()
+	return r.lines(perLine, r.modelAttrs())
+}
+
+// LinesBesideMetrics is Lines for a pass whose per-model values are also
+// written as EMF (emf.WriteShard: a document or, lean, a plain line per busy
+// model, with its limit, reason, depth, counts, admissions by tier and
+// breaker): a busy model's group keeps only what those lack — why its jobs
+// wait and its breaker's phase when not closed — and is left out when it
+// has neither; an idle model whose limit moved (which has no EMF line)
+// keeps its whole group. The values once, not twice: at the seed's 241
+// busy models the pass's log is about a third smaller (evalsched cost).
+func (r Report) LinesBesideMetrics(perLine int) []slog.Value {
+	var attrs []slog.Attr
+	for _, m := range r.Plan.Models {
+		if m.Running+m.Starting+m.Waiting == 0 {
+			if a, ok := modelAttr(m); ok {
+				attrs = append(attrs, a)
+			}
+			continue
+		}
+		var g []any
+		if m.Why != "" {
+			g = append(g, slog.String("why_waiting", m.Why))
+		}
+		if p := m.Breaker.State.Phase; p != "" && p != breaker.Closed {
+			g = append(g, slog.String("breaker", string(p)))
+		}
+		if len(g) > 0 {
+			attrs = append(attrs, slog.Group(m.Model, g...))
+		}
+	}
+	return r.lines(perLine, attrs)
+}
+
+func (r Report) lines(perLine int, models []slog.Attr) []slog.Value {
 	if perLine <= 0 || len(models) <= perLine {
 		return []slog.Value{slog.GroupValue(append(r.summaryAttrs(), models...)...)}
 	}
@@ -444,21 +479,29 @@ func (r Report) summaryAttrs() []slog.Attr {
 func (r Report) modelAttrs() []slog.Attr {
 	var attrs []slog.Attr
 	for _, m := range r.Plan.Models {
-		if m.Running+m.Starting+m.Waiting == 0 && m.Limit.Action != limits.Raised && m.Limit.Action != limits.Lowered {
-			continue
+		if a, ok := modelAttr(m); ok {
+			attrs = append(attrs, a)
 		}
-		attrs = append(attrs, slog.Group(m.Model,
-			slog.Float64("depth", m.Depth.Value),
-			slog.Int("limit", m.State.Limit.Limit),
-			slog.String("limit_reason", m.Limit.Reason),
-			slog.Int("running", m.Running),
-			slog.Int("starting", m.Starting),
-			slog.Int("waiting", m.Waiting),
-			slog.Int("admitted", m.Admitted),
-			slog.Any("admitted_by_tier", m.ByTier),
-			slog.String("breaker", string(m.Breaker.State.Phase)),
-			slog.String("why_waiting", m.Why),
-		))
 	}
 	return attrs
+}
+
+// modelAttr is a model's decision, if it holds, waits for or changed
+// something.
+func modelAttr(m ModelPlan) (slog.Attr, bool) {
+	if m.Running+m.Starting+m.Waiting == 0 && m.Limit.Action != limits.Raised && m.Limit.Action != limits.Lowered {
+		return slog.Attr{}, false
+	}
+	return slog.Group(m.Model,
+		slog.Float64("depth", m.Depth.Value),
+		slog.Int("limit", m.State.Limit.Limit),
+		slog.String("limit_reason", m.Limit.Reason),
+		slog.Int("running", m.Running),
+		slog.Int("starting", m.Starting),
+		slog.Int("waiting", m.Waiting),
+		slog.Int("admitted", m.Admitted),
+		slog.Any("admitted_by_tier", m.ByTier),
+		slog.String("breaker", string(m.Breaker.State.Phase)),
+		slog.String("why_waiting", m.Why),
+	), true
 }

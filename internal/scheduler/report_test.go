@@ -7,6 +7,9 @@ import (
 	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/evalsched/evalsched/internal/breaker"
+	"github.com/evalsched/evalsched/internal/limits"
 )
 
 // At 2,000 busy models one pass line would be ~570 KB, past the 256 KB a
@@ -60,5 +63,52 @@ func TestReportLinesStayUnderTheLogEventLimit(t *testing.T) {
 	rep.Plan.Models = rep.Plan.Models[:3]
 	if got := len(rep.Lines(LogModelsPerLine)); got != 1 {
 		t.Errorf("3 models: %d lines, want 1", got)
+	}
+}
+
+// Beside the EMF (which carries a busy model's values), a model's group
+// keeps only why its jobs wait and a breaker not closed; an idle model
+// whose limit moved (no EMF line) keeps its whole group.
+func TestLinesBesideMetricsCarryOnlyWhatTheEMFLacks(t *testing.T) {
+	rep := Report{At: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), Claimed: 2}
+	rep.Plan.Models = []ModelPlan{
+		{Model: "waits", Running: 3, Waiting: 40, Why: "waiting for a slot: limit reached"},
+		{Model: "tripped", Running: 1, Breaker: breaker.Decision{State: breaker.State{Phase: breaker.Open}}},
+		{Model: "quiet", Running: 2, Breaker: breaker.Decision{State: breaker.State{Phase: breaker.Closed}}},
+		{Model: "lowered", Limit: limits.Decision{Action: limits.Lowered, Reason: "depth high"}},
+		{Model: "idle"},
+	}
+	lines := rep.LinesBesideMetrics(LogModelsPerLine)
+	if len(lines) != 1 {
+		t.Fatalf("got %d lines, want 1", len(lines))
+	}
+	var buf bytes.Buffer
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("pass", "pass", lines[0])
+	var rec struct {
+		Pass map[string]json.RawMessage `json:"pass"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"waits":   `{"why_waiting":"waiting for a slot: limit reached"}`,
+		"tripped": `{"breaker":"OPEN"}`,
+	}
+	for m, w := range want {
+		if got := string(rec.Pass[m]); got != w {
+			t.Errorf("%s: got %s, want %s", m, got, w)
+		}
+	}
+	for _, m := range []string{"quiet", "idle"} {
+		if got, ok := rec.Pass[m]; ok {
+			t.Errorf("%s: got %s, want no group (nothing the EMF lacks)", m, got)
+		}
+	}
+	var lowered map[string]any
+	if err := json.Unmarshal(rec.Pass["lowered"], &lowered); err != nil || lowered["limit_reason"] != "depth high" || lowered["running"] != 0.0 {
+		t.Errorf("lowered: got %s, want its whole group (an idle model has no EMF line)", rec.Pass["lowered"])
+	}
+	if string(rec.Pass["claimed"]) != "2" {
+		t.Errorf("summary: claimed %s, want 2", rec.Pass["claimed"])
 	}
 }

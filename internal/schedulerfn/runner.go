@@ -95,8 +95,13 @@ func (r *Runner) Run(ctx context.Context, owner string) (Result, error) {
 				return err
 			}
 			// One line, or at 2,000 models several: each under
-			// CloudWatch Logs' 256-KB event.
-			for i, l := range rep.Lines(scheduler.LogModelsPerLine) {
+			// CloudWatch Logs' 256-KB event. With the EMF written, a
+			// model's values are there: the line adds only what they lack.
+			lines := rep.Lines(scheduler.LogModelsPerLine)
+			if r.Metrics != nil {
+				lines = rep.LinesBesideMetrics(scheduler.LogModelsPerLine)
+			}
+			for i, l := range lines {
 				msg := "pass"
 				if i > 0 {
 					msg = "pass models"

@@ -62,7 +62,8 @@ func TestRunPassesReportsAndHandsOver(t *testing.T) {
 	if n := len(l.Launched()); n != 5 {
 		t.Errorf("got %d launches, want the initial limit 5", n)
 	}
-	// Every pass is one JSON log line with the model's decision in it.
+	// Every pass is one JSON log line; the model's values (its limit and
+	// reason, ...) are in the EMF written beside it, not repeated there.
 	lines := 0
 	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
 		var rec map[string]any
@@ -74,16 +75,16 @@ func TestRunPassesReportsAndHandsOver(t *testing.T) {
 			if rec["shard"] != 0.0 {
 				t.Errorf("pass line without shard 0: %s", line)
 			}
-			if !strings.Contains(line, `"limit_reason"`) {
-				t.Errorf("pass line without the limit reason: %s", line)
+			if strings.Contains(line, `"limit_reason"`) {
+				t.Errorf("pass line repeats the model's values the EMF carries: %s", line)
 			}
 		}
 	}
 	if lines != 6 {
 		t.Errorf("got %d pass lines, want 6", lines)
 	}
-	if !strings.Contains(metrics.String(), `"JobLimit"`) {
-		t.Error("no EMF metrics written")
+	if !strings.Contains(metrics.String(), `"JobLimit"`) || !strings.Contains(metrics.String(), `"LimitReason"`) {
+		t.Error("no EMF metrics written, or without the limit's reason")
 	}
 	// The lease was released: the next invocation takes it at once.
 	res, err = r.Run(context.Background(), "req-2")
