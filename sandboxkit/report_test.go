@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/localservers"
 )
 
 var testJob = Job{ID: "0123456789abcdef0123456789abcdef", Account: "acme", Project: "search", Batch: "b1", Model: "gpt-5.5", Attempt: 2,
@@ -100,7 +100,7 @@ func TestNewResultMessageRejects(t *testing.T) {
 // result message, exactly.
 func TestSQSReporter(t *testing.T) {
 	ctx := context.Background()
-	client := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(localaws.SQS(t)),
+	client := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(localservers.SQS(t)),
 		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
 	for _, name := range []string{"results", "results.fifo"} {
 		t.Run(name, func(t *testing.T) {

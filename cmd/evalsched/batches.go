@@ -2,13 +2,14 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
 
 	"github.com/evalsched/evalsched/internal/dynamostore"
+	"github.com/evalsched/evalsched/internal/operator"
 	"github.com/evalsched/evalsched/internal/scheduler"
+	"github.com/evalsched/evalsched/internal/status"
 )
 
 var batchesCommand = command{
@@ -17,75 +18,15 @@ var batchesCommand = command{
 	run:     runBatches,
 }
 
-// batchRow is one batch's jobs of one model by state.
-type batchRow struct {
-	Batch      string `json:"batch"` // ACCOUNT/PROJECT/BATCH
-	Model      string `json:"model"`
-	State      string `json:"state"` // waiting, running (none waits), finished (every job ended)
-	Registered int    `json:"registered"`
-	Waiting    int    `json:"waiting"`
-	Starting   int    `json:"starting"` // claimed or launched, not yet running
-	Running    int    `json:"running"`
-	Succeeded  int    `json:"succeeded"`
-	Failed     int    `json:"failed"`
-	Cancelled  int    `json:"cancelled"`
-	Skipped    int    `json:"skipped,omitempty"` // a sampled batch's rest, once its estimate was good enough
-	// ProviderRetries: attempts the provider failed (exit 75) that sent a
-	// job back to waiting; not in any state's count.
-	ProviderRetries int `json:"provider_retries,omitempty"`
-	// SubmittedTier is the tier the batch was sent with (< 0: none), for
-	// status --all's tier of a batch none of whose jobs wait.
-	SubmittedTier int `json:"-"`
-	// PartsArrived of PartsExpected for a batch sent in several messages;
-	// both 0 for a batch of one message.
-	PartsArrived  int `json:"parts_arrived"`
-	PartsExpected int `json:"parts_expected"`
-}
-
-func rowOf(c dynamostore.BatchCounts) batchRow {
-	r := batchRow{
-		Batch: c.Account + "/" + c.Project + "/" + c.Batch, Model: c.Model,
-		Registered: c.Registered, Waiting: c.Waiting, Starting: c.Starting, Running: c.Running,
-		Succeeded: c.Succeeded, Failed: c.Failed, Cancelled: c.Cancelled, Skipped: c.Skipped,
-		ProviderRetries: c.ProviderRetries, PartsArrived: c.PartsSeen, PartsExpected: c.Parts, SubmittedTier: c.Tier,
-	}
-	switch {
-	case c.Waiting > 0:
-		r.State = "waiting"
-	case c.Starting+c.Running > 0 || c.PartsSeen < c.Parts:
-		r.State = "running"
-	default:
-		r.State = "finished"
-	}
-	return r
-}
-
 // batchLister is what batches and why need of the store.
 type batchLister interface {
 	Batches(ctx context.Context, scope scheduler.Scope) ([]dynamostore.BatchCounts, error)
 }
 
-func listBatches(ctx context.Context, st batchLister, scope scheduler.Scope) ([]batchRow, error) {
-	counts, err := st.Batches(ctx, scope)
-	if err != nil {
-		return nil, err
-	}
-	rows := make([]batchRow, len(counts))
-	for i, c := range counts {
-		rows[i] = rowOf(c)
-	}
-	return rows, nil
-}
-
 func runBatches(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("batches", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("batches", stderr, fmt.Sprintf("usage: %s batches [flags] [SCOPE]\n\nLists every batch inside SCOPE (all when omitted), finished ones included,\nwith its jobs by state: one row per batch and model.\n\n%s\n\n", programName, operator.ScopeHelp))
 	sf := addStoreFlags(fs)
 	asJSON := fs.Bool("json", false, "print JSON for scripts")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: %s batches [flags] [SCOPE]\n\nLists every batch inside SCOPE (all when omitted), finished ones included,\nwith its jobs by state: one row per batch and model.\n\n%s\n\n", programName, scopeHelp)
-		fs.PrintDefaults()
-	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -94,7 +35,7 @@ func runBatches(args []string, stdout, stderr io.Writer) int {
 	switch len(pos) {
 	case 0:
 	case 1:
-		if scope, _, err = parseScope(pos[0]); err != nil {
+		if scope, _, err = operator.ParseScope(pos[0]); err != nil {
 			fmt.Fprintf(stderr, "%s batches: %v\n", programName, err)
 			return exitUsage
 		}
@@ -108,14 +49,14 @@ func runBatches(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s batches: %v\n", programName, err)
 		return exitFailed
 	}
-	rows, err := listBatches(ctx, st, scope)
+	rows, err := status.ListBatches(ctx, st, scope)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s batches: %v\n", programName, err)
 		return exitFailed
 	}
 	if *asJSON {
 		if rows == nil {
-			rows = []batchRow{}
+			rows = []status.BatchRow{}
 		}
 		return writeJSON(stdout, stderr, rows)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,14 +13,9 @@ import (
 	"syscall"
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/evalsched/evalsched/internal/config"
 	"github.com/evalsched/evalsched/internal/depthbridge"
-	"github.com/evalsched/evalsched/internal/depthitem"
-	"github.com/evalsched/evalsched/internal/dynamostore"
-	"github.com/evalsched/evalsched/internal/runner"
+	"github.com/evalsched/evalsched/internal/schedulerfn"
 )
 
 var bridgeCommand = command{
@@ -32,17 +26,12 @@ var bridgeCommand = command{
 
 // envBridgeConfig holds the configuration's JSON when --config is not
 // given (the ECS service passes it so).
-const envBridgeConfig = "EVALSCHED_BRIDGE_CONFIG"
+const envBridgeConfig = depthbridge.EnvConfig
 
 func runBridge(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("bridge", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("bridge", stderr, fmt.Sprintf("usage: %s bridge --config FILE\n\nScrapes the configured Prometheus endpoints every interval (1s) and publishes each\nmodel's queue depth (and calls in service, errors and calls when named): with\nEVALSCHED_DEPTH_SOURCE=dynamodb to one item of the state table\n(EVALSCHED_TABLE_PREFIX) each publish period, else as high-resolution\nCloudWatch metrics, in the namespace, names and dimension the scheduler reads.\nThe cloudwatch fields left empty take EVALSCHED_METRIC_NAMESPACE,\nEVALSCHED_METRIC_NAME, EVALSCHED_METRIC_DIMENSION, EVALSCHED_INSERVICE_METRIC_NAME,\nEVALSCHED_ERROR_METRIC_NAME and EVALSCHED_CALLS_METRIC_NAME, as the scheduler does.\nPresets: %v. See docs/bridge.md.\n\n", programName, depthbridge.Presets()))
 	file := fs.String("config", "", "the bridge's JSON configuration `FILE` (default: the JSON in "+envBridgeConfig+")")
 	check := fs.Bool("check", false, "validate the configuration, print it with its defaults and exit")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: %s bridge --config FILE\n\nScrapes the configured Prometheus endpoints every interval (1s) and publishes each\nmodel's queue depth (and calls in service, errors and calls when named): with\nEVALSCHED_DEPTH_SOURCE=dynamodb to one item of the state table\n(EVALSCHED_TABLE_PREFIX) each publish period, else as high-resolution\nCloudWatch metrics, in the namespace, names and dimension the scheduler reads.\nThe cloudwatch fields left empty take EVALSCHED_METRIC_NAMESPACE,\nEVALSCHED_METRIC_NAME, EVALSCHED_METRIC_DIMENSION, EVALSCHED_INSERVICE_METRIC_NAME,\nEVALSCHED_ERROR_METRIC_NAME and EVALSCHED_CALLS_METRIC_NAME, as the scheduler does.\nPresets: %v. See docs/bridge.md.\n\n", programName, depthbridge.Presets())
-		fs.PrintDefaults()
-	}
 	pos, err := parseInterspersed(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
@@ -50,7 +39,7 @@ func runBridge(args []string, stdout, stderr io.Writer) int {
 	if err != nil || len(pos) > 0 {
 		return exitUsage
 	}
-	cfg, err := bridgeConfig(*file)
+	cfg, err := depthbridge.FromEnv(*file, os.Getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s bridge: %v\n", programName, err)
 		return exitUsage
@@ -68,18 +57,9 @@ func runBridge(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	// Where the readings go: the state table's readings item when the
-	// scheduler reads it (EVALSCHED_DEPTH_SOURCE=dynamodb, the template's
-	// default with the bridge), else CloudWatch metrics.
-	var api depthbridge.API
-	var readings depthbridge.Readings
-	switch src := os.Getenv("EVALSCHED_DEPTH_SOURCE"); src {
-	case "", config.DepthFromCloudWatch:
-		api = cloudwatch.NewFromConfig(aws)
-	case config.DepthFromDynamoDB:
-		readings = &depthitem.Writer{API: dynamodb.NewFromConfig(aws), Table: dynamostore.DefaultTables(cmp.Or(os.Getenv("EVALSCHED_TABLE_PREFIX"), "evalsched-")).State}
-	default:
-		fmt.Fprintf(stderr, "%s bridge: EVALSCHED_DEPTH_SOURCE %q is not %s or %s\n", programName, src, config.DepthFromCloudWatch, config.DepthFromDynamoDB)
+	api, readings, err := depthbridge.SinkFromEnv(aws, os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s bridge: %v\n", programName, err)
 		return exitUsage
 	}
 	b, err := depthbridge.New(api, nil, cfg, log)
@@ -89,41 +69,6 @@ func runBridge(args []string, stdout, stderr io.Writer) int {
 	}
 	b.Readings = readings
 	log.Info("bridge: started", "targets", len(cfg.Targets), "interval", cfg.Interval.D().String(), "namespace", cfg.CloudWatch.Namespace, "to_dynamodb", readings != nil)
-	_ = b.Run(ctx, runner.RealClock{})
+	_ = b.Run(ctx, schedulerfn.RealClock{})
 	return exitOK
-}
-
-// bridgeConfig reads the configuration from the file or the environment
-// and fills the CloudWatch names it leaves empty from the scheduler's
-// variables, so that one set of template parameters names both sides.
-func bridgeConfig(file string) (depthbridge.Config, error) {
-	var data []byte
-	if file != "" {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return depthbridge.Config{}, err
-		}
-		data = b
-	} else if s := os.Getenv(envBridgeConfig); s != "" {
-		data = []byte(s)
-	} else {
-		return depthbridge.Config{}, fmt.Errorf("no configuration: give --config FILE or set %s", envBridgeConfig)
-	}
-	cfg, err := depthbridge.Parse(data)
-	if err != nil {
-		return cfg, err
-	}
-	cw := &cfg.CloudWatch
-	for _, f := range []struct {
-		field *string
-		env   string
-	}{
-		{&cw.Namespace, "EVALSCHED_METRIC_NAMESPACE"}, {&cw.Depth, "EVALSCHED_METRIC_NAME"}, {&cw.Dimension, "EVALSCHED_METRIC_DIMENSION"},
-		{&cw.InService, "EVALSCHED_INSERVICE_METRIC_NAME"}, {&cw.Errors, "EVALSCHED_ERROR_METRIC_NAME"}, {&cw.Calls, "EVALSCHED_CALLS_METRIC_NAME"},
-	} {
-		if *f.field == "" {
-			*f.field = os.Getenv(f.env)
-		}
-	}
-	return cfg.WithDefaults(), cfg.Validate()
 }

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evalsched/evalsched/internal/devstack"
 	"github.com/evalsched/evalsched/internal/dynamostore"
 	domain "github.com/evalsched/evalsched/internal/job"
-	"github.com/evalsched/evalsched/internal/localaws"
-	"github.com/evalsched/evalsched/internal/localmode"
+	"github.com/evalsched/evalsched/internal/localservers"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -80,17 +80,17 @@ func TestCancelStopsLocalTasks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the local mode for several seconds")
 	}
-	ddb, sqsURL := localaws.DynamoDB(t), localaws.SQS(t)
+	ddb, sqsURL := localservers.DynamoDB(t), localservers.SQS(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	// Run writes out alone until Ready, which reads what it printed.
 	var out bytes.Buffer
 	type started struct{ queueURL, printed string }
 	ready, done := make(chan started, 1), make(chan error, 1)
 	go func() {
-		done <- localmode.Run(ctx, localmode.Options{
+		done <- devstack.Run(ctx, devstack.Options{
 			DynamoDB: ddb, SQS: sqsURL, Prefix: "stop-", Speed: 20, Interval: time.Second, Out: &out,
 			// Jobs that run for minutes: they are running when cancelled.
-			Models: []localmode.Model{{Name: "gpt-5.5", Concurrency: 4, Call: 20 * time.Second, Think: 10 * time.Second, Calls: 100, Start: 2 * time.Second}},
+			Models: []devstack.Model{{Name: "gpt-5.5", Concurrency: 4, Call: 20 * time.Second, Think: 10 * time.Second, Calls: 100, Start: 2 * time.Second}},
 			Ready:  func(u string) { ready <- started{u, out.String()} },
 		})
 	}()
@@ -160,23 +160,13 @@ func TestCancelStopsLocalTasks(t *testing.T) {
 	}
 }
 
-// TestCancelProgress: the bar counts jobs against the scope's total on a
-// terminal, clears itself, and draws nothing when off (--json, a pipe).
+// TestCancelProgress: the bar counts jobs against the scope's total
+// (cliout.Line draws it only on a terminal).
 func TestCancelProgress(t *testing.T) {
-	var term bytes.Buffer
-	p := &countProgress{w: &term, on: true, what: "cancelling lab"}
-	p.draw(0, 19518)
-	p.draw(19518, 19518)
-	p.clear()
-	if got := term.String(); !strings.Contains(got, "cancelling lab [........................] 0/19,518 jobs") ||
-		!strings.Contains(got, "[########################] 19,518/19,518 jobs") || !strings.HasSuffix(got, "\r\033[K") {
-		t.Errorf("terminal got %q", got)
+	if got, want := cancelling("lab", 0, 19518), "cancelling lab [........................] 0/19,518 jobs"; got != want {
+		t.Errorf("start: %q, want %q", got, want)
 	}
-	var pipe bytes.Buffer
-	q := &countProgress{w: &pipe, on: false}
-	q.draw(5, 10)
-	q.clear()
-	if pipe.Len() != 0 {
-		t.Errorf("off: got %q, want nothing", pipe.String())
+	if got, want := cancelling("lab", 19518, 19518), "cancelling lab [########################] 19,518/19,518 jobs"; got != want {
+		t.Errorf("end: %q, want %q", got, want)
 	}
 }

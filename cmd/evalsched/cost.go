@@ -2,16 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/evalsched/evalsched/internal/bill"
-	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/localservers"
 )
 
 var costCommand = command{
@@ -34,12 +32,7 @@ flags:
 `
 
 func runCost(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("cost", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), costUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlags("cost", stderr, costUsage)
 	l := bill.SeedLoad()
 	fs.Float64Var(&l.JobsPerWeek, "jobs-per-week", l.JobsPerWeek, "jobs submitted a week")
 	fs.IntVar(&l.Models, "models", l.Models, "models configured")
@@ -66,55 +59,27 @@ func runCost(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if *template == "" {
-		root, err := localaws.RepoRoot()
+		root, err := localservers.RepoRoot()
 		if err != nil {
 			fmt.Fprintf(stderr, "evalsched cost: %v (or give --template)\n", err)
 			return exitFailed
 		}
 		*template = filepath.Join(root, "template.yaml")
 	}
-	b, err := costOf(l, *template, bill.Options{InService: *inService, ErrorRate: *errorRate, Bridge: *bridge, CloudWatchDepth: *cwDepth})
+	b, err := bill.MeasureLocal(context.Background(), l, *template, bill.Options{InService: *inService, ErrorRate: *errorRate, Bridge: *bridge, CloudWatchDepth: *cwDepth})
 	if err != nil {
 		fmt.Fprintf(stderr, "evalsched cost: %v\n", err)
 		return exitFailed
 	}
 	if *doc != "" {
-		old, err := os.ReadFile(*doc)
-		if err == nil {
-			var text string
-			if text, err = bill.SpliceDoc(string(old), b, l); err == nil {
-				err = os.WriteFile(*doc, []byte(text), 0o644)
-			}
-		}
-		if err != nil {
+		if err := bill.WriteDoc(*doc, b, l); err != nil {
 			fmt.Fprintf(stderr, "evalsched cost: --doc: %v\n", err)
 			return exitFailed
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(b); err != nil {
-			return exitFailed
-		}
-		return exitOK
+		return writeJSON(stdout, stderr, b)
 	}
 	b.WriteMarkdown(stdout, l)
 	return exitOK
-}
-
-// costOf measures the code at load l under the template's deployment and
-// returns the bill.
-func costOf(l bill.Load, template string, o bill.Options) (bill.Bill, error) {
-	dep, err := bill.ReadTemplate(template)
-	if err != nil {
-		return bill.Bill{}, err
-	}
-	srv, err := localaws.StartDynamoDB()
-	if err != nil {
-		return bill.Bill{}, err
-	}
-	defer srv.Stop()
-	b, _, err := bill.Run(context.Background(), srv.Endpoint, l, dep, o)
-	return b, err
 }

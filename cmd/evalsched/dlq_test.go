@@ -15,6 +15,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/evalsched/evalsched/internal/batchmsg"
+	"github.com/evalsched/evalsched/internal/deadletter"
 	"github.com/evalsched/evalsched/internal/intake"
 )
 
@@ -60,13 +61,13 @@ func TestDLQ(t *testing.T) {
 		t.Fatalf("the intake failed %v", resp.BatchItemFailures)
 	}
 
-	list := func(args ...string) []deadLetter {
+	list := func(args ...string) []deadletter.Letter {
 		t.Helper()
 		code, out, errs := runCLI(append([]string{"dlq", "--json"}, args...)...)
 		if code != exitOK {
 			t.Fatalf("dlq %v: exit %d: %s", args, code, errs)
 		}
-		var letters []deadLetter
+		var letters []deadletter.Letter
 		if err := json.Unmarshal([]byte(out), &letters); err != nil {
 			t.Fatalf("dlq %v: %v\n%s", args, err, out)
 		}
@@ -79,7 +80,7 @@ func TestDLQ(t *testing.T) {
 		if len(letters) != 2 {
 			t.Fatalf("listed %d messages, want 2", len(letters))
 		}
-		byBatch := map[string]deadLetter{}
+		byBatch := map[string]deadletter.Letter{}
 		for _, l := range letters {
 			byBatch[l.Batch] = l
 		}

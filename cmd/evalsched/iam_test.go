@@ -13,11 +13,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/evalsched/evalsched/internal/awsfake"
 	"github.com/evalsched/evalsched/internal/dynamostore/dynamotest"
+	"github.com/evalsched/evalsched/internal/httpfake"
 	"github.com/evalsched/evalsched/internal/iamcheck"
 	domain "github.com/evalsched/evalsched/internal/job"
-	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/localservers"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -25,7 +25,7 @@ import (
 // JSON block after its operator-policy marker), for the stack st.
 func operatorPolicy(t *testing.T, st *iamcheck.Stack) iamcheck.Policy {
 	t.Helper()
-	root, err := localaws.RepoRoot()
+	root, err := localservers.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,8 +65,8 @@ func TestOperatorCommandsUnderTheDocumentedPolicy(t *testing.T) {
 	t.Cleanup(func() { awsOptions = nil })
 
 	// The stack's tables, queues and cluster, by the template's names.
-	ddb, sqsEndpoint := localaws.DynamoDB(t), localaws.SQS(t)
-	ecsFake := awsfake.NewECS()
+	ddb, sqsEndpoint := localservers.DynamoDB(t), localservers.SQS(t)
+	ecsFake := httpfake.NewECS()
 	t.Cleanup(ecsFake.Close)
 	env, err := stack.Environment("SchedulerFunction")
 	if err != nil {

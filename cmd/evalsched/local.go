@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -10,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/evalsched/evalsched/internal/localmode"
+	"github.com/evalsched/evalsched/internal/devstack"
 )
 
 var localCommand = command{
@@ -19,7 +18,7 @@ var localCommand = command{
 	run:     runLocal,
 }
 
-// Local mode's defaults. A default job (localmode.DefaultModel: a 30 s
+// Local mode's defaults. A default job (devstack.DefaultModel: a 30 s
 // start, 10 calls of 8 s with 4 s between) lives 150 s of world time: at 3×
 // that is 50 s, five passes, so jobs start and end across passes rather
 // than in one wave per pass (at 10× a job lived about one pass).
@@ -29,17 +28,12 @@ const (
 )
 
 func runLocal(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("local", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("local", stderr, fmt.Sprintf("usage: %s local [flags]\n\nStarts DynamoDB Local and fauxqs on 127.0.0.1 (unless AWS_ENDPOINT_URL_DYNAMODB /\nAWS_ENDPOINT_URL_SQS name running ones), creates the tables and queues, and runs the\nintake, scheduler and task-events code in this process until Ctrl-C, which stops it\ncleanly (exit 0). It prints what to export in another shell, then intake rejects with\ntheir reasons, conflicts, stored batches, the pass's warnings (malformed pins and\nmodels) and a line per busy model every three passes; the full pass log goes to --log.\nNeeds Java 17 (a JDK: javac), Node 20 and `npm ci` (make local does it; pass flags\nwith make local ARGS=\"--speed 20\"). See docs/local-aws.md.\n\n", programName))
 	speed := fs.Float64("speed", defaultLocalSpeed, "compress the simulated world's time `N`-fold (container starts, calls, think time)")
 	interval := fs.Duration("interval", defaultLocalInterval, "between scheduler passes")
 	prefix := fs.String("table-prefix", "evalsched-", "the tables' name `PREFIX`")
 	logFile := fs.String("log", "", "write every log line (the pass log: each limit decision and its reason) as JSON to `FILE` (default: a new file in the temporary directory)")
 	verbose := fs.Bool("verbose", false, "print every log line, not only intake rejects, conflicts, stored batches, pass warnings and errors")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: %s local [flags]\n\nStarts DynamoDB Local and fauxqs on 127.0.0.1 (unless AWS_ENDPOINT_URL_DYNAMODB /\nAWS_ENDPOINT_URL_SQS name running ones), creates the tables and queues, and runs the\nintake, scheduler and task-events code in this process until Ctrl-C, which stops it\ncleanly (exit 0). It prints what to export in another shell, then intake rejects with\ntheir reasons, conflicts, stored batches, the pass's warnings (malformed pins and\nmodels) and a line per busy model every three passes; the full pass log goes to --log.\nNeeds Java 17 (a JDK: javac), Node 20 and `npm ci` (make local does it; pass flags\nwith make local ARGS=\"--speed 20\"). See docs/local-aws.md.\n\n", programName)
-		fs.PrintDefaults()
-	}
 	if pos, err := parseInterspersed(fs, args); err != nil {
 		return flagExit(err)
 	} else if len(pos) > 0 {
@@ -69,7 +63,7 @@ func runLocal(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "%s local: still stopping the servers\n", programName)
 		}
 	}()
-	err := localmode.Run(ctx, localmode.Options{
+	err := devstack.Run(ctx, devstack.Options{
 		DynamoDB: os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), SQS: os.Getenv("AWS_ENDPOINT_URL_SQS"),
 		Prefix: *prefix, Speed: *speed, Interval: *interval, Out: stdout, LogFile: *logFile, Verbose: *verbose,
 	})

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evalsched/evalsched/internal/localmode"
+	"github.com/evalsched/evalsched/internal/devstack"
 )
 
 // TestMakeLocal runs `make local ARGS="--speed 20 --interval 2s"` as a
@@ -120,7 +120,7 @@ func (l *lockedBuffer) String() string {
 // job lives several passes, so local mode does not run in waves of one
 // pass.
 func TestLocalDefaultJobLivesSeveralPasses(t *testing.T) {
-	m := localmode.DefaultModel("m")
+	m := devstack.DefaultModel("m")
 	life := m.Start + time.Duration(m.Calls)*(m.Call+m.Think)
 	if passes := float64(life) / defaultLocalSpeed / float64(defaultLocalInterval); passes < 3 {
 		t.Errorf("a default job lives %.1f passes at the default speed, want at least 3", passes)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -18,17 +17,12 @@ var pinCommand = command{
 }
 
 func runPin(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("pin", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("pin", stderr, fmt.Sprintf("usage: %s pin [flags] SCOPE TIER\n       %s pin --delete SCOPE\n\nSCOPE is account#A, project#A/P or batch#A/P/B (the pin item's key, e.g.\nproject#acme/search); TIER 0 is the most urgent. A pin never pauses or\nresumes: pause and resume do that, and a pin leaves them alone.\n\n", programName, programName))
 	sf := addStoreFlags(fs)
 	expires := fs.String("expires", "", "the pin lapses after `DURATION` (e.g. 2h) or at an RFC 3339 time")
 	note := fs.String("note", "", "why, for the next operator")
 	del := fs.Bool("delete", false, "remove the pin of SCOPE")
 	asJSON := fs.Bool("json", false, "print JSON for scripts")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: %s pin [flags] SCOPE TIER\n       %s pin --delete SCOPE\n\nSCOPE is account#A, project#A/P or batch#A/P/B (the pin item's key, e.g.\nproject#acme/search); TIER 0 is the most urgent. A pin never pauses or\nresumes: pause and resume do that, and a pin leaves them alone.\n\n", programName, programName)
-		fs.PrintDefaults()
-	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -62,7 +56,7 @@ func runPin(args []string, stdout, stderr io.Writer) int {
 	now := time.Now()
 	p := priority.Pin{Scope: pos[0], Tier: pos[1], Note: *note}
 	if *expires != "" {
-		at, err := expiry(*expires, now)
+		at, err := priority.ExpiryAt(*expires, now)
 		if err != nil {
 			return usageErr("--expires: %v", err)
 		}
@@ -105,22 +99,4 @@ type pinResult struct {
 	ExpiresAt string `json:"expires_at,omitempty"` // unix seconds
 	Note      string `json:"note,omitempty"`
 	Removed   bool   `json:"removed,omitempty"`
-}
-
-// expiry reads a duration from now or an RFC 3339 time.
-func expiry(s string, now time.Time) (time.Time, error) {
-	if d, err := time.ParseDuration(s); err == nil {
-		if d <= 0 {
-			return time.Time{}, fmt.Errorf("%q is not in the future", s)
-		}
-		return now.Add(d), nil
-	}
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%q is neither a duration (2h) nor an RFC 3339 time", s)
-	}
-	if !t.After(now) {
-		return time.Time{}, fmt.Errorf("%q is not in the future", s)
-	}
-	return t, nil
 }

@@ -12,6 +12,7 @@ import (
 	domain "github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/sampling"
 	"github.com/evalsched/evalsched/internal/scheduler"
+	"github.com/evalsched/evalsched/internal/status"
 )
 
 // TestStatusWhySampled: status and why show a sampled batch's pass rate
@@ -97,7 +98,7 @@ func TestStatusWhySampled(t *testing.T) {
 
 	out, _ = cliOut(t, "status", "--all", "--json")
 	var v struct {
-		Batches []batchView `json:"batches"`
+		Batches []status.BatchView `json:"batches"`
 	}
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		t.Fatal(err)

@@ -2,19 +2,18 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/evalsched/evalsched/internal/cliout"
 	"github.com/evalsched/evalsched/internal/sim"
 	"github.com/evalsched/evalsched/internal/sim/faults"
 	"github.com/evalsched/evalsched/internal/sim/report"
@@ -70,34 +69,100 @@ none.
 flags:
 `
 
-func runSim(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), simUsage)
-		fs.PrintDefaults()
+// simFlags are sim's flags.
+type simFlags struct {
+	scenarioFile, policy, reportFile, passLog, faults, oracleGrid *string
+	seed                                                          *int64
+	duration                                                      *int
+	asJSON, trace, summary, quiet                                 *bool
+	family, lane, workers                                         *int
+	familyOut, oracleCache                                        *string
+	oracleStart, twin, warm, configured                           *bool
+}
+
+func addSimFlags(fs *flag.FlagSet) simFlags {
+	return simFlags{
+		scenarioFile: fs.String("scenario", "", "scenario file (JSON, format v1) `FILE`; required"),
+		policy:       fs.String("policy", "all", "dynamic, static (the scenario's old caps), oracle (the best fixed caps in hindsight: a sweep of static), unbounded or all"),
+		seed:         fs.Int64("seed", -1, "override the scenario's seed `N` (≥ 0)"),
+		duration:     fs.Int("duration", 0, "override the scenario's duration_s, in seconds `S`"),
+		asJSON:       fs.Bool("json", false, "print the README's output object (an array for --policy all)"),
+		trace:        fs.Bool("trace", false, "with --json: add every pass of every model (passes)"),
+		reportFile:   fs.String("report", "", "write a self-contained HTML report with plots to `FILE`"),
+		passLog:      fs.String("pass-log", "", "write the dynamic policy's pass log (limit decisions, why jobs wait) to `FILE`"),
+		faults:       fs.String("faults", "", "inject faults into policy dynamic: all, or a comma-separated list of `KINDS` ("+faultKinds()+")"),
+		summary:      fs.Bool("summary", false, "print one summary line per policy (faults, lost, double launched, invariant violations) instead of the table"),
+		quiet:        fs.Bool("quiet", false, "no progress line on stderr"),
+		oracleGrid:   fs.String("oracle-grid", "coarse", "policy oracle's sweep: coarse (caps × 0.5-2, make run) or fine (× 0.25-4, as the family)"),
+		family:       fs.Int("family", 0, "draw `N` random lanes from --seed and measure dynamic against each lane's oracle"),
+		lane:         fs.Int("lane", -1, "with --family: run lane `K` only"),
+		familyOut:    fs.String("family-out", "", "with --family: write each lane's scenario file to `DIR`"),
+		workers:      fs.Int("workers", 2, "with --family: lanes run at once (`N`, 1 or 2)"),
+		oracleCache:  fs.String("oracle-cache", "", "with --family: keep each lane's oracle in `DIR` and reuse it (only policy dynamic runs again)"),
+		oracleStart:  fs.Bool("oracle-start", false, "with --family: start policy dynamic at each model's oracle cap (the ramp bound: what a perfect ramp is worth)"),
+		twin:         fs.Bool("twin", false, "with --family: measure each lane's twin bound (the best a policy that cannot foresee a capacity drop can do) instead of dynamic"),
+		warm:         fs.Bool("warm", false, "with --family: judge a second run of each lane that starts with what a first run learned (the model state's learned concurrency)"),
+		configured:   fs.Bool("configured-concurrency", false, "with --family: the operator gives each model its provider's concurrency at the start (the model item's provider_concurrency)"),
 	}
-	scenarioFile := fs.String("scenario", "", "scenario file (JSON, format v1) `FILE`; required")
-	policy := fs.String("policy", "all", "dynamic, static (the scenario's old caps), oracle (the best fixed caps in hindsight: a sweep of static), unbounded or all")
-	seed := fs.Int64("seed", -1, "override the scenario's seed `N` (≥ 0)")
-	duration := fs.Int("duration", 0, "override the scenario's duration_s, in seconds `S`")
-	asJSON := fs.Bool("json", false, "print the README's output object (an array for --policy all)")
-	trace := fs.Bool("trace", false, "with --json: add every pass of every model (passes)")
-	reportFile := fs.String("report", "", "write a self-contained HTML report with plots to `FILE`")
-	passLog := fs.String("pass-log", "", "write the dynamic policy's pass log (limit decisions, why jobs wait) to `FILE`")
-	faultsFlag := fs.String("faults", "", "inject faults into policy dynamic: all, or a comma-separated list of `KINDS` ("+faultKinds()+")")
-	summary := fs.Bool("summary", false, "print one summary line per policy (faults, lost, double launched, invariant violations) instead of the table")
-	quiet := fs.Bool("quiet", false, "no progress line on stderr")
-	oracleGrid := fs.String("oracle-grid", "coarse", "policy oracle's sweep: coarse (caps × 0.5-2, make run) or fine (× 0.25-4, as the family)")
-	family := fs.Int("family", 0, "draw `N` random lanes from --seed and measure dynamic against each lane's oracle")
-	lane := fs.Int("lane", -1, "with --family: run lane `K` only")
-	familyOut := fs.String("family-out", "", "with --family: write each lane's scenario file to `DIR`")
-	workers := fs.Int("workers", 2, "with --family: lanes run at once (`N`, 1 or 2)")
-	oracleCache := fs.String("oracle-cache", "", "with --family: keep each lane's oracle in `DIR` and reuse it (only policy dynamic runs again)")
-	oracleStart := fs.Bool("oracle-start", false, "with --family: start policy dynamic at each model's oracle cap (the ramp bound: what a perfect ramp is worth)")
-	twin := fs.Bool("twin", false, "with --family: measure each lane's twin bound (the best a policy that cannot foresee a capacity drop can do) instead of dynamic")
-	warm := fs.Bool("warm", false, "with --family: judge a second run of each lane that starts with what a first run learned (the model state's learned concurrency)")
-	configured := fs.Bool("configured-concurrency", false, "with --family: the operator gives each model its provider's concurrency at the start (the model item's provider_concurrency)")
+}
+
+// isFamily reports whether any flag of --family is given.
+func (f simFlags) isFamily() bool {
+	return *f.family != 0 || *f.lane >= 0 || *f.familyOut != "" || *f.oracleCache != "" || *f.configured || *f.twin || *f.oracleStart || *f.warm
+}
+
+// familyMisuse is what is wrong with the family's flags, "" when nothing.
+func (f simFlags) familyMisuse(fs *flag.FlagSet) string {
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Sprintf("unexpected argument %q", fs.Arg(0))
+	case *f.twin && *f.family <= 0:
+		return "--twin needs --family"
+	case *f.family <= 0:
+		return "--family must be at least 1 (--lane, --family-out, --oracle-cache, --oracle-start, --warm, --configured-concurrency and --twin need it)"
+	case *f.twin && *f.oracleCache != "":
+		return "--oracle-cache and --twin exclude each other (the twin bound sweeps twins of the lanes)"
+	case *f.twin && *f.warm:
+		return "--warm and --twin exclude each other (the twin bound runs no dynamic lane)"
+	case *f.twin && *f.oracleStart:
+		return "--oracle-start and --twin exclude each other (the twin bound runs no dynamic lane)"
+	case *f.scenarioFile != "":
+		return "--family and --scenario exclude each other"
+	case *f.seed < 0:
+		return "--family needs --seed"
+	case *f.lane >= *f.family:
+		return fmt.Sprintf("--lane must be within 0..%d (--family %d)", *f.family-1, *f.family)
+	case *f.workers < 1 || *f.workers > 2:
+		return "--workers must be 1 or 2"
+	}
+	return ""
+}
+
+// scenarioMisuse is what is wrong with a scenario run's flags, "" when
+// nothing.
+func (f simFlags) scenarioMisuse(fs *flag.FlagSet) string {
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Sprintf("unexpected argument %q", fs.Arg(0))
+	case *f.scenarioFile == "":
+		return "--scenario is required"
+	case *f.trace && !*f.asJSON:
+		return "--trace needs --json"
+	case *f.summary && *f.asJSON:
+		return "--summary and --json exclude each other"
+	case *f.seed < -1:
+		return "--seed must not be negative"
+	case *f.duration < 0 || *f.duration > scenario.MaxDurationS:
+		return fmt.Sprintf("--duration must be within 1..%d seconds", scenario.MaxDurationS)
+	case *f.oracleGrid != "coarse" && *f.oracleGrid != "fine":
+		return fmt.Sprintf("--oracle-grid must be coarse or fine, got %q", *f.oracleGrid)
+	}
+	return ""
+}
+
+func runSim(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("sim", stderr, simUsage)
+	f := addSimFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -109,82 +174,54 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitUsage
 	}
-	if *family != 0 || *lane >= 0 || *familyOut != "" || *oracleCache != "" || *configured || *twin || *oracleStart || *warm {
-		switch {
-		case fs.NArg() > 0:
-			return usageErr("unexpected argument %q", fs.Arg(0))
-		case *twin && *family <= 0:
-			return usageErr("--twin needs --family")
-		case *family <= 0:
-			return usageErr("--family must be at least 1 (--lane, --family-out, --oracle-cache, --oracle-start, --warm, --configured-concurrency and --twin need it)")
-		case *twin && *oracleCache != "":
-			return usageErr("--oracle-cache and --twin exclude each other (the twin bound sweeps twins of the lanes)")
-		case *twin && *warm:
-			return usageErr("--warm and --twin exclude each other (the twin bound runs no dynamic lane)")
-		case *twin && *oracleStart:
-			return usageErr("--oracle-start and --twin exclude each other (the twin bound runs no dynamic lane)")
-		case *scenarioFile != "":
-			return usageErr("--family and --scenario exclude each other")
-		case *seed < 0:
-			return usageErr("--family needs --seed")
-		case *lane >= *family:
-			return usageErr("--lane must be within 0..%d (--family %d)", *family-1, *family)
-		case *workers < 1 || *workers > 2:
-			return usageErr("--workers must be 1 or 2")
+	if f.isFamily() {
+		if msg := f.familyMisuse(fs); msg != "" {
+			return usageErr("%s", msg)
 		}
-		return runFamily(familyRun{seed: *seed, n: *family, lane: *lane, outDir: *familyOut, oracleCache: *oracleCache, workers: *workers, configured: *configured, twin: *twin, oracleStart: *oracleStart, warm: *warm}, *asJSON, *quiet, stdout, stderr)
+		return runFamily(familyRun{seed: *f.seed, n: *f.family, lane: *f.lane, outDir: *f.familyOut, oracleCache: *f.oracleCache, workers: *f.workers,
+			configured: *f.configured, twin: *f.twin, oracleStart: *f.oracleStart, warm: *f.warm}, *f.asJSON, *f.quiet, stdout, stderr)
 	}
-	switch {
-	case fs.NArg() > 0:
-		return usageErr("unexpected argument %q", fs.Arg(0))
-	case *scenarioFile == "":
-		return usageErr("--scenario is required")
-	case *trace && !*asJSON:
-		return usageErr("--trace needs --json")
-	case *summary && *asJSON:
-		return usageErr("--summary and --json exclude each other")
-	case *seed < -1:
-		return usageErr("--seed must not be negative")
-	case *duration < 0 || *duration > scenario.MaxDurationS:
-		return usageErr("--duration must be within 1..%d seconds", scenario.MaxDurationS)
+	if msg := f.scenarioMisuse(fs); msg != "" {
+		return usageErr("%s", msg)
 	}
-	if *oracleGrid != "coarse" && *oracleGrid != "fine" {
-		return usageErr("--oracle-grid must be coarse or fine, got %q", *oracleGrid)
-	}
-	policies, err := sim.ParsePolicy(*policy)
+	policies, err := sim.ParsePolicy(*f.policy)
 	if err != nil {
 		return usageErr("--policy: %v", err)
 	}
-	faultSet, err := faults.Parse(*faultsFlag)
+	faultSet, err := faults.Parse(*f.faults)
 	if err != nil {
 		return usageErr("--faults: %v", err)
 	}
+	return runScenario(f, policies, faultSet, stdout, stderr)
+}
 
-	sc, err := scenario.Load(*scenarioFile)
+// runScenario is sim --scenario: run the policies, write the report and
+// the results.
+func runScenario(f simFlags, policies []sim.Policy, faultSet faults.Set, stdout, stderr io.Writer) int {
+	sc, err := scenario.Load(*f.scenarioFile)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitFailed
 	}
-	if *seed >= 0 {
-		sc.Seed = *seed
+	if *f.seed >= 0 {
+		sc.Seed = *f.seed
 	}
-	if *duration > 0 {
-		sc.DurationS = *duration
+	if *f.duration > 0 {
+		sc.DurationS = *f.duration
 	}
-
-	opt := sim.Options{Trace: *trace, Faults: faultSet, OracleCoarse: *oracleGrid == "coarse"}
-	if *passLog != "" {
-		f, err := os.Create(*passLog)
+	opt := sim.Options{Trace: *f.trace, Faults: faultSet, OracleCoarse: *f.oracleGrid == "coarse"}
+	if *f.passLog != "" {
+		file, err := os.Create(*f.passLog)
 		if err != nil {
 			fmt.Fprintf(stderr, "evalsched sim: pass log: %v\n", err)
 			return exitFailed
 		}
-		defer f.Close()
-		w := bufio.NewWriter(f)
+		defer file.Close()
+		w := bufio.NewWriter(file)
 		defer w.Flush()
 		opt.PassLog = w
 	}
-	prog := newProgress(stderr, !*quiet && isTerminal(stderr), policies, sc.DurationS)
+	prog := newProgress(stderr, !*f.quiet, policies, sc.DurationS)
 	opt.Progress = prog.update
 	results, err := sim.RunAll(sc, policies, opt)
 	prog.done()
@@ -192,43 +229,51 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return exitFailed
 	}
-
-	if *reportFile != "" {
-		if err := writeFile(*reportFile, func(w io.Writer) error { return report.WriteHTML(w, results) }); err != nil {
+	if *f.reportFile != "" {
+		if err := cliout.WriteFile(*f.reportFile, func(w io.Writer) error { return report.WriteHTML(w, results) }); err != nil {
 			fmt.Fprintf(stderr, "evalsched sim: write report: %v\n", err)
 			return exitFailed
 		}
 	}
-	if *asJSON {
+	if code := writeSimResults(f, results, stdout, stderr); code != exitOK {
+		return code
+	}
+	if *f.reportFile != "" && !*f.asJSON {
+		fmt.Fprintf(stdout, "\nreport: %s\n", *f.reportFile)
+	}
+	if faultSet != 0 && slices.ContainsFunc(results, sim.Broken) {
+		return exitFailed
+	}
+	return exitOK
+}
+
+// writeSimResults writes the results as JSON, one summary line per policy,
+// or the table; invariants broken go to stderr.
+func writeSimResults(f simFlags, results []*sim.Result, stdout, stderr io.Writer) int {
+	switch {
+	case *f.asJSON:
 		var v any = results[0]
-		if *policy == "all" {
+		if *f.policy == "all" {
 			v = results
 		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(v); err != nil {
-			fmt.Fprintf(stderr, "evalsched sim: %v\n", err)
-			return exitFailed
+		if code := writeJSON(stdout, stderr, v); code != exitOK {
+			return code
 		}
 		for _, r := range results { // invariants go to stderr, never into the JSON
 			report.WriteNotes(stderr, r)
 		}
-	} else if *summary {
+	case *f.summary:
 		report.WriteSummary(stdout, results)
 		for _, r := range results {
 			if sim.Broken(r) { // what broke, with times and jobs
 				report.WriteNotes(stderr, r)
 			}
 		}
-	} else if err := report.WriteTable(stdout, results); err != nil {
-		fmt.Fprintf(stderr, "evalsched sim: %v\n", err)
-		return exitFailed
-	}
-	if *reportFile != "" && !*asJSON {
-		fmt.Fprintf(stdout, "\nreport: %s\n", *reportFile)
-	}
-	if faultSet != 0 && slices.ContainsFunc(results, sim.Broken) {
-		return exitFailed
+	default:
+		if err := report.WriteTable(stdout, results); err != nil {
+			fmt.Fprintf(stderr, "evalsched sim: %v\n", err)
+			return exitFailed
+		}
 	}
 	return exitOK
 }
@@ -249,37 +294,11 @@ type familyRun struct {
 // prints the lanes and the summary; it fails when the family misses a
 // target.
 func runFamily(f familyRun, asJSON, quiet bool, stdout, stderr io.Writer) int {
-	ks := []int{f.lane}
-	if f.lane < 0 {
-		ks = make([]int, f.n)
-		for k := range ks {
-			ks[k] = k
-		}
-	}
-	lanes := make([]*scenario.Scenario, len(ks))
-	for i, k := range ks {
-		lanes[i] = scenario.FamilyLane(f.seed, k)
-		if f.configured {
-			scenario.ConfigureConcurrency(lanes[i])
-		}
-	}
+	ks, lanes := scenario.FamilyLanes(f.seed, f.n, f.lane, f.configured)
 	if f.outDir != "" {
-		if err := os.MkdirAll(f.outDir, 0o755); err != nil {
+		if err := scenario.WriteLanes(f.outDir, ks, lanes); err != nil {
 			fmt.Fprintf(stderr, "evalsched sim: --family-out: %v\n", err)
 			return exitFailed
-		}
-		for i, sc := range lanes {
-			data, err := sc.MarshalJSON()
-			if err == nil {
-				err = writeFile(filepath.Join(f.outDir, fmt.Sprintf("lane-%d.json", ks[i])), func(w io.Writer) error {
-					_, err := w.Write(append(data, '\n'))
-					return err
-				})
-			}
-			if err != nil {
-				fmt.Fprintf(stderr, "evalsched sim: --family-out: %v\n", err)
-				return exitFailed
-			}
 		}
 	}
 	if f.twin {
@@ -294,7 +313,7 @@ func runFamily(f familyRun, asJSON, quiet bool, stdout, stderr io.Writer) int {
 		if !lr.Meets {
 			verdict = "misses"
 		}
-		fmt.Fprintf(stderr, "family seed %d: %d/%d lanes done, %s (lane %d %s)\n", f.seed, done, len(lanes), human(time.Since(start).Seconds()), lr.Lane, verdict)
+		fmt.Fprintf(stderr, "family seed %d: %d/%d lanes done, %s (lane %d %s)\n", f.seed, done, len(lanes), cliout.Human(time.Since(start).Seconds()), lr.Lane, verdict)
 	}
 	if f.oracleCache != "" {
 		if err := os.MkdirAll(f.oracleCache, 0o755); err != nil {
@@ -309,29 +328,12 @@ func runFamily(f familyRun, asJSON, quiet bool, stdout, stderr io.Writer) int {
 	}
 	sum := sim.Summarize(f.seed, results)
 	sum.WallS = math.Round(time.Since(start).Seconds()*10) / 10
-	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(struct {
-			// OracleStart: dynamic started at the oracle's caps, so
-			// the verdict is the ramp bound's, not the controller's.
-			OracleStart bool              `json:"oracle_start,omitempty"`
-			Warm        bool              `json:"warm,omitempty"`
-			Summary     sim.FamilySummary `json:"summary"`
-			Lanes       []sim.LaneResult  `json:"lanes"`
-		}{f.oracleStart, f.warm, sum, results}); err != nil {
-			fmt.Fprintf(stderr, "evalsched sim: %v\n", err)
-			return exitFailed
-		}
-	} else {
-		report.WriteFamily(stdout, results, sum)
-		fmt.Fprintf(stdout, "family seed %d: wall %s on %d worker(s)\n", f.seed, human(sum.WallS), f.workers)
-		if f.oracleStart {
-			fmt.Fprintf(stdout, "family seed %d: dynamic started at each model's oracle cap (--oracle-start): the ramp bound, not the controller's verdict\n", f.seed)
-		}
-		if f.warm {
-			fmt.Fprintf(stdout, "family seed %d: warm (--warm): each lane's second run, started with the concurrency its first run learned\n", f.seed)
-		}
+	run := report.FamilyRun{Seed: f.seed, Workers: f.workers, WallS: sum.WallS, OracleStart: f.oracleStart, Warm: f.warm}
+	if !asJSON {
+		report.WriteFamilyText(stdout, run, results, sum)
+	} else if err := report.WriteFamilyJSON(stdout, run, results, sum); err != nil {
+		fmt.Fprintf(stderr, "evalsched sim: %v\n", err)
+		return exitFailed
 	}
 	if f.lane < 0 && !sum.Pass {
 		return exitFailed
@@ -347,7 +349,7 @@ func runTwins(f familyRun, ks []int, lanes []*scenario.Scenario, asJSON, quiet b
 		if quiet || done%10 != 0 && done != len(lanes) {
 			return
 		}
-		fmt.Fprintf(stderr, "twin bound seed %d: %d/%d lanes done, %s (lane %d)\n", f.seed, done, len(lanes), human(time.Since(start).Seconds()), r.Lane)
+		fmt.Fprintf(stderr, "twin bound seed %d: %d/%d lanes done, %s (lane %d)\n", f.seed, done, len(lanes), cliout.Human(time.Since(start).Seconds()), r.Lane)
 	}
 	results, err := sim.RunTwins(lanes, ks, f.workers, progress)
 	if err != nil {
@@ -357,59 +359,9 @@ func runTwins(f familyRun, ks []int, lanes []*scenario.Scenario, asJSON, quiet b
 	if asJSON {
 		return writeJSON(stdout, stderr, results)
 	}
-	writeTwins(stdout, lanes, results)
-	fmt.Fprintf(stdout, "twin bound seed %d: wall %s on %d worker(s)\n", f.seed, human(time.Since(start).Seconds()), f.workers)
+	report.WriteTwins(stdout, lanes, results)
+	fmt.Fprintf(stdout, "twin bound seed %d: wall %s on %d worker(s)\n", f.seed, cliout.Human(time.Since(start).Seconds()), f.workers)
 	return exitOK
-}
-
-// writeTwins prints each lane's twin bound (lanes with a drop) and the
-// summary.
-func writeTwins(w io.Writer, lanes []*scenario.Scenario, results []sim.TwinResult) {
-	dropped, meet, within := 0, 0, 0
-	for i, r := range results {
-		if len(r.Drops) == 0 {
-			continue
-		}
-		dropped++
-		var ds []string
-		for _, d := range r.Drops {
-			s := fmt.Sprintf("%s drops at %.0f s (seen %.0f s)", lanes[i].Models[d.Model].Name, d.AtS, d.SeenAtS)
-			if d.RecoverAtS > 0 {
-				s += fmt.Sprintf(", recovers at %.0f s", d.RecoverAtS)
-			} else {
-				s += ", no recovery"
-			}
-			ds = append(ds, s)
-		}
-		fmt.Fprintf(w, "lane %d: %s\n", r.Lane, strings.Join(ds, "; "))
-		fmt.Fprintf(w, "  twin oracle caps %v, %d jobs; lane oracle %d jobs; dynamic: lane blocked %.3f (thr %.3f), twin thr %.3f blocked %.3f\n",
-			r.TwinOracleCaps, r.TwinOracleJobs, r.LaneOracleJobs, r.DynamicBlocked, r.DynamicThroughput, r.DynamicTwinThroughput, r.DynamicTwinBlocked)
-		fmt.Fprintf(w, "  %-9s %8s %8s %9s %8s %6s %6s\n", "pre-drop", "twin thr", "twin blk", "lane blk", "lane thr", "f2", "f3")
-		for _, row := range r.Rows {
-			mark := ""
-			if !row.LaneThroughputOK {
-				mark = " (lane thr < 0.95)"
-			}
-			fmt.Fprintf(w, "  ×%-8.2f %8.3f %8.3f %9.3f %8.3f %6.2f %6.2f%s\n",
-				row.PreDrop, row.TwinThroughput, row.TwinBlocked, row.LaneBlocked, row.LaneThroughput, row.AfterDrop, row.AfterRecovery, mark)
-		}
-		switch {
-		case r.Best < 0:
-			fmt.Fprintf(w, "  bound: no pre-drop cap keeps both throughputs ≥ 0.95: misses in the bound\n")
-		case r.Meets:
-			fmt.Fprintf(w, "  bound: blocked %.3f at ×%.2f before the drop: meets in the bound (≤ 0.10)\n", r.Best, r.BestPre)
-		default:
-			fmt.Fprintf(w, "  bound: blocked %.3f at ×%.2f before the drop: misses in the bound (> 0.10)\n", r.Best, r.BestPre)
-		}
-		if r.Meets {
-			meet++
-		}
-		if r.Best >= 0 && r.Best <= sim.FamilyMaxBlocked {
-			within++
-		}
-	}
-	fmt.Fprintf(w, "twin bound: %d lane(s), %d with a drop; %d meet in the bound (blocked ≤ 0.10), %d within %.2f\n",
-		len(results), dropped, meet, within, sim.FamilyMaxBlocked)
 }
 
 // faultKinds lists the fault kinds for the usage text.
@@ -421,77 +373,33 @@ func faultKinds() string {
 	return strings.Join(names, ", ")
 }
 
-// writeFile writes through a temporary file so a failed run leaves no
-// half-written report.
-func writeFile(path string, write func(io.Writer) error) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-// progress draws one line on stderr, redrawn with \r at most every 200 ms,
-// and only once a run has taken more than a second: short runs stay quiet.
+// progress draws one line on stderr, redrawn at most every 200 ms, and
+// only once a run has taken more than a second: short runs stay quiet.
 type progress struct {
 	mu      sync.Mutex
-	w       io.Writer
-	on      bool
+	line    *cliout.Line
 	start   time.Time
-	last    time.Time
-	shown   bool
 	order   []sim.Policy
 	reached map[sim.Policy]float64
 	total   int
 }
 
 func newProgress(w io.Writer, on bool, ps []sim.Policy, total int) *progress {
-	return &progress{w: w, on: on, start: time.Now(), order: ps, reached: map[sim.Policy]float64{}, total: total}
+	return &progress{line: cliout.NewLine(w, on, 200*time.Millisecond), start: time.Now(), order: ps, reached: map[sim.Policy]float64{}, total: total}
 }
 
 func (p *progress) update(pol sim.Policy, simS float64, _ int64) {
-	if !p.on {
-		return
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.reached[pol] = simS
-	now := time.Now()
-	if now.Sub(p.start) < time.Second || now.Sub(p.last) < 200*time.Millisecond {
+	if time.Since(p.start) < time.Second {
 		return
 	}
-	p.last = now
 	var parts []string
 	for _, q := range p.order {
 		parts = append(parts, fmt.Sprintf("%s %.0f%%", q, 100*p.reached[q]/float64(p.total)))
 	}
-	fmt.Fprintf(p.w, "\r\033[Ksim: %s of %s simulated (%s)", strings.Join(parts, ", "), human(float64(p.total)), human(now.Sub(p.start).Seconds()))
-	p.shown = true
+	p.line.Draw(false, "sim: %s of %s simulated (%s)", strings.Join(parts, ", "), cliout.Human(float64(p.total)), cliout.Human(time.Since(p.start).Seconds()))
 }
 
-func (p *progress) done() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.shown {
-		fmt.Fprint(p.w, "\r\033[K")
-	}
-}
+func (p *progress) done() { p.line.Clear() }

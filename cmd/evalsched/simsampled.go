@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/evalsched/evalsched/internal/sampling/montecarlo"
 	"github.com/evalsched/evalsched/internal/sim"
+	"github.com/evalsched/evalsched/internal/sim/report"
 	"github.com/evalsched/evalsched/internal/sim/scenario"
 )
 
@@ -40,12 +40,7 @@ flags:
 `
 
 func runSimSampled(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("sim-sampled", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), simSampledUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlags("sim-sampled", stderr, simSampledUsage)
 	scenarioFile := fs.String("scenario", "", "sampled scenario file `FILE`; required")
 	seeds := fs.Int("seeds", 200, "how many seeds to run, from the first (`N` ≥ 1)")
 	seed := fs.Int64("seed", -1, "the first seed `N` (≥ 0; default the scenario's)")
@@ -89,14 +84,11 @@ func runSimSampled(args []string, stdout, stderr io.Writer) int {
 	}
 	rep := sim.RunSampledSeeds(sc, first, *seeds)
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			fmt.Fprintln(stderr, err)
-			return exitFailed
+		if code := writeJSON(stdout, stderr, rep); code != exitOK {
+			return code
 		}
 	} else {
-		printSampledReport(stdout, sc, rep)
+		report.WriteSampled(stdout, sc, rep)
 	}
 	if !rep.CoverageHolds {
 		fmt.Fprintf(stderr, "sim-sampled: coverage %.3f is below the stated confidence %g\n", rep.Coverage, rep.Confidence)
@@ -105,45 +97,18 @@ func runSimSampled(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func printSampledReport(w io.Writer, sc *scenario.Sampled, r sim.SampledReport) {
-	fmt.Fprintf(w, "scenario %s: %d jobs in %d strata, moe %g at %g%% confidence, min %d per stratum; seeds %d..%d\n",
-		r.Scenario, r.Jobs, len(sc.Strata), sc.Sampling.MOE, sc.Sampling.Confidence*100, sc.Sampling.MinPerStratum,
-		r.FirstSeed, r.FirstSeed+int64(r.Seeds)-1)
-	fmt.Fprintf(w, "%-18s %12s %12s %8s\n", "", "full", "sampled", "saved")
-	fmt.Fprintf(w, "%-18s %12d %12.0f %7.1f%%\n", "jobs (mean)", r.Jobs, r.MeanRan, 100*r.JobsSaved)
-	fmt.Fprintf(w, "%-18s %12.0f %12.0f %7.1f%%\n", "container-hours", r.MeanFullContH, r.MeanContainerH, 100*r.ContainerHSaved)
-	var wall, fullWall float64
-	for _, run := range r.Runs {
-		wall += run.WallH
-		fullWall += run.FullWallH
-	}
-	n := float64(len(r.Runs))
-	fmt.Fprintf(w, "%-18s %12.2f %12.2f %7.1f%%\n", "wall hours", fullWall/n, wall/n, 100*r.WallSaved)
-	fmt.Fprintf(w, "interval: mean half-width %.4f, mean |error| %.4f; held the true pass rate in %d of %d seeds (%.3f, stated %g)\n",
-		r.MeanHalfWidth, r.MeanAbsError, r.Covered, r.Seeds, r.Coverage, r.Confidence)
-}
-
 // runReplications is sim-sampled --replications.
 func runReplications(sc *scenario.Sampled, first uint64, reps, workers int, asJSON bool, stdout, stderr io.Writer) int {
 	r := montecarlo.Replicate(sim.SampledCase(sc), first, reps, workers)
 	alpha := 1 - sc.Sampling.Confidence
-	stop, stopSE := r.MissRate(r.MissStop)
-	ever, everSE := r.MissRate(r.MissEver)
+	stop, _ := r.MissRate(r.MissStop)
+	ever, _ := r.MissRate(r.MissEver)
 	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(r); err != nil {
-			fmt.Fprintln(stderr, err)
-			return exitFailed
+		if code := writeJSON(stdout, stderr, r); code != exitOK {
+			return code
 		}
 	} else {
-		fmt.Fprintf(stdout, "scenario %s: %d jobs in %d strata (pass rate %.4f), moe %g at %g%% confidence, min %d per stratum, %d in flight, window %d, failures ×%g; %d replications from seed %d\n",
-			r.Case, r.Jobs, len(sc.Strata), r.TruePassRate, sc.Sampling.MOE, sc.Sampling.Confidence*100, sc.Sampling.MinPerStratum,
-			sc.Slots, sc.Window, sc.FailFactor, r.Replications, r.FirstSeed)
-		fmt.Fprintf(stdout, "missed the true rate: at the stop %.2f%% ± %.2f, at any look %.2f%% ± %.2f (± one Monte-Carlo standard error; allowed %.2f%%)\n",
-			100*stop, 100*stopSE, 100*ever, 100*everSE, 100*alpha)
-		fmt.Fprintf(stdout, "jobs run: %.0f (sd %.0f; %.0f counted at the stop, the rest in flight or past an unfinished one), %.1f%% saved; fixed random sample for ±%g at any rate: %d (adaptive/fixed %.2f); mean half-width %.4f; ran in full %d\n",
-			r.MeanRan, r.SDRan, r.MeanPrefix, 100*(1-r.MeanRan/float64(r.Jobs)), sc.Sampling.MOE, r.FixedSample, r.MeanRan/float64(r.FixedSample), r.MeanHalfWidth, r.RanInFull)
+		report.WriteReplications(stdout, sc, r)
 	}
 	if stop > alpha || ever > alpha {
 		fmt.Fprintf(stderr, "sim-sampled: misses %.4f at the stop, %.4f at any look: above 1 − confidence %g\n", stop, ever, alpha)

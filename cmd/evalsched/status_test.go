@@ -15,14 +15,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 
-	"github.com/evalsched/evalsched/internal/awsfake"
 	"github.com/evalsched/evalsched/internal/dynamostore"
 	"github.com/evalsched/evalsched/internal/dynamostore/dynamotest"
 	"github.com/evalsched/evalsched/internal/ecslauncher"
+	"github.com/evalsched/evalsched/internal/httpfake"
 	domain "github.com/evalsched/evalsched/internal/job"
-	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/localservers"
 	"github.com/evalsched/evalsched/internal/priority"
 	"github.com/evalsched/evalsched/internal/scheduler"
+	"github.com/evalsched/evalsched/internal/status"
 )
 
 // withTables starts DynamoDB Local, creates the tables under a prefix and
@@ -30,7 +31,7 @@ import (
 func withTables(t *testing.T) *dynamostore.Store {
 	t.Helper()
 	ctx := context.Background()
-	endpoint := localaws.DynamoDB(t)
+	endpoint := localservers.DynamoDB(t)
 	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
 	t.Setenv("AWS_REGION", "us-east-1")
 	t.Setenv("AWS_ACCESS_KEY_ID", "local")
@@ -97,8 +98,8 @@ func TestPinStatusWhy(t *testing.T) {
 
 	out, _, code = cli(t, "status", "--json")
 	var v struct {
-		Models  []modelView `json:"models"`
-		Batches []batchView `json:"batches"`
+		Models  []status.ModelView `json:"models"`
+		Batches []status.BatchView `json:"batches"`
 	}
 	if code != exitOK || json.Unmarshal([]byte(out), &v) != nil || len(v.Models) != 1 || v.Models[0].Waiting != 6 || v.Models[0].Limit != 4 || v.Models[0].NextAdmit != 4 || v.Models[0].ProviderConc != 3 || v.Models[0].SeenConc != 0 || v.Models[0].SeenConcAgeS != -1 || v.Models[0].SteerTarget != 0.05 {
 		t.Fatalf("status --json: got %d %+v from %s", code, v, out)
@@ -108,28 +109,6 @@ func TestPinStatusWhy(t *testing.T) {
 			t.Errorf("status --json: batch %s registered %d waiting %d, want 3 and 3", b.Batch, b.Registered, b.Waiting)
 		}
 	}
-	for _, c := range []struct {
-		set  int
-		seen float64
-		want string
-		age  float64
-	}{{0, 0, "-", -1}, {250, 0, "250 set", -1}, {0, 240, "240 learned 3m ago", 180}, {250, 240.4, "250 set, 240 learned 3m ago", 180}, {0, 12, "12 learned at no time given", -1}} {
-		if got := concText(c.set, c.seen, c.age); got != c.want {
-			t.Errorf("concText(%d, %g, %g) = %q, want %q", c.set, c.seen, c.age, got, c.want)
-		}
-	}
-	for _, c := range []struct {
-		steer, operator float64
-		want            string
-	}{{10, 10, "10"}, {2, 40, "2 of 40"}, {0.25, 10, "0.25 of 10"}} {
-		if got := targetText(c.steer, c.operator); got != c.want {
-			t.Errorf("targetText(%g, %g) = %q, want %q", c.steer, c.operator, got, c.want)
-		}
-	}
-	if got := admittedOf(412, 1000); got != "412/1000 (41%)" {
-		t.Errorf("admittedOf(412, 1000) = %q", got)
-	}
-
 	out, _, code = cli(t, "why", "acme/search/b17")
 	if code != exitOK || !strings.Contains(out, "tier 0 (account pin)") || !strings.Contains(out, "limit 4") ||
 		!strings.Contains(out, "provider concurrency: 3 set; target depth steered to 0.05 of 10") {
@@ -186,7 +165,7 @@ func TestPinStatusWhy(t *testing.T) {
 func TestCancelStopsRunningTasks(t *testing.T) {
 	ctx := context.Background()
 	st := withTables(t)
-	fake := awsfake.NewECS()
+	fake := httpfake.NewECS()
 	defer fake.Close()
 	t.Setenv("AWS_ENDPOINT_URL_ECS", fake.URL())
 	// Two of lab/bulk/big's jobs are claimed and launched on the fake.
@@ -272,15 +251,15 @@ func TestFinishedBatchesStay(t *testing.T) {
 	}
 
 	out, stderr, code := cli(t, "batches", "--json")
-	var rows []batchRow
+	var rows []status.BatchRow
 	if code != exitOK || json.Unmarshal([]byte(out), &rows) != nil {
 		t.Fatalf("batches --json: %d %q %q", code, out, stderr)
 	}
-	byName := map[string]batchRow{}
+	byName := map[string]status.BatchRow{}
 	for _, r := range rows {
 		byName[r.Batch] = r
 	}
-	wantRows := map[string]batchRow{
+	wantRows := map[string]status.BatchRow{
 		"lab/bulk/big":      {Batch: "lab/bulk/big", Model: "gpt-5.5", State: "finished", Registered: 3, Succeeded: 1, Failed: 1, Cancelled: 1},
 		"acme/search/b17":   {Batch: "acme/search/b17", Model: "gpt-5.5", State: "waiting", Registered: 3, Waiting: 3},
 		"acme/search/split": {Batch: "acme/search/split", Model: "gpt-5.5", State: "waiting", Registered: 1, Waiting: 1, PartsArrived: 1, PartsExpected: 2},
@@ -304,7 +283,7 @@ func TestFinishedBatchesStay(t *testing.T) {
 	// status --all lists the finished batch; plain status does not.
 	out, _, _ = cli(t, "status", "--all", "--json")
 	var v struct {
-		Batches []batchView `json:"batches"`
+		Batches []status.BatchView `json:"batches"`
 	}
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		t.Fatal(err)
@@ -442,12 +421,12 @@ func TestConsoleTypingInStatusAndWhy(t *testing.T) {
 
 	out, _, code := cli(t, "status", "--json")
 	var v struct {
-		Models []modelView `json:"models"`
+		Models []status.ModelView `json:"models"`
 	}
 	if code != exitOK || json.Unmarshal([]byte(out), &v) != nil {
 		t.Fatalf("status --json: %d %s", code, out)
 	}
-	models := map[string]modelView{}
+	models := map[string]status.ModelView{}
 	for _, m := range v.Models {
 		models[m.Model] = m
 	}
@@ -490,7 +469,7 @@ func TestStatusLaunchBudgetFollowsThePassInterval(t *testing.T) {
 	t.Setenv("EVALSCHED_PASS_INTERVAL_SECONDS", "15")
 	out, stderr, code := cli(t, "status", "--json")
 	var v struct {
-		Models []modelView `json:"models"`
+		Models []status.ModelView `json:"models"`
 	}
 	if code != exitOK || json.Unmarshal([]byte(out), &v) != nil || len(v.Models) != 1 {
 		t.Fatalf("status --json: got %d %s %s", code, out, stderr)

@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/evalsched/evalsched/internal/batchmsg"
-	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/localservers"
 	"github.com/evalsched/evalsched/internal/sampling"
 )
 
@@ -22,7 +22,7 @@ import (
 // builds its client from the environment.
 func intakeQueue(t *testing.T) (*sqs.Client, string) {
 	t.Helper()
-	endpoint := localaws.SQS(t)
+	endpoint := localservers.SQS(t)
 	for _, kv := range [][2]string{
 		{"AWS_ENDPOINT_URL_SQS", endpoint}, {"AWS_REGION", "us-east-1"},
 		{"AWS_ACCESS_KEY_ID", "local"}, {"AWS_SECRET_ACCESS_KEY", "local"}, {"AWS_SESSION_TOKEN", ""},

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/evalsched/evalsched/internal/batchmsg"
+	"github.com/evalsched/evalsched/internal/config"
 )
 
 var validateCommand = command{
@@ -36,12 +36,7 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 
 // validate is runValidate with standard input as a parameter, for tests.
 func validate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), validateUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlags("validate", stderr, validateUsage)
 	def := batchmsg.DefaultConfig()
 	tiers := fs.Int("tiers", def.Tiers, "the deployment's number of tiers `N`: a message's tier must be 0..N-1")
 	defaultTier := fs.Int("default-tier", def.DefaultTier, "the deployment's default tier `T`, 0..tiers-1")
@@ -64,28 +59,16 @@ func validate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *tiers < 1 {
 		return usageErr("--tiers must be at least 1")
 	}
-	cfg := batchmsg.Config{Tiers: *tiers, DefaultTier: *defaultTier, DefaultMaxAttempts: def.DefaultMaxAttempts, EnvAllow: envAllow.list()}
+	cfg := batchmsg.Config{Tiers: *tiers, DefaultTier: *defaultTier, DefaultMaxAttempts: def.DefaultMaxAttempts, EnvAllow: config.List(*envAllow)}
 	if err := cfg.Validate(); err != nil {
 		return usageErr("%v", err)
 	}
 
-	name, in := files[0], stdin
-	if name == "-" {
-		name = "<stdin>"
-	} else {
-		f, err := os.Open(name)
-		if err != nil {
-			fmt.Fprintf(stderr, "evalsched validate: %v\n", err)
-			return exitFailed
-		}
-		defer f.Close()
-		in = f
-	}
 	// One byte past the limit is enough for Parse to reject an oversized
 	// message without reading all of it.
-	data, err := io.ReadAll(io.LimitReader(in, batchmsg.MaxMessageBytes+1))
+	name, data, err := readInput(files[0], stdin, batchmsg.MaxMessageBytes+1)
 	if err != nil {
-		fmt.Fprintf(stderr, "evalsched validate: read %s: %v\n", name, err)
+		fmt.Fprintf(stderr, "evalsched validate: %v\n", err)
 		return exitFailed
 	}
 	m, err := batchmsg.Parse(data, cfg)
@@ -104,23 +87,10 @@ func validate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// envAllowList is the --env-allow flag: the deployment's env allowlist,
+// envAllowFlag is the --env-allow flag: the deployment's env allowlist,
 // comma-separated names and PREFIX_* prefixes, as its intake reads
-// EVALSCHED_ENV_ALLOW (internal/config); empty: none.
-type envAllowList struct{ s *string }
-
-func envAllowFlag(fs *flag.FlagSet) envAllowList {
-	return envAllowList{fs.String("env-allow", os.Getenv("EVALSCHED_ENV_ALLOW"),
-		"the deployment's env allowlist `NAMES`: comma-separated names and PREFIX_* prefixes (default $EVALSCHED_ENV_ALLOW; empty: none)")}
-}
-
-// list is the allowlist as batchmsg.Config takes it: nil when none.
-func (e envAllowList) list() []string {
-	var out []string
-	for _, n := range strings.Split(*e.s, ",") {
-		if n = strings.TrimSpace(n); n != "" {
-			out = append(out, n)
-		}
-	}
-	return out
+// EVALSCHED_ENV_ALLOW (config.List reads it).
+func envAllowFlag(fs *flag.FlagSet) *string {
+	return fs.String("env-allow", os.Getenv("EVALSCHED_ENV_ALLOW"),
+		"the deployment's env allowlist `NAMES`: comma-separated names and PREFIX_* prefixes (default $EVALSCHED_ENV_ALLOW; empty: none)")
 }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/evalsched/evalsched/internal/dynamostore/dynamotest"
 	"github.com/evalsched/evalsched/internal/iamcheck"
-	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/localservers"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -28,7 +28,7 @@ import (
 func TestFlowsUnderTheTemplatesRole(t *testing.T) {
 	ctx := context.Background()
 	stack, check := iamcheck.Function(t, "IntakeFunction", nil)
-	ddb, sqsEndpoint := localaws.DynamoDB(t), localaws.SQS(t)
+	ddb, sqsEndpoint := localservers.DynamoDB(t), localservers.SQS(t)
 
 	// The stack's tables and dead-letter queue, by the template's names.
 	env, err := stack.Environment("IntakeFunction")

@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/evalsched/evalsched/internal/dynamostore/dynamotest"
-	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/localservers"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -28,7 +28,7 @@ func TestUnderTheEmulator(t *testing.T) {
 		t.Skip("builds the function and the emulator")
 	}
 	ctx := context.Background()
-	ddbEndpoint, sqsEndpoint := localaws.DynamoDB(t), localaws.SQS(t)
+	ddbEndpoint, sqsEndpoint := localservers.DynamoDB(t), localservers.SQS(t)
 
 	// The world: tables and a dead-letter queue.
 	const prefix = "rie-"
@@ -42,7 +42,7 @@ func TestUnderTheEmulator(t *testing.T) {
 
 	// The function as on AWS, under the emulator, with what the SAM
 	// template sets and the endpoint variables the SDK honours.
-	fn := localaws.Lambda(t, "intake",
+	fn := localservers.Lambda(t, "intake",
 		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
 		"AWS_ENDPOINT_URL_DYNAMODB="+ddbEndpoint, "AWS_ENDPOINT_URL_SQS="+sqsEndpoint,
 		"EVALSCHED_TABLE_PREFIX="+prefix, "EVALSCHED_DLQ_URL="+aws.ToString(q.QueueUrl),

@@ -16,7 +16,7 @@ import (
 	"github.com/evalsched/evalsched/internal/dynamostore/dynamotest"
 	"github.com/evalsched/evalsched/internal/iamcheck"
 	"github.com/evalsched/evalsched/internal/job"
-	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/localservers"
 	"github.com/evalsched/evalsched/internal/sampling"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -30,7 +30,7 @@ import (
 func TestFlowsUnderTheTemplatesRole(t *testing.T) {
 	ctx := context.Background()
 	stack, check := iamcheck.Function(t, "ResultsFunction", nil)
-	ddb, sqsEndpoint := localaws.DynamoDB(t), localaws.SQS(t)
+	ddb, sqsEndpoint := localservers.DynamoDB(t), localservers.SQS(t)
 	_, urls := stack.Queues(t, sqsEndpoint, "ResultsDeadLetterQueue")
 	env := stack.Setenv(t, "ResultsFunction", map[string]string{
 		"EVALSCHED_DLQ_URL":         urls[0],

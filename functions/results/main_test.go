@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/evalsched/evalsched/internal/dynamostore/dynamotest"
-	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/localservers"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -25,7 +25,7 @@ func TestUnderTheEmulator(t *testing.T) {
 		t.Skip("builds the function and the emulator")
 	}
 	ctx := context.Background()
-	ddbEndpoint, sqsEndpoint := localaws.DynamoDB(t), localaws.SQS(t)
+	ddbEndpoint, sqsEndpoint := localservers.DynamoDB(t), localservers.SQS(t)
 
 	// The world: tables with the job of events/sqs-batch.json, claimed
 	// (attempt 1), and a dead-letter queue.
@@ -39,7 +39,7 @@ func TestUnderTheEmulator(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	fn := localaws.Lambda(t, "results",
+	fn := localservers.Lambda(t, "results",
 		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
 		"AWS_ENDPOINT_URL_DYNAMODB="+ddbEndpoint, "AWS_ENDPOINT_URL_SQS="+sqsEndpoint,
 		"EVALSCHED_TABLE_PREFIX="+prefix, "EVALSCHED_DLQ_URL="+aws.ToString(dlq.QueueUrl),

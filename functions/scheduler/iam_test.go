@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evalsched/evalsched/internal/awsfake"
 	"github.com/evalsched/evalsched/internal/depthitem"
 	"github.com/evalsched/evalsched/internal/dynamostore"
 	"github.com/evalsched/evalsched/internal/dynamostore/dynamotest"
+	"github.com/evalsched/evalsched/internal/httpfake"
 	"github.com/evalsched/evalsched/internal/iamcheck"
 	"github.com/evalsched/evalsched/internal/job"
-	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/localservers"
 	"github.com/evalsched/evalsched/internal/sampling"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -39,8 +39,8 @@ func TestFlowsUnderTheTemplatesRole(t *testing.T) {
 func flows(t *testing.T, source string) {
 	ctx := context.Background()
 	stack, check := iamcheck.Function(t, "SchedulerFunction", map[string]string{"Subnets": "subnet-1", "SecurityGroups": "sg-1", "GatewayDepthSource": source})
-	ddb := localaws.DynamoDB(t)
-	ecsFake, cw := awsfake.NewECS(), awsfake.NewCloudWatch()
+	ddb := localservers.DynamoDB(t)
+	ecsFake, cw := httpfake.NewECS(), httpfake.NewCloudWatch()
 	t.Cleanup(ecsFake.Close)
 	t.Cleanup(cw.Close)
 	env := stack.Setenv(t, "SchedulerFunction", map[string]string{

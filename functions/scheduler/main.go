@@ -1,7 +1,7 @@
 // Command scheduler is the scheduler Lambda: invoked once a minute by
 // EventBridge for each shard ({"shard": k}; EVALSCHED_SHARDS of them), it
 // runs a scheduler pass over that shard's models in each ten-second slot of
-// the minute under the shard's lease (internal/runner). Clients are built
+// the minute under the shard's lease (internal/schedulerfn). Clients are built
 // once per cold start; each shard's store, launcher and scheduler on its
 // first invocation in this environment.
 package main
@@ -28,18 +28,18 @@ import (
 	"github.com/evalsched/evalsched/internal/passloop"
 	"github.com/evalsched/evalsched/internal/reconcile"
 	"github.com/evalsched/evalsched/internal/reconcile/ecstasks"
-	"github.com/evalsched/evalsched/internal/runner"
 	"github.com/evalsched/evalsched/internal/scheduler"
+	"github.com/evalsched/evalsched/internal/schedulerfn"
 	"github.com/evalsched/evalsched/internal/taskevent"
 )
 
 func main() {
-	lambdaboot.Start("scheduler", build, func(h *runner.Handler) any { return h.Handle })
+	lambdaboot.Start("scheduler", build, func(h *schedulerfn.Handler) any { return h.Handle })
 }
 
 // build wires the handler from the environment (lambdaboot.Option says
 // what opts are for).
-func build(ctx context.Context, log *slog.Logger, opts ...lambdaboot.Option) (*runner.Handler, error) {
+func build(ctx context.Context, log *slog.Logger, opts ...lambdaboot.Option) (*schedulerfn.Handler, error) {
 	env, err := lambdaboot.Load(ctx, log, []string{"EVALSCHED_CLUSTER", "EVALSCHED_SUBNETS", "EVALSCHED_DEFAULT_TASK_DEFINITION"}, opts...)
 	if err != nil {
 		return nil, err
@@ -54,9 +54,9 @@ func build(ctx context.Context, log *slog.Logger, opts ...lambdaboot.Option) (*r
 	}
 	aws := env.AWS
 	c := clients{ddb: dynamodb.NewFromConfig(aws), ecs: ecs.NewFromConfig(aws), cw: cloudwatch.NewFromConfig(aws)}
-	return &runner.Handler{
+	return &schedulerfn.Handler{
 		Shards: cfg.Shards,
-		Runner: func(shard int) (*runner.Runner, error) { return shardRunner(cfg, c, shard, log) },
+		Runner: func(shard int) (*schedulerfn.Runner, error) { return shardRunner(cfg, c, shard, log) },
 	}, nil
 }
 
@@ -79,7 +79,7 @@ func passConfig(cfg config.Config, shard int) (scheduler.Config, error) {
 
 // shardRunner wires shard k: a store that sees only its models, a launcher
 // with its share of ECS's rate, its lease, its reconciler.
-func shardRunner(cfg config.Config, c clients, shard int, log *slog.Logger) (*runner.Runner, error) {
+func shardRunner(cfg config.Config, c clients, shard int, log *slog.Logger) (*schedulerfn.Runner, error) {
 	sc, err := passConfig(cfg, shard)
 	if err != nil {
 		return nil, err
@@ -111,8 +111,8 @@ func shardRunner(cfg config.Config, c clients, shard int, log *slog.Logger) (*ru
 			InServiceMetricName: cfg.InServiceMetricName,
 		})
 	}
-	clock := runner.RealClock{}
-	return &runner.Runner{
+	clock := schedulerfn.RealClock{}
+	return &schedulerfn.Runner{
 		Shard: shard,
 		Scheduler: &scheduler.Scheduler{
 			Store:    store,

@@ -13,7 +13,7 @@ import (
 	"github.com/evalsched/evalsched/internal/dynamostore/dynamotest"
 	"github.com/evalsched/evalsched/internal/iamcheck"
 	"github.com/evalsched/evalsched/internal/job"
-	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/localservers"
 	"github.com/evalsched/evalsched/internal/sampling"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -26,7 +26,7 @@ import (
 func TestFlowsUnderTheTemplatesRole(t *testing.T) {
 	ctx := context.Background()
 	stack, check := iamcheck.Function(t, "TaskEventsFunction", nil)
-	ddb := localaws.DynamoDB(t)
+	ddb := localservers.DynamoDB(t)
 	env := stack.Setenv(t, "TaskEventsFunction", map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": ddb})
 	store := dynamotest.Tables(t, ddb, env["EVALSCHED_TABLE_PREFIX"], scheduler.ModelConfig{Enabled: true, MaxLimit: 10})
 	plain := dynamotest.ClaimedSampleJob(t, store)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/evalsched/evalsched/internal/dynamostore/dynamotest"
 	"github.com/evalsched/evalsched/internal/job"
-	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/localservers"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -25,7 +25,7 @@ func TestUnderTheEmulator(t *testing.T) {
 		t.Skip("builds the function and the emulator")
 	}
 	ctx := context.Background()
-	ddbEndpoint := localaws.DynamoDB(t)
+	ddbEndpoint := localservers.DynamoDB(t)
 
 	// The world: tables with the job of events/sqs-batch.json, claimed
 	// (attempt 1).
@@ -33,7 +33,7 @@ func TestUnderTheEmulator(t *testing.T) {
 	store := dynamotest.Tables(t, ddbEndpoint, prefix, scheduler.ModelConfig{Enabled: true, MaxLimit: 10})
 	id := dynamotest.ClaimedSampleJob(t, store)
 
-	fn := localaws.Lambda(t, "taskevents",
+	fn := localservers.Lambda(t, "taskevents",
 		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
 		"AWS_ENDPOINT_URL_DYNAMODB="+ddbEndpoint, "EVALSCHED_TABLE_PREFIX="+prefix,
 	)

@@ -19,7 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/localservers"
 	"github.com/evalsched/evalsched/sandboxkit"
 )
 
@@ -247,7 +247,7 @@ func TestAgentRunsAsNobody(t *testing.T) {
 // message, and the log line still ends the output.
 func TestSandboxSendsTheVerdict(t *testing.T) {
 	ctx := context.Background()
-	client := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(localaws.SQS(t)),
+	client := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(localservers.SQS(t)),
 		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
 	q, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("results")})
 	if err != nil {

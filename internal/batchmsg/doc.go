@@ -14,7 +14,10 @@
 //
 // Split is its inverse for a batch too large for one message: the batch's
 // fields and its jobs in, part messages out, each under the contract's
-// limits (`evalsched submit` of JSON Lines sends them).
+// limits. FromLines is what `evalsched submit` sends of a file of JSON
+// Lines of jobs: it reads the lines, Splits them and checks every part with
+// Parse, naming each broken rule by the file's line ("FILE:LINE: field:
+// rule"); FromMessage checks a message sent as it is.
 //
 // # Strictness
 //

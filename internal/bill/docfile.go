@@ -3,6 +3,7 @@ package bill
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"strings"
 )
 
@@ -45,4 +46,18 @@ func CheckDoc(doc string, b Bill) []string {
 		}
 	}
 	return diffs
+}
+
+// WriteDoc writes the bill into the document at path, between its markers
+// (SpliceDoc): make cost-doc's docs/cost.md.
+func WriteDoc(path string, b Bill, load Load) error {
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	text, err := SpliceDoc(string(old), b, load)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(text), 0o644)
 }

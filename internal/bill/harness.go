@@ -16,8 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/evalsched/evalsched/internal/awsfake"
 	"github.com/evalsched/evalsched/internal/dynamostore"
+	"github.com/evalsched/evalsched/internal/httpfake"
 	"github.com/evalsched/evalsched/internal/intake"
 	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/results"
@@ -144,7 +144,7 @@ func message(batch, model string, n int) string {
 
 // stateChange is the EventBridge event ECS sends for the fake's task at
 // status: the task started a minute before now and, when stopped, exited 0.
-func stateChange(task awsfake.Task, status string, now time.Time) map[string]any {
+func stateChange(task httpfake.Task, status string, now time.Time) map[string]any {
 	var env []map[string]string
 	for _, k := range slices.Sorted(maps.Keys(task.Env)) {
 		env = append(env, map[string]string{"name": k, "value": task.Env[k]})

@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 
-	"github.com/evalsched/evalsched/internal/awsfake"
 	"github.com/evalsched/evalsched/internal/batchmsg"
 	"github.com/evalsched/evalsched/internal/depthitem"
 	"github.com/evalsched/evalsched/internal/dynamolease"
@@ -24,10 +23,11 @@ import (
 	"github.com/evalsched/evalsched/internal/ecslauncher"
 	"github.com/evalsched/evalsched/internal/emf"
 	"github.com/evalsched/evalsched/internal/gatewaydepth"
+	"github.com/evalsched/evalsched/internal/httpfake"
 	"github.com/evalsched/evalsched/internal/intake"
 	"github.com/evalsched/evalsched/internal/job"
+	"github.com/evalsched/evalsched/internal/passfake"
 	"github.com/evalsched/evalsched/internal/passloop"
-	"github.com/evalsched/evalsched/internal/passtest"
 	"github.com/evalsched/evalsched/internal/reconcile"
 	"github.com/evalsched/evalsched/internal/reconcile/ecstasks"
 	"github.com/evalsched/evalsched/internal/resultmsg"
@@ -189,7 +189,7 @@ func Measure(ctx context.Context, endpoint string, load Load, setup Setup) (Meas
 
 	// 3. The pass: the real scheduler with the gateway depth reader on the
 	// CloudWatch fake and the ECS launcher on the ECS fake.
-	cw, ecsFake := awsfake.NewCloudWatch(), awsfake.NewECS()
+	cw, ecsFake := httpfake.NewCloudWatch(), httpfake.NewECS()
 	defer cw.Close()
 	defer ecsFake.Close()
 	creds := credentials.NewStaticCredentialsProvider("local", "local", "")
@@ -204,7 +204,7 @@ func Measure(ctx context.Context, endpoint string, load Load, setup Setup) (Meas
 	if setup.ErrorRate {
 		gw.ErrorMetricName, gw.CallsMetricName = "Errors", "Calls"
 	}
-	clock := passtest.NewClock(at)
+	clock := passfake.NewClock(at)
 	cfg := scheduler.DefaultConfig()
 	cfg.MaxLaunchesPerPass = max(1, int(math.Round(load.JobsPerPass())))
 	launcher := ecslauncher.New(ecsc, ecslauncher.Config{Cluster: "sandbox", Subnets: []string{"subnet-1"}, ContainerName: "sandbox",
@@ -278,7 +278,7 @@ func Measure(ctx context.Context, endpoint string, load Load, setup Setup) (Meas
 
 	// The lease over one invocation's minute (passloop: acquired, renewed
 	// before each pass, released), the passes themselves measured above.
-	loop := &passloop.Loop{Interval: load.PassInterval, Window: time.Minute, Clock: passtest.NewClock(at), Log: quiet,
+	loop := &passloop.Loop{Interval: load.PassInterval, Window: time.Minute, Clock: passfake.NewClock(at), Log: quiet,
 		Lease: dynamolease.ForShard(meter, tables.State, 0, "cost"), Pass: func(context.Context) error { return nil }}
 	meter.Take()
 	if _, err := loop.Run(ctx); err != nil {

@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/evalsched/evalsched/internal/emf"
-	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/localservers"
 )
 
 var (
-	server   *localaws.Server
+	server   *localservers.Server
 	startErr error
 	start    sync.Once
 )
@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 
 func endpoint(t *testing.T) string {
 	t.Helper()
-	start.Do(func() { server, startErr = localaws.StartDynamoDB() })
+	start.Do(func() { server, startErr = localservers.StartDynamoDB() })
 	if startErr != nil {
 		t.Fatal(startErr)
 	}
@@ -102,7 +102,7 @@ func TestCostDocMatchesTheCode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("measures the seed's load (~1 min)")
 	}
-	root, err := localaws.RepoRoot()
+	root, err := localservers.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

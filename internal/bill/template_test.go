@@ -7,14 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evalsched/evalsched/internal/awsfake"
-	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/httpfake"
+	"github.com/evalsched/evalsched/internal/localservers"
 	"github.com/evalsched/evalsched/internal/taskevent"
 )
 
 func deployment(t *testing.T) Deployment {
 	t.Helper()
-	root, err := localaws.RepoRoot()
+	root, err := localservers.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestTaskEventRuleDeliversWhatTheHandlerReads(t *testing.T) {
 	if d.TaskStatuses == nil {
 		t.Fatal("the rule delivers every task state change: want a detail.lastStatus filter")
 	}
-	task := awsfake.Task{ARN: "arn:aws:ecs:us-east-1:123456789012:task/sandbox/abc", StartedBy: "evalsched", Group: "family:eval",
+	task := httpfake.Task{ARN: "arn:aws:ecs:us-east-1:123456789012:task/sandbox/abc", StartedBy: "evalsched", Group: "family:eval",
 		Env: map[string]string{"EVALSCHED_JOB_ID": "j1", "EVALSCHED_ATTEMPT": "1", "EVALSCHED_MODEL": "m"}}
 	for _, status := range lifecycle {
 		raw, _ := json.Marshal(stateChange(task, status, time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)))

@@ -246,9 +246,13 @@ func (r *reader) boolean(name string, def bool) bool {
 	return b
 }
 
-func (r *reader) list(name string) []string {
+func (r *reader) list(name string) []string { return List(r.getenv(name)) }
+
+// List reads a comma-separated list as the variables hold them, spaces
+// trimmed and empty items dropped: nil when none.
+func List(s string) []string {
 	var out []string
-	for _, p := range strings.Split(r.getenv(name), ",") {
+	for _, p := range strings.Split(s, ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			out = append(out, p)
 		}

@@ -32,7 +32,7 @@ type Readings interface {
 	Put(ctx context.Context, now time.Time, depths map[string]scheduler.Depth) error
 }
 
-// Clock is the time the bridge runs by (runner.RealClock in production).
+// Clock is the time the bridge runs by (schedulerfn.RealClock in production).
 type Clock interface {
 	Now() time.Time
 	Sleep(ctx context.Context, d time.Duration) error

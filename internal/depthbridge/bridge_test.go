@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 
-	"github.com/evalsched/evalsched/internal/awsfake"
 	"github.com/evalsched/evalsched/internal/gatewaydepth"
+	"github.com/evalsched/evalsched/internal/httpfake"
 )
 
 var t0 = time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
@@ -71,7 +71,7 @@ func cwClient(url string) *cloudwatch.Client {
 // allNames publishes every role.
 var allNames = CloudWatch{InService: "InService", Errors: "GatewayErrors", Calls: "GatewayCalls"}
 
-func newBridge(t *testing.T, fake *awsfake.CloudWatch, cfg Config) *Bridge {
+func newBridge(t *testing.T, fake *httpfake.CloudWatch, cfg Config) *Bridge {
 	t.Helper()
 	b, err := New(cwClient(fake.URL()), nil, cfg, nil)
 	if err != nil {
@@ -99,7 +99,7 @@ func steps(t *testing.T, b *Bridge, from time.Time, n int, between func(i int)) 
 
 // published returns the values the fake received for one metric of one
 // model, by second.
-func published(fake *awsfake.CloudWatch, metric, model string) map[time.Time]float64 {
+func published(fake *httpfake.CloudWatch, metric, model string) map[time.Time]float64 {
 	out := map[time.Time]float64{}
 	for _, p := range fake.Puts() {
 		for _, d := range p.Data {
@@ -175,7 +175,7 @@ func TestPresetsReadEachGatewaysExposition(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fake := awsfake.NewCloudWatch()
+			fake := httpfake.NewCloudWatch()
 			defer fake.Close()
 			body := fixture(t, tc.file)
 			e := serve(t, body)
@@ -226,7 +226,7 @@ func TestPresetsReadEachGatewaysExposition(t *testing.T) {
 // short), so the scheduler's reader finds their newest datapoint from
 // before and holds; a target back is published again.
 func TestVanishingTargetPublishesNothingForItsModels(t *testing.T) {
-	fake := awsfake.NewCloudWatch()
+	fake := httpfake.NewCloudWatch()
 	defer fake.Close()
 	a := serve(t, "# TYPE q gauge\nq{model=\"x\"} 3\nq{model=\"shared\"} 1\n")
 	b := serve(t, "# TYPE q gauge\nq{model=\"y\"} 4\nq{model=\"shared\"} 2\n")
@@ -273,7 +273,7 @@ func TestVanishingTargetPublishesNothingForItsModels(t *testing.T) {
 // reset; its increase is its new value, never negative nor its history;
 // after a failed scrape the next value is a new start (no increase).
 func TestCounterResets(t *testing.T) {
-	fake := awsfake.NewCloudWatch()
+	fake := httpfake.NewCloudWatch()
 	defer fake.Close()
 	e := serve(t, "")
 	br := newBridge(t, fake, Config{CloudWatch: CloudWatch{Errors: "E", Calls: "C"}, Targets: []Target{
@@ -301,7 +301,7 @@ func TestCounterResets(t *testing.T) {
 // TestModelAppearingMidRun: a model first listed at the third scrape is
 // published from then on, every second, zeros once its series goes.
 func TestModelAppearingMidRun(t *testing.T) {
-	fake := awsfake.NewCloudWatch()
+	fake := httpfake.NewCloudWatch()
 	defer fake.Close()
 	e := serve(t, "")
 	br := newBridge(t, fake, Config{Targets: []Target{{URL: e.url(), Preset: "vllm"}}})
@@ -329,7 +329,7 @@ func TestModelAppearingMidRun(t *testing.T) {
 // PublishEvery starts, in one call, before it scrapes: each call holds
 // whole 10-second periods, one datapoint per second.
 func TestStepPublishesEachPeriodWhole(t *testing.T) {
-	fake := awsfake.NewCloudWatch()
+	fake := httpfake.NewCloudWatch()
 	defer fake.Close()
 	e := serve(t, fixture(t, "vllm.txt"))
 	br := newBridge(t, fake, Config{Targets: []Target{{URL: e.url(), Preset: "vllm"}}})
@@ -359,7 +359,7 @@ func TestStepPublishesEachPeriodWhole(t *testing.T) {
 // datums go in calls of at most 1,000, each body under 1 MB (the fake
 // refuses more, as CloudWatch does).
 func TestBatchesStayWithinPutMetricDataLimits(t *testing.T) {
-	fake := awsfake.NewCloudWatch()
+	fake := httpfake.NewCloudWatch()
 	defer fake.Close()
 	var body strings.Builder
 	body.WriteString("# TYPE q gauge\n# TYPE r gauge\n")
@@ -378,7 +378,7 @@ func TestBatchesStayWithinPutMetricDataLimits(t *testing.T) {
 	total := 0
 	for _, p := range puts {
 		total += len(p.Data)
-		if len(p.Data) > awsfake.MaxPutDatums || p.Bytes > awsfake.MaxPutBytes {
+		if len(p.Data) > httpfake.MaxPutDatums || p.Bytes > httpfake.MaxPutBytes {
 			t.Errorf("a call of %d datums, %d bytes", len(p.Data), p.Bytes)
 		}
 	}

@@ -7,9 +7,17 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"time"
+
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/evalsched/evalsched/internal/config"
+	"github.com/evalsched/evalsched/internal/depthitem"
+	"github.com/evalsched/evalsched/internal/dynamostore"
 )
 
 // Config is the bridge's configuration file (JSON). Zero fields take the
@@ -337,4 +345,60 @@ func MustParseSelector(s string) Selector {
 		panic(err)
 	}
 	return sel
+}
+
+// EnvConfig holds the configuration's JSON when no file is given (the ECS
+// service passes it so: template.yaml).
+const EnvConfig = "EVALSCHED_BRIDGE_CONFIG"
+
+// FromEnv reads the configuration from file, or from EnvConfig when file is
+// "", and fills the CloudWatch names it leaves empty from the scheduler's
+// variables, so that one set of template parameters names both sides.
+// getenv is os.Getenv but in tests.
+func FromEnv(file string, getenv func(string) string) (Config, error) {
+	var data []byte
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return Config{}, err
+		}
+		data = b
+	} else if s := getenv(EnvConfig); s != "" {
+		data = []byte(s)
+	} else {
+		return Config{}, fmt.Errorf("no configuration: give --config FILE or set %s", EnvConfig)
+	}
+	cfg, err := Parse(data)
+	if err != nil {
+		return cfg, err
+	}
+	cw := &cfg.CloudWatch
+	for _, f := range []struct {
+		field *string
+		env   string
+	}{
+		{&cw.Namespace, "EVALSCHED_METRIC_NAMESPACE"}, {&cw.Depth, "EVALSCHED_METRIC_NAME"}, {&cw.Dimension, "EVALSCHED_METRIC_DIMENSION"},
+		{&cw.InService, "EVALSCHED_INSERVICE_METRIC_NAME"}, {&cw.Errors, "EVALSCHED_ERROR_METRIC_NAME"}, {&cw.Calls, "EVALSCHED_CALLS_METRIC_NAME"},
+	} {
+		if *f.field == "" {
+			*f.field = getenv(f.env)
+		}
+	}
+	return cfg.WithDefaults(), cfg.Validate()
+}
+
+// SinkFromEnv is where the readings go, by EVALSCHED_DEPTH_SOURCE: the
+// state table's readings item (EVALSCHED_TABLE_PREFIX) when the scheduler
+// reads it ("dynamodb", the template's default with the bridge), else
+// CloudWatch metrics. Exactly one of the two is set.
+func SinkFromEnv(aws awssdk.Config, getenv func(string) string) (API, Readings, error) {
+	switch src := getenv("EVALSCHED_DEPTH_SOURCE"); src {
+	case "", config.DepthFromCloudWatch:
+		return cloudwatch.NewFromConfig(aws), nil, nil
+	case config.DepthFromDynamoDB:
+		table := dynamostore.DefaultTables(cmp.Or(getenv("EVALSCHED_TABLE_PREFIX"), "evalsched-")).State
+		return nil, &depthitem.Writer{API: dynamodb.NewFromConfig(aws), Table: table}, nil
+	default:
+		return nil, nil, fmt.Errorf("EVALSCHED_DEPTH_SOURCE %q is not %s or %s", src, config.DepthFromCloudWatch, config.DepthFromDynamoDB)
+	}
 }

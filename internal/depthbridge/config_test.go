@@ -97,3 +97,22 @@ func TestRoleReplacesThePresets(t *testing.T) {
 		t.Errorf("selectors %+v; want the preset's depth and errors, no in service, the calls given", sel)
 	}
 }
+
+func TestFromEnvFillsTheSchedulersNames(t *testing.T) {
+	env := map[string]string{
+		EnvConfig:                         `{"targets": [{"url": "http://127.0.0.1:8000/metrics", "preset": "vllm"}], "cloudwatch": {"namespace": "Mine"}}`,
+		"EVALSCHED_METRIC_NAMESPACE":      "Theirs",
+		"EVALSCHED_METRIC_NAME":           "Waiting",
+		"EVALSCHED_INSERVICE_METRIC_NAME": "InService",
+	}
+	cfg, err := FromEnv("", func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cw := cfg.CloudWatch; cw.Namespace != "Mine" || cw.Depth != "Waiting" || cw.InService != "InService" {
+		t.Errorf("got %+v; want the file's namespace kept, the depth and in-service names from the environment", cw)
+	}
+	if _, err := FromEnv("", func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), EnvConfig) {
+		t.Errorf("no configuration: err %v, want one naming %s", err, EnvConfig)
+	}
+}

@@ -12,12 +12,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/evalsched/evalsched/internal/awsfake"
 	"github.com/evalsched/evalsched/internal/depthitem"
 	"github.com/evalsched/evalsched/internal/dynamostore"
 	"github.com/evalsched/evalsched/internal/dynamostore/dynamotest"
+	"github.com/evalsched/evalsched/internal/httpfake"
 	"github.com/evalsched/evalsched/internal/iamcheck"
-	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/localservers"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -48,7 +48,7 @@ func TestBridgeUnderTheTemplatesRole(t *testing.T) {
 				t.Fatal(err)
 			}
 			if source == "auto" {
-				endpoint := localaws.DynamoDB(t)
+				endpoint := localservers.DynamoDB(t)
 				dynamotest.Tables(t, endpoint, strings.TrimSuffix(table, "state"), scheduler.ModelConfig{})
 				raw, err := dynamostore.LocalClient(ctx, endpoint)
 				if err != nil {
@@ -60,7 +60,7 @@ func TestBridgeUnderTheTemplatesRole(t *testing.T) {
 				}
 				br.Readings = &depthitem.Writer{API: ddb, Table: table}
 			} else {
-				fake := awsfake.NewCloudWatch()
+				fake := httpfake.NewCloudWatch()
 				t.Cleanup(fake.Close)
 				cw := cloudwatch.New(cloudwatch.Options{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("t", "t", ""),
 					BaseEndpoint: aws.String(fake.URL()), RetryMaxAttempts: 1, APIOptions: check.APIOptions()})

@@ -10,7 +10,7 @@ import (
 	"github.com/evalsched/evalsched/internal/depthitem"
 	"github.com/evalsched/evalsched/internal/dynamostore"
 	"github.com/evalsched/evalsched/internal/dynamostore/dynamotest"
-	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/localservers"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -24,7 +24,7 @@ import (
 // never saw is missing.
 func TestReadingsReachThePassThroughDynamoDB(t *testing.T) {
 	ctx := context.Background()
-	ddb := localaws.DynamoDB(t)
+	ddb := localservers.DynamoDB(t)
 	prefix := fmt.Sprintf("bridge%d-", time.Now().UnixNano())
 	dynamotest.Tables(t, ddb, prefix, scheduler.ModelConfig{})
 	client, err := dynamostore.LocalClient(ctx, ddb)

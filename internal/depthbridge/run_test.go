@@ -13,7 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 
-	"github.com/evalsched/evalsched/internal/awsfake"
+	"github.com/evalsched/evalsched/internal/httpfake"
 )
 
 // fakeClock's Sleep moves its time on at once; after `steps` sleeps it
@@ -41,7 +41,7 @@ func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
 // when its context ends sends what is left and stops without error; its
 // clock is the one given.
 func TestRunStepsOnTheIntervalsBoundaries(t *testing.T) {
-	fake := awsfake.NewCloudWatch()
+	fake := httpfake.NewCloudWatch()
 	defer fake.Close()
 	e := serve(t, fixture(t, "vllm.txt"))
 	br := newBridge(t, fake, Config{PublishEvery: Duration(2 * time.Second), Targets: []Target{{URL: e.url(), Preset: "vllm"}}})
@@ -79,7 +79,7 @@ func (f *failingAPI) PutMetricData(ctx context.Context, in *cloudwatch.PutMetric
 // send go with the next send, up to 3 minutes old; older ones are dropped
 // (the scheduler looks back 3 minutes).
 func TestFailedPublishIsRetried(t *testing.T) {
-	fake := awsfake.NewCloudWatch()
+	fake := httpfake.NewCloudWatch()
 	defer fake.Close()
 	e := serve(t, "# TYPE q gauge\nq{model=\"m\"} 2\n")
 	api := &failingAPI{API: cwClient(fake.URL()), fail: 1}
@@ -118,7 +118,7 @@ func TestFailedPublishIsRetried(t *testing.T) {
 // every scrape (LiteLLM's /metrics may require its key); an unset variable
 // is an error naming the field.
 func TestBearerToken(t *testing.T) {
-	fake := awsfake.NewCloudWatch()
+	fake := httpfake.NewCloudWatch()
 	defer fake.Close()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer sk-1234" {
@@ -142,7 +142,7 @@ func TestBearerToken(t *testing.T) {
 // TestSlowTargetCountsAsGone: a target that does not answer within the
 // timeout is gone for that second, as a refused one is.
 func TestSlowTargetCountsAsGone(t *testing.T) {
-	fake := awsfake.NewCloudWatch()
+	fake := httpfake.NewCloudWatch()
 	defer fake.Close()
 	var hang atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -9,13 +9,13 @@ import (
 
 	"github.com/evalsched/evalsched/internal/dynamostore"
 	"github.com/evalsched/evalsched/internal/dynamostore/dynamotest"
-	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/localservers"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
 func tables(t *testing.T) (*Writer, *Reader) {
 	t.Helper()
-	ddb := localaws.DynamoDB(t)
+	ddb := localservers.DynamoDB(t)
 	prefix := fmt.Sprintf("depth%d-", time.Now().UnixNano())
 	dynamotest.Tables(t, ddb, prefix, scheduler.ModelConfig{})
 	client, err := dynamostore.LocalClient(context.Background(), ddb)

@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/evalsched/evalsched/internal/dynamostore"
-	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/localservers"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -18,7 +18,7 @@ var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 func setup(t *testing.T) (*dynamodb.Client, string) {
 	t.Helper()
 	ctx := context.Background()
-	client, err := dynamostore.LocalClient(ctx, localaws.DynamoDB(t))
+	client, err := dynamostore.LocalClient(ctx, localservers.DynamoDB(t))
 	if err != nil {
 		t.Fatal(err)
 	}

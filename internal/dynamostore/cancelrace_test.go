@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/evalsched/evalsched/internal/job"
-	"github.com/evalsched/evalsched/internal/passtest"
+	"github.com/evalsched/evalsched/internal/passfake"
 	"github.com/evalsched/evalsched/internal/sampling"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -27,10 +27,10 @@ func TestCancelAdmitsNothingAfterItsMark(t *testing.T) {
 	cx, other := batch("ops", "bulk", "cx", "gpt", -1, 120), batch("lab", "sweep", "b2", "gpt", -1, 40)
 	submit(t, s, cx)
 	submit(t, s, other)
-	l := &passtest.Launcher{}
-	c := passtest.NewClock(t0)
+	l := &passfake.Launcher{}
+	c := passfake.NewClock(t0)
 	cfg := scheduler.DefaultConfig()
-	sched := &scheduler.Scheduler{Store: s, Depths: passtest.Depths{"gpt": 0}, Launcher: l, Clock: c, Config: cfg}
+	sched := &scheduler.Scheduler{Store: s, Depths: passfake.Depths{"gpt": 0}, Launcher: l, Clock: c, Config: cfg}
 
 	// A pass that read its Snapshot before the cancel and commits after
 	// the mark.

@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/evalsched/evalsched/internal/passtest"
+	"github.com/evalsched/evalsched/internal/passfake"
 	"github.com/evalsched/evalsched/internal/priority"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -91,8 +91,8 @@ func TestMalformedConsoleEditsWarnAndThePassGoesOn(t *testing.T) {
 
 	// The real pass: the valid model's jobs launch, the warnings are
 	// reported, nothing fails.
-	l := &passtest.Launcher{}
-	sch := &scheduler.Scheduler{Store: st, Depths: passtest.Depths{"ok": 0}, Launcher: l, Clock: passtest.NewClock(t0), Config: scheduler.DefaultConfig()}
+	l := &passfake.Launcher{}
+	sch := &scheduler.Scheduler{Store: st, Depths: passfake.Depths{"ok": 0}, Launcher: l, Clock: passfake.NewClock(t0), Config: scheduler.DefaultConfig()}
 	rep, err := sch.Pass(ctx)
 	if err != nil {
 		t.Fatal(err)

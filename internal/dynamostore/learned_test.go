@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/evalsched/evalsched/internal/passtest"
+	"github.com/evalsched/evalsched/internal/passfake"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -39,10 +39,10 @@ func TestTheLearnedConcurrencyIsTheStateItemsOwnAttributes(t *testing.T) {
 	ctx := context.Background()
 	st, _ := newStore(t)
 	submit(t, st, batch("acme", "x", "b1", "m", -1, 40))
-	clock := passtest.NewClock(t0)
+	clock := passfake.NewClock(t0)
 	pass := func(d scheduler.DepthReader) scheduler.Report {
 		t.Helper()
-		sch := &scheduler.Scheduler{Store: st, Depths: d, Launcher: &passtest.Launcher{}, Clock: clock, Config: scheduler.DefaultConfig()}
+		sch := &scheduler.Scheduler{Store: st, Depths: d, Launcher: &passfake.Launcher{}, Clock: clock, Config: scheduler.DefaultConfig()}
 		rep, err := sch.Pass(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -81,7 +81,7 @@ func TestTheLearnedConcurrencyIsTheStateItemsOwnAttributes(t *testing.T) {
 		return 0, time.Time{}, nil
 	}
 
-	pass(passtest.Depths{"m": 0})
+	pass(passfake.Depths{"m": 0})
 	learnedAt := clock.Now()
 	pass(queuedDepths{depth: 5, inService: 7})
 	it := item()
@@ -101,7 +101,7 @@ func TestTheLearnedConcurrencyIsTheStateItemsOwnAttributes(t *testing.T) {
 		t.Fatalf("after the edit: %g at %v (warnings %q), want 300 at 11:00", conc, at, warns)
 	}
 	// A pass that learns nothing new (nothing queued) leaves it as edited.
-	pass(passtest.Depths{"m": 0})
+	pass(passfake.Depths{"m": 0})
 	if c, _ := item()[attrLearnedConc].(*types.AttributeValueMemberN); c == nil || c.Value != "300" {
 		t.Fatalf("after a pass that learned nothing: %v, want the operator's 300", item()[attrLearnedConc])
 	}
@@ -128,7 +128,7 @@ func TestTheLearnedConcurrencyIsTheStateItemsOwnAttributes(t *testing.T) {
 		if conc != 0 || len(warns) != 1 || !strings.Contains(warns[0], `model "m"`) || !strings.Contains(warns[0], c.want) {
 			t.Errorf("%s: learned %g, warnings %q; want none learned and one warning with %q", c.expr, conc, warns, c.want)
 		}
-		rep := pass(passtest.Depths{"m": 0})
+		rep := pass(passfake.Depths{"m": 0})
 		if !strings.Contains(strings.Join(rep.Plan.Warnings, "\n"), c.want) {
 			t.Errorf("%s: the pass's warnings %q lack %q", c.expr, rep.Plan.Warnings, c.want)
 		}

@@ -14,14 +14,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/evalsched/evalsched/internal/job"
-	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/localservers"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
 // One DynamoDB Local serves the whole test binary, started by the first
 // test that needs it; each test gets its own tables under a unique prefix.
 var (
-	server   *localaws.Server
+	server   *localservers.Server
 	client   *dynamodb.Client
 	startErr error
 	start    sync.Once
@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 func dynamoDB(t testing.TB) *dynamodb.Client {
 	t.Helper()
 	start.Do(func() {
-		if server, startErr = localaws.StartDynamoDB(); startErr == nil {
+		if server, startErr = localservers.StartDynamoDB(); startErr == nil {
 			client, startErr = LocalClient(context.Background(), server.Endpoint)
 		}
 	})

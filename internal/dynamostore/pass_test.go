@@ -9,7 +9,7 @@ import (
 
 	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
-	"github.com/evalsched/evalsched/internal/passtest"
+	"github.com/evalsched/evalsched/internal/passfake"
 	"github.com/evalsched/evalsched/internal/priority"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -22,7 +22,7 @@ import (
 type world struct {
 	name    string
 	sched   *scheduler.Scheduler
-	l       *passtest.Launcher
+	l       *passfake.Launcher
 	started func(id string, attempt int, now time.Time) error
 	stopped func(id string, attempt int, exit job.Exit, now time.Time) error
 	counts  func() map[job.State]int
@@ -80,9 +80,9 @@ func TestPassMatchesMemstore(t *testing.T) {
 			},
 			check: mem.Check},
 	}
-	c := passtest.NewClock(t0)
+	c := passfake.NewClock(t0)
 	for _, w := range worlds {
-		w.l = &passtest.Launcher{Retry: retry}
+		w.l = &passfake.Launcher{Retry: retry}
 		var st scheduler.Store = mem
 		if w.name == "dynamostore" {
 			st = dyn
@@ -108,7 +108,7 @@ func TestPassMatchesMemstore(t *testing.T) {
 				}
 			}
 		}
-		w.sched = &scheduler.Scheduler{Store: st, Depths: passtest.Depths{"gpt": 0, "claude": 10}, Launcher: w.l, Clock: c, Config: scheduler.DefaultConfig()}
+		w.sched = &scheduler.Scheduler{Store: st, Depths: passfake.Depths{"gpt": 0, "claude": 10}, Launcher: w.l, Clock: c, Config: scheduler.DefaultConfig()}
 	}
 
 	for pass := range 12 {
@@ -181,9 +181,9 @@ func TestPassRetriesFailedLaunches(t *testing.T) {
 	b := batch("lab", "sweep", "b1", "gpt", -1, 3)
 	b.MaxAttempts = 2
 	submit(t, st, b)
-	l := &passtest.Launcher{Retry: map[string]bool{"b1-0001": true}}
-	c := passtest.NewClock(t0)
-	s := &scheduler.Scheduler{Store: st, Depths: passtest.Depths{"gpt": 0}, Launcher: l, Clock: c, Config: scheduler.DefaultConfig()}
+	l := &passfake.Launcher{Retry: map[string]bool{"b1-0001": true}}
+	c := passfake.NewClock(t0)
+	s := &scheduler.Scheduler{Store: st, Depths: passfake.Depths{"gpt": 0}, Launcher: l, Clock: c, Config: scheduler.DefaultConfig()}
 	rep, err := s.Pass(ctx)
 	if err != nil || rep.Launched != 2 || rep.Retried != 1 {
 		t.Fatalf("got launched %d retried %d err %v, want 2, 1, nil", rep.Launched, rep.Retried, err)

@@ -38,7 +38,7 @@ import (
 
 	"github.com/evalsched/evalsched/internal/emf"
 	"github.com/evalsched/evalsched/internal/job"
-	"github.com/evalsched/evalsched/internal/passtest"
+	"github.com/evalsched/evalsched/internal/passfake"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -616,13 +616,13 @@ func runPasses(b *testing.B, tables Tables, sc scale, cfg scheduler.Config, ps p
 	em := newMeter(dynamoDB(b))
 	events := New(em, tables, defaults()) // the task-events function's work, metered apart
 
-	at := passtest.Depths{}
+	at := passfake.Depths{}
 	for i := range sc.Models {
 		at[sc.model(i)] = 40 // at the target: the limits hold
 	}
 	p := &phased{Store: store, m: m, wall: map[string]time.Duration{}}
 	l := &instant{}
-	clk := passtest.NewClock(ps.start)
+	clk := passfake.NewClock(ps.start)
 	sched := &scheduler.Scheduler{Store: p, Depths: at, Launcher: l, Clock: clk, Config: cfg}
 
 	res := passResult{Phases: map[string]time.Duration{}, Use: map[string]usage{}}

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/evalsched/evalsched/internal/passtest"
+	"github.com/evalsched/evalsched/internal/passfake"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -212,22 +212,22 @@ func TestShardPassesSideBySide(t *testing.T) {
 	for i, m := range []string{"claude-opus-4.8", "gpt-5.5", "gemini-3-pro", "llama-4-405b"} {
 		submit(t, all, batch("acme", "p", "b"+string(rune('1'+i)), m, -1, 30))
 	}
-	c := passtest.NewClock(t0)
-	d := passtest.Depths{}
+	c := passfake.NewClock(t0)
+	d := passfake.Depths{}
 	for _, ms := range shardModels {
 		for _, m := range ms {
 			d[m] = 40
 		}
 	}
 	var scheds [2]*scheduler.Scheduler
-	var launchers [2]*passtest.Launcher
+	var launchers [2]*passfake.Launcher
 	caps := scheduler.Caps{GlobalMaxRunning: 25, MaxLaunchesPerPass: 200, LaunchRate: 20, LaunchBurst: 100}
 	for k := range 2 {
 		s, _ := shardStore(tables, k)
 		share := caps.Share(k, 2)
 		cfg := scheduler.DefaultConfig()
 		cfg.GlobalMaxRunning, cfg.MaxLaunchesPerPass = share.GlobalMaxRunning, share.MaxLaunchesPerPass
-		launchers[k] = &passtest.Launcher{}
+		launchers[k] = &passfake.Launcher{}
 		scheds[k] = &scheduler.Scheduler{Store: s, Depths: d, Launcher: launchers[k], Clock: c, Config: cfg}
 	}
 	for pass := range 3 {

@@ -14,10 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/evalsched/evalsched/internal/awsfake"
 	"github.com/evalsched/evalsched/internal/dynamostore/dynamotest"
+	"github.com/evalsched/evalsched/internal/httpfake"
 	"github.com/evalsched/evalsched/internal/job"
-	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/localservers"
 	"github.com/evalsched/evalsched/internal/resulttoken"
 	"github.com/evalsched/evalsched/internal/scheduler"
 	"github.com/evalsched/evalsched/sandboxkit"
@@ -34,8 +34,8 @@ func TestABatchRunsToTheEnd(t *testing.T) {
 		t.Skip("builds the three functions and the emulator")
 	}
 	ctx := context.Background()
-	ddb, sqsURL := localaws.DynamoDB(t), localaws.SQS(t)
-	ecsFake, cw := awsfake.NewECS(), awsfake.NewCloudWatch()
+	ddb, sqsURL := localservers.DynamoDB(t), localservers.SQS(t)
+	ecsFake, cw := httpfake.NewECS(), httpfake.NewCloudWatch()
 	t.Cleanup(ecsFake.Close)
 	t.Cleanup(cw.Close)
 
@@ -58,10 +58,10 @@ func TestABatchRunsToTheEnd(t *testing.T) {
 		// Three passes a second apart per invocation: the minute, shortened.
 		"EVALSCHED_PASS_INTERVAL_SECONDS=1", "EVALSCHED_PASSES=3",
 	}
-	intake := localaws.Lambda(t, "intake", env...)
-	sched := localaws.Lambda(t, "scheduler", env...)
-	taskEvents := localaws.Lambda(t, "taskevents", env...)
-	results := localaws.Lambda(t, "results", env...)
+	intake := localservers.Lambda(t, "intake", env...)
+	sched := localservers.Lambda(t, "scheduler", env...)
+	taskEvents := localservers.Lambda(t, "taskevents", env...)
+	results := localservers.Lambda(t, "results", env...)
 
 	// 1. A submitter sends the batch; SQS delivers it to the intake.
 	msg := map[string]any{"version": 1, "account": "acme", "project": "search", "batch": "e2e", "model": "gpt-5.5", "tier": 1}
@@ -143,7 +143,7 @@ func TestABatchRunsToTheEnd(t *testing.T) {
 		if !resulttoken.Valid(tok) {
 			t.Fatalf("task %s was launched with result token %q", task.ARN, tok)
 		}
-		for name, fn := range map[string]*localaws.Function{"intake": intake, "scheduler": sched, "taskevents": taskEvents, "results": results} {
+		for name, fn := range map[string]*localservers.Function{"intake": intake, "scheduler": sched, "taskevents": taskEvents, "results": results} {
 			if strings.Contains(fn.Output(), tok) {
 				t.Errorf("the %s function's output shows task %s's result token", name, task.ARN)
 			}
@@ -180,7 +180,7 @@ func createQueue(t *testing.T, c *sqs.Client, name string) string {
 
 // stateChange is the EventBridge event ECS sends for a task, from what the
 // fake recorded of its RunTask (startedBy and the container override).
-func stateChange(task awsfake.Task, status string) map[string]any {
+func stateChange(task httpfake.Task, status string) map[string]any {
 	now := time.Now().UTC()
 	var envList []map[string]string
 	for k, v := range task.Env {
@@ -202,7 +202,7 @@ func stateChange(task awsfake.Task, status string) map[string]any {
 
 // report sends a verdict as a sandbox with environment env does, with
 // the kit, and hands the message to the results function as SQS would.
-func report(t *testing.T, results *localaws.Function, env map[string]string, outcome sandboxkit.Outcome) {
+func report(t *testing.T, results *localservers.Function, env map[string]string, outcome sandboxkit.Outcome) {
 	t.Helper()
 	j, err := sandboxkit.JobFromEnv(func(k string) string { return env[k] })
 	if err != nil {
@@ -223,7 +223,7 @@ func report(t *testing.T, results *localaws.Function, env map[string]string, out
 
 // forged is env with another task's result token: a sandbox that derived
 // its sibling's id and attempt, speaking for it with the token it has.
-func forged(env map[string]string, tasks []awsfake.Task) map[string]string {
+func forged(env map[string]string, tasks []httpfake.Task) map[string]string {
 	out := maps.Clone(env)
 	for _, other := range tasks {
 		if tok := other.Env[sandboxkit.EnvResultToken]; tok != env[sandboxkit.EnvResultToken] {

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 
-	"github.com/evalsched/evalsched/internal/awsfake"
+	"github.com/evalsched/evalsched/internal/httpfake"
 	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/resulttoken"
 	"github.com/evalsched/evalsched/internal/scheduler"
@@ -46,7 +46,7 @@ func jobs(n int) []scheduler.Job {
 }
 
 func TestLaunchStartsOneTaskPerJob(t *testing.T) {
-	fake := awsfake.NewECS()
+	fake := httpfake.NewECS()
 	defer fake.Close()
 	l := New(client(fake.URL()), config(), nil)
 	js := jobs(30)
@@ -81,7 +81,7 @@ func TestLaunchStartsOneTaskPerJob(t *testing.T) {
 func TestRetriedLaunchNeverStartsASecondTask(t *testing.T) {
 	for _, conflict := range []bool{false, true} {
 		t.Run(fmt.Sprintf("conflict=%v", conflict), func(t *testing.T) {
-			fake := awsfake.NewECS()
+			fake := httpfake.NewECS()
 			defer fake.Close()
 			l := New(client(fake.URL()), config(), nil)
 			js := jobs(3)
@@ -102,7 +102,7 @@ func TestRetriedLaunchNeverStartsASecondTask(t *testing.T) {
 }
 
 func TestThrottlingBacksOffAndRetries(t *testing.T) {
-	fake := awsfake.NewECS()
+	fake := httpfake.NewECS()
 	defer fake.Close()
 	fake.Throttle = 2
 	l := New(client(fake.URL()), config(), nil)
@@ -121,7 +121,7 @@ func TestThrottlingBacksOffAndRetries(t *testing.T) {
 }
 
 func TestCapacityFailuresRetryAndSpotFallsBack(t *testing.T) {
-	fake := awsfake.NewECS()
+	fake := httpfake.NewECS()
 	defer fake.Close()
 	fake.CapacityFail = map[string]bool{FargateSpot: true}
 	cfg := config()
@@ -141,7 +141,7 @@ func TestCapacityFailuresRetryAndSpotFallsBack(t *testing.T) {
 }
 
 func TestConfigurationErrorsFailTheJobNotThePass(t *testing.T) {
-	fake := awsfake.NewECS()
+	fake := httpfake.NewECS()
 	defer fake.Close()
 	fake.MissingTaskDefinitions = map[string]bool{"gone:1": true}
 	js := jobs(2)
@@ -170,7 +170,7 @@ func TestClientTokenFitsECS(t *testing.T) {
 // with the real token bucket at its default 20/s, burst 100: with work
 // waiting, the rate must come within 5 % of the bucket.
 func BenchmarkLaunchRate(b *testing.B) {
-	fake := awsfake.NewECS()
+	fake := httpfake.NewECS()
 	defer fake.Close()
 	cfg := config()
 	cfg.Rate, cfg.Burst = 20, 100
@@ -239,7 +239,7 @@ func TestOnlyTheEnvironmentComesFromTheJob(t *testing.T) {
 	}
 
 	// A configuration failure is logged with the job; the token stays out.
-	fake := awsfake.NewECS()
+	fake := httpfake.NewECS()
 	defer fake.Close()
 	fake.MissingTaskDefinitions = map[string]bool{"eval-sandbox:7": true}
 	l = New(client(fake.URL()), config(), slog.New(slog.NewJSONHandler(&logged, nil)))

@@ -45,8 +45,7 @@ func (s *Stopper) Stop(ctx context.Context, jobs []scheduler.InFlight) (int, err
 		wg.Go(func() {
 			for i := range next {
 				j := jobs[i]
-				_, err := s.API.StopTask(ctx, &ecs.StopTaskInput{Cluster: aws.String(s.Cluster), Task: aws.String(j.TaskARN), Reason: aws.String(s.Reason)})
-				if err != nil {
+				if err := s.StopOne(ctx, j); err != nil {
 					errs[i] = fmt.Errorf("stop task of %s (attempt %d): %w", j.ID, j.Attempt, err)
 					continue
 				}
@@ -64,4 +63,13 @@ func (s *Stopper) Stop(ctx context.Context, jobs []scheduler.InFlight) (int, err
 		cmp.Or(s.Log, slog.Default()).Info("yield: stopped starting tasks", "stopped", n)
 	}
 	return n, errors.Join(errs...)
+}
+
+// StopOne stops one job's task with the Stopper's reason and returns
+// StopTask's error as it is: Stop's step, and the operator's cancel
+// --stop-running, which stops tasks one at a time and ends each job before
+// the next.
+func (s *Stopper) StopOne(ctx context.Context, j scheduler.InFlight) error {
+	_, err := s.API.StopTask(ctx, &ecs.StopTaskInput{Cluster: aws.String(s.Cluster), Task: aws.String(j.TaskARN), Reason: aws.String(s.Reason)})
+	return err
 }

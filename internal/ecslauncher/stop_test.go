@@ -5,13 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/evalsched/evalsched/internal/awsfake"
+	"github.com/evalsched/evalsched/internal/httpfake"
 	"github.com/evalsched/evalsched/internal/scheduler"
 	"github.com/evalsched/evalsched/internal/taskevent"
 )
 
 func TestStopStopsTheTasksWithTheYieldReason(t *testing.T) {
-	fake := awsfake.NewECS()
+	fake := httpfake.NewECS()
 	defer fake.Close()
 	ctx := context.Background()
 	js := jobs(3)
@@ -32,7 +32,7 @@ func TestStopStopsTheTasksWithTheYieldReason(t *testing.T) {
 	if fake.Calls["StopTask"] != 3 {
 		t.Fatalf("StopTask calls %d, want 3", fake.Calls["StopTask"])
 	}
-	byARN := map[string]awsfake.Task{}
+	byARN := map[string]httpfake.Task{}
 	for _, tk := range fake.Tasks() {
 		byARN[tk.ARN] = tk
 	}

@@ -18,9 +18,8 @@
 // period. The Average, not the Maximum: each queued call is a job's
 // container blocked, so the mean queue over the running jobs is the share of
 // their time blocked (what the limits bound); the Maximum of a period of
-// short calls is several times its mean, and a controller steering it to
-// the target left providers idle a third of the time (family seed 1, lane
-// 159: mean depth 0.3 on a target of 7, 0.70 of the best fixed cap's jobs).
+// short calls is several times its mean, so a controller steering it to
+// the target holds the mean queue far below it and leaves providers idle.
 // A gateway that publishes only when calls queue biases the Average up: the
 // limits then err low, never high.
 //

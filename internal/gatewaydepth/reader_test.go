@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/smithy-go/encoding/cbor"
 
-	"github.com/evalsched/evalsched/internal/awsfake"
+	"github.com/evalsched/evalsched/internal/httpfake"
 )
 
 var now = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -40,7 +40,7 @@ func retryingClient(url string) *cloudwatch.Client { return clientWithAttempts(u
 
 // distinctCalls counts the distinct GetMetricData requests the fake
 // received, and their queries.
-func distinctCalls(fake *awsfake.CloudWatch) (calls, queries int) {
+func distinctCalls(fake *httpfake.CloudWatch) (calls, queries int) {
 	seen := map[string]bool{}
 	for _, req := range fake.Requests {
 		qs := req["MetricDataQueries"].(cbor.List)
@@ -53,7 +53,7 @@ func distinctCalls(fake *awsfake.CloudWatch) (calls, queries int) {
 }
 
 func TestDepthsReadsTheNewestAverage(t *testing.T) {
-	fake := awsfake.NewCloudWatch()
+	fake := httpfake.NewCloudWatch()
 	defer fake.Close()
 	fake.Put("gpt-5.5", now.Add(-45*time.Second), 90) // an older period
 	fake.Put("gpt-5.5", now.Add(-25*time.Second), 12) // the newest period [-30s, -20s): mean 24.5
@@ -83,7 +83,7 @@ func TestDepthsReadsTheNewestAverage(t *testing.T) {
 }
 
 func TestDepthsSplitsPast500Models(t *testing.T) {
-	fake := awsfake.NewCloudWatch()
+	fake := httpfake.NewCloudWatch()
 	defer fake.Close()
 	var models []string
 	for i := range 1201 {
@@ -104,7 +104,7 @@ func TestDepthsSplitsPast500Models(t *testing.T) {
 }
 
 func TestDepthsReportsFailures(t *testing.T) {
-	fake := awsfake.NewCloudWatch()
+	fake := httpfake.NewCloudWatch()
 	defer fake.Close()
 	fake.Fail = 1
 	_, err := New(client(fake.URL()), Config{}).Depths(context.Background(), []string{"gpt"}, now)
@@ -127,7 +127,7 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestDepthsReadsTheErrorRateInTheSameCall(t *testing.T) {
-	fake := awsfake.NewCloudWatch()
+	fake := httpfake.NewCloudWatch()
 	defer fake.Close()
 	// gpt-5.5: two periods with calls; the newest [-30s, -20s) has 40 calls,
 	// 30 of them answered with errors (two datapoints summed).
@@ -195,7 +195,7 @@ func TestDepthsReadsTheErrorRateInTheSameCall(t *testing.T) {
 }
 
 func TestDepthsWithErrorsSplitsPast500Queries(t *testing.T) {
-	fake := awsfake.NewCloudWatch()
+	fake := httpfake.NewCloudWatch()
 	defer fake.Close()
 	var models []string
 	for i := range 400 {
@@ -218,7 +218,7 @@ func TestDepthsWithErrorsSplitsPast500Queries(t *testing.T) {
 }
 
 func TestDepthsReadsCallsInServiceOfTheDepthsPeriod(t *testing.T) {
-	fake := awsfake.NewCloudWatch()
+	fake := httpfake.NewCloudWatch()
 	defer fake.Close()
 	// gpt-5.5: depth and calls in service in the newest period [-30s,
 	// -20s); in service is its Maximum (two datapoints).
@@ -259,7 +259,7 @@ func TestDepthsReadsCallsInServiceOfTheDepthsPeriod(t *testing.T) {
 }
 
 func TestDepthsWithEveryMetricSplitsPast500Queries(t *testing.T) {
-	fake := awsfake.NewCloudWatch()
+	fake := httpfake.NewCloudWatch()
 	defer fake.Close()
 	var models []string
 	for i := range 300 {

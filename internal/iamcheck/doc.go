@@ -2,7 +2,7 @@
 // refuses every call the caller's policy does not grant, as AWS would, with
 // the policies read from template.yaml itself.
 //
-// DynamoDB Local, fauxqs and the HTTP-level fakes (internal/awsfake) do not
+// DynamoDB Local, fauxqs and the HTTP-level fakes (internal/httpfake) do not
 // check IAM, so a role that lacks an action the code needs passes every
 // local test and fails on AWS, where the call returns AccessDeniedException.
 // Here each call is turned into the IAM requests AWS authorizes it as

@@ -12,7 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/localservers"
 )
 
 // Stack is template.yaml as deployed under a fake account, region and
@@ -44,7 +44,7 @@ const (
 // FakeRegion, with params for parameters (the rest take their defaults; a
 // parameter with no default an example value).
 func LoadTemplate(params map[string]string) (*Stack, error) {
-	root, err := localaws.RepoRoot()
+	root, err := localservers.RepoRoot()
 	if err != nil {
 		return nil, err
 	}

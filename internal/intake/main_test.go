@@ -28,7 +28,7 @@ import (
 	"github.com/evalsched/evalsched/internal/dynamostore"
 	"github.com/evalsched/evalsched/internal/intake"
 	"github.com/evalsched/evalsched/internal/job"
-	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/localservers"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -38,7 +38,7 @@ var (
 	servers struct {
 		once      sync.Once
 		err       error
-		ddb, sqs  *localaws.Server
+		ddb, sqs  *localservers.Server
 		ddbClient *dynamodb.Client
 		sqsClient *sqs.Client
 	}
@@ -47,7 +47,7 @@ var (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	for _, s := range []*localaws.Server{servers.ddb, servers.sqs} {
+	for _, s := range []*localservers.Server{servers.ddb, servers.sqs} {
 		if s != nil {
 			s.Stop()
 		}
@@ -58,11 +58,11 @@ func TestMain(m *testing.M) {
 func start(t testing.TB) {
 	t.Helper()
 	servers.once.Do(func() {
-		if servers.sqs, servers.err = localaws.StartSQS(); servers.err != nil {
+		if servers.sqs, servers.err = localservers.StartSQS(); servers.err != nil {
 			return
 		}
 		servers.sqsClient = sqsClient(servers.sqs.Endpoint)
-		if servers.ddb, servers.err = localaws.StartDynamoDB(); servers.err != nil {
+		if servers.ddb, servers.err = localservers.StartDynamoDB(); servers.err != nil {
 			return
 		}
 		servers.ddbClient, servers.err = dynamostore.LocalClient(context.Background(), servers.ddb.Endpoint)

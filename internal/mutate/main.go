@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/localservers"
 )
 
 // testTimeout bounds one run of a package's tests (DynamoDB Local starts
@@ -51,7 +51,7 @@ func mutate(ctx context.Context, run string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("-run: %v", err)
 	}
-	root, err := localaws.RepoRoot()
+	root, err := localservers.RepoRoot()
 	if err != nil {
 		return fail("%v", err)
 	}

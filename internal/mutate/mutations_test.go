@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/localservers"
 )
 
 // TestMutationsApply: every mutation still applies to the current source
@@ -17,7 +17,7 @@ import (
 // tests it names exist in its package — so a refactor cannot leave make
 // mutate silently checking nothing.
 func TestMutationsApply(t *testing.T) {
-	root, err := localaws.RepoRoot()
+	root, err := localservers.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ var conditionLine = regexp.MustCompile(`(^|[^A-Za-z])ConditionExpression:\s+aws\
 // naming its mutation ("make mutate: NAME"), the mutation is listed, and
 // each listed mutation of the store is named beside its condition.
 func TestEveryStoreConditionIsGuarded(t *testing.T) {
-	root, err := localaws.RepoRoot()
+	root, err := localservers.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

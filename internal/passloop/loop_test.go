@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evalsched/evalsched/internal/passtest"
+	"github.com/evalsched/evalsched/internal/passfake"
 )
 
 func at(s string) time.Time {
@@ -15,9 +15,9 @@ func at(s string) time.Time {
 }
 
 func TestRunCoversTheSlotsOfItsMinute(t *testing.T) {
-	clock := passtest.NewClock(at("2026-11-29T12:00:00.4Z"))
+	clock := passfake.NewClock(at("2026-11-29T12:00:00.4Z"))
 	var slots []string
-	loop := &Loop{Clock: clock, Lease: (&passtest.Lease{}).Handle("a"), Pass: func(context.Context) error {
+	loop := &Loop{Clock: clock, Lease: (&passfake.Lease{}).Handle("a"), Pass: func(context.Context) error {
 		slots = append(slots, clock.Now().Format("04:05"))
 		clock.Sleep(context.Background(), 2*time.Second) // a pass takes 2 s
 		return nil
@@ -33,9 +33,9 @@ func TestRunCoversTheSlotsOfItsMinute(t *testing.T) {
 }
 
 func TestRunStartingMidMinuteCoversSixSlots(t *testing.T) {
-	clock := passtest.NewClock(at("2026-11-29T12:00:23Z"))
+	clock := passfake.NewClock(at("2026-11-29T12:00:23Z"))
 	var slots []string
-	loop := &Loop{Clock: clock, Lease: (&passtest.Lease{}).Handle("a"), Pass: func(context.Context) error {
+	loop := &Loop{Clock: clock, Lease: (&passfake.Lease{}).Handle("a"), Pass: func(context.Context) error {
 		slots = append(slots, clock.Now().Format("04:05"))
 		return nil
 	}}
@@ -48,10 +48,10 @@ func TestRunStartingMidMinuteCoversSixSlots(t *testing.T) {
 }
 
 func TestOverrunSkipsTheNextSlot(t *testing.T) {
-	clock := passtest.NewClock(at("2026-11-29T12:00:00Z"))
+	clock := passfake.NewClock(at("2026-11-29T12:00:00Z"))
 	var slots []string
 	n := 0
-	loop := &Loop{Clock: clock, Lease: (&passtest.Lease{}).Handle("a"), Pass: func(context.Context) error {
+	loop := &Loop{Clock: clock, Lease: (&passfake.Lease{}).Handle("a"), Pass: func(context.Context) error {
 		slots = append(slots, clock.Now().Format("04:05"))
 		n++
 		if n == 2 {
@@ -69,8 +69,8 @@ func TestOverrunSkipsTheNextSlot(t *testing.T) {
 }
 
 func TestSecondInvocationExitsAtOnceWhileTheLeaseIsHeld(t *testing.T) {
-	lease := passtest.HeldBy("a", at("2026-11-29T12:01:00Z"))
-	clock := passtest.NewClock(at("2026-11-29T12:00:05Z"))
+	lease := passfake.HeldBy("a", at("2026-11-29T12:01:00Z"))
+	clock := passfake.NewClock(at("2026-11-29T12:00:05Z"))
 	passes := 0
 	loop := &Loop{Clock: clock, Lease: lease.Handle("b"), Pass: func(context.Context) error { passes++; return nil }}
 	_, err := loop.Run(context.Background())
@@ -83,8 +83,8 @@ func TestSecondInvocationExitsAtOnceWhileTheLeaseIsHeld(t *testing.T) {
 }
 
 func TestNewcomerWaitsForAHandOver(t *testing.T) {
-	lease := passtest.HeldBy("a", at("2026-11-29T12:01:00Z"))
-	clock := passtest.NewClock(at("2026-11-29T12:00:59.5Z"))
+	lease := passfake.HeldBy("a", at("2026-11-29T12:01:00Z"))
+	clock := passfake.NewClock(at("2026-11-29T12:00:59.5Z"))
 	// The holder releases when the clock passes 12:01:00 (its last pass ends).
 	h := lease.Handle("b")
 	loop := &Loop{Clock: clock, Lease: releasing{h, lease, at("2026-11-29T12:01:01Z"), clock}, Pass: func(context.Context) error { return nil }}
@@ -96,10 +96,10 @@ func TestNewcomerWaitsForAHandOver(t *testing.T) {
 
 // releasing frees the old holder's lease once the clock reaches at.
 type releasing struct {
-	passtest.Handle
-	l     *passtest.Lease
+	passfake.Handle
+	l     *passfake.Lease
 	at    time.Time
-	clock *passtest.Clock
+	clock *passfake.Clock
 }
 
 func (r releasing) Acquire(ctx context.Context, now, until time.Time) (bool, string, time.Time, error) {
@@ -110,8 +110,8 @@ func (r releasing) Acquire(ctx context.Context, now, until time.Time) (bool, str
 }
 
 func TestLostLeaseStops(t *testing.T) {
-	lease := &passtest.Lease{}
-	clock := passtest.NewClock(at("2026-11-29T12:00:00Z"))
+	lease := &passfake.Lease{}
+	clock := passfake.NewClock(at("2026-11-29T12:00:00Z"))
 	passes := 0
 	loop := &Loop{Clock: clock, Lease: lease.Handle("a"), Pass: func(context.Context) error {
 		passes++
@@ -127,8 +127,8 @@ func TestLostLeaseStops(t *testing.T) {
 }
 
 func TestFailedPassDoesNotStopTheLoop(t *testing.T) {
-	clock := passtest.NewClock(at("2026-11-29T12:00:00Z"))
-	loop := &Loop{Clock: clock, Lease: (&passtest.Lease{}).Handle("a"), Pass: func(context.Context) error { return errors.New("boom") }}
+	clock := passfake.NewClock(at("2026-11-29T12:00:00Z"))
+	loop := &Loop{Clock: clock, Lease: (&passfake.Lease{}).Handle("a"), Pass: func(context.Context) error { return errors.New("boom") }}
 	sum, err := loop.Run(context.Background())
 	if err != nil || sum.Failed != 6 || sum.Passes != 6 {
 		t.Errorf("got %+v, %v; want six failed passes and no error", sum, err)

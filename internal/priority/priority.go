@@ -218,3 +218,22 @@ func (t Table) Tier(account, project, batch string, submitted, def int) (int, So
 
 // Len returns the number of valid pins.
 func (t Table) Len() int { return len(t.pins) }
+
+// ExpiryAt reads when a pin given from the command line lapses: a
+// duration from now (2h) or an RFC 3339 time, in the future either way.
+func ExpiryAt(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		if d <= 0 {
+			return time.Time{}, fmt.Errorf("%q is not in the future", s)
+		}
+		return now.Add(d), nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is neither a duration (2h) nor an RFC 3339 time", s)
+	}
+	if !t.After(now) {
+		return time.Time{}, fmt.Errorf("%q is not in the future", s)
+	}
+	return t, nil
+}

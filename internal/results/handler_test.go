@@ -15,7 +15,7 @@ import (
 	"github.com/evalsched/evalsched/internal/dynamostore/dynamotest"
 	"github.com/evalsched/evalsched/internal/intake"
 	"github.com/evalsched/evalsched/internal/job"
-	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/localservers"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -41,7 +41,7 @@ func TestHandleEventFile(t *testing.T) {
 	q := scheduler.QueueKey{Account: b.Account, Project: b.Project, Batch: b.Batch, Model: b.Model}
 	store.Commit(ctx, scheduler.Plan{At: t0, Models: []scheduler.ModelPlan{{Model: b.Model, Grants: []scheduler.Grant{{Queue: q, Count: 1}}}}}, nil)
 
-	endpoint := localaws.SQS(t)
+	endpoint := localservers.SQS(t)
 	client := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint),
 		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
 	dlq, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("results-dlq")})

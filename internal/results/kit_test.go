@@ -11,7 +11,7 @@ import (
 
 	"github.com/evalsched/evalsched/internal/intake"
 	"github.com/evalsched/evalsched/internal/job"
-	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/localservers"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/sampling"
 	"github.com/evalsched/evalsched/internal/scheduler"
@@ -39,7 +39,7 @@ func TestKitToStore(t *testing.T) {
 	}
 	j := claimed[0]
 
-	client := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(localaws.SQS(t)),
+	client := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(localservers.SQS(t)),
 		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
 	rq, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("results")})
 	if err != nil {

@@ -369,9 +369,7 @@ func why(mp *ModelPlan, enabled bool, free int) string {
 // With the provider's concurrency configured it is at least that: a job
 // calls the gateway one call at a time, so that many jobs cannot queue a
 // call, and the provider is used from the first pass instead of after a
-// container start, a metric delay and a raise (lane 46 of family seed 1
-// launched 10 jobs in its first 130 s of a 20-per-second launch budget;
-// BENCHMARKS.md has the family's numbers).
+// container start, a metric delay and a raise.
 func initialLimit(c ModelConfig) int {
 	return max(c.InitialLimit, c.MinLimit, c.ProviderConcurrency, 1)
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
-	"github.com/evalsched/evalsched/internal/passtest"
+	"github.com/evalsched/evalsched/internal/passfake"
 	"github.com/evalsched/evalsched/internal/priority"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -26,7 +26,7 @@ func batch(account, project, name, model string, tier, n int) job.BatchSpec {
 	return b
 }
 
-func newScheduler(st *memstore.Store, d passtest.Depths, l *passtest.Launcher, c *passtest.Clock) *scheduler.Scheduler {
+func newScheduler(st *memstore.Store, d passfake.Depths, l *passfake.Launcher, c *passfake.Clock) *scheduler.Scheduler {
 	cfg := scheduler.DefaultConfig()
 	return &scheduler.Scheduler{Store: st, Depths: d, Launcher: l, Clock: c, Config: cfg}
 }
@@ -45,9 +45,9 @@ func TestPassFollowsJobsFromWaitingToLaunched(t *testing.T) {
 	if _, err := st.Submit(context.Background(), batch("lab", "sweep", "b1", "gpt", -1, 50), t0); err != nil {
 		t.Fatal(err)
 	}
-	l := &passtest.Launcher{}
-	c := passtest.NewClock(t0)
-	s := newScheduler(st, passtest.Depths{"gpt": 0}, l, c)
+	l := &passfake.Launcher{}
+	c := passfake.NewClock(t0)
+	s := newScheduler(st, passfake.Depths{"gpt": 0}, l, c)
 
 	rep, err := s.Pass(ctx)
 	if err != nil {
@@ -111,9 +111,9 @@ func TestPassNeverClaimsAJobTwice(t *testing.T) {
 	if _, err := st.Submit(context.Background(), batch("lab", "sweep", "b1", "gpt", -1, 300), t0); err != nil {
 		t.Fatal(err)
 	}
-	l := &passtest.Launcher{}
-	c := passtest.NewClock(t0)
-	s := newScheduler(st, passtest.Depths{"gpt": 0}, l, c)
+	l := &passfake.Launcher{}
+	c := passfake.NewClock(t0)
+	s := newScheduler(st, passfake.Depths{"gpt": 0}, l, c)
 	for range 5 {
 		if _, err := s.Pass(ctx); err != nil {
 			t.Fatal(err)
@@ -140,9 +140,9 @@ func TestPassRetriesFailedLaunches(t *testing.T) {
 	if _, err := st.Submit(context.Background(), b, t0); err != nil {
 		t.Fatal(err)
 	}
-	l := &passtest.Launcher{Retry: map[string]bool{"b1-0001": true}}
-	c := passtest.NewClock(t0)
-	s := newScheduler(st, passtest.Depths{"gpt": 0}, l, c)
+	l := &passfake.Launcher{Retry: map[string]bool{"b1-0001": true}}
+	c := passfake.NewClock(t0)
+	s := newScheduler(st, passfake.Depths{"gpt": 0}, l, c)
 	rep, err := s.Pass(ctx)
 	if err != nil || rep.Launched != 2 || rep.Retried != 1 {
 		t.Fatalf("got launched %d retried %d err %v, want 2, 1, nil", rep.Launched, rep.Retried, err)
@@ -176,8 +176,8 @@ func TestPassPinsTakeEffectNextPass(t *testing.T) {
 	}
 	st.PutPin(context.Background(), priority.Pin{Scope: "account#acme", Tier: "0"})
 	st.PutPin(context.Background(), priority.Pin{Scope: "account#typo", Tier: "urgent"})
-	l := &passtest.Launcher{}
-	s := newScheduler(st, passtest.Depths{"gpt": 0}, l, passtest.NewClock(t0))
+	l := &passfake.Launcher{}
+	s := newScheduler(st, passfake.Depths{"gpt": 0}, l, passfake.NewClock(t0))
 	rep, err := s.Pass(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -230,9 +230,9 @@ func TestPassCommitsOnWhatItsSnapshotRead(t *testing.T) {
 	if _, err := st.Submit(ctx, batch("lab", "sweep", "b1", "gpt", -1, 50), t0); err != nil {
 		t.Fatal(err)
 	}
-	l := &passtest.Launcher{}
-	c := passtest.NewClock(t0)
-	s := &scheduler.Scheduler{Store: st, Depths: passtest.Depths{"gpt": 0}, Launcher: l, Clock: c, Config: scheduler.DefaultConfig()}
+	l := &passfake.Launcher{}
+	c := passfake.NewClock(t0)
+	s := &scheduler.Scheduler{Store: st, Depths: passfake.Depths{"gpt": 0}, Launcher: l, Clock: c, Config: scheduler.DefaultConfig()}
 	if rep, err := s.Pass(ctx); err != nil || rep.Launched != 10 || len(rep.Stale) != 0 {
 		t.Fatalf("first pass: %v, launched %d, stale %v; want 10 launched", err, rep.Launched, rep.Stale)
 	}

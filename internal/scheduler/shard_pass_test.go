@@ -9,7 +9,7 @@ import (
 
 	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
-	"github.com/evalsched/evalsched/internal/passtest"
+	"github.com/evalsched/evalsched/internal/passfake"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -21,7 +21,7 @@ type shardedWorld struct {
 	store   *memstore.Store
 	caps    scheduler.Caps
 	shards  []*scheduler.Scheduler
-	clock   *passtest.Clock
+	clock   *passfake.Clock
 	sharing bool // the caps shared by load, not split statically
 }
 
@@ -40,8 +40,8 @@ func newWorld(t *testing.T, caps scheduler.Caps, shards int, models []string, sh
 	// Pinned: the limits hold at 1,000 whatever the depth, the cap binds.
 	pinned := model("", 1000)
 	pinned.LimitPin = 1000
-	w := &shardedWorld{store: memstore.New(pinned), caps: caps, clock: passtest.NewClock(t0), sharing: sharing}
-	d := passtest.Depths{}
+	w := &shardedWorld{store: memstore.New(pinned), caps: caps, clock: passfake.NewClock(t0), sharing: sharing}
+	d := passfake.Depths{}
 	for i, m := range models {
 		d[m] = 40
 		if _, err := w.store.Submit(context.Background(), batch("lab", "p", fmt.Sprint("b", i), m, -1, 400), t0); err != nil {
@@ -53,7 +53,7 @@ func newWorld(t *testing.T, caps scheduler.Caps, shards int, models []string, sh
 		cfg := scheduler.DefaultConfig()
 		cfg.GlobalMaxRunning, cfg.MaxLaunchesPerPass = share.GlobalMaxRunning, share.MaxLaunchesPerPass
 		owns := func(m string) bool { return scheduler.ShardOf(m, shards) == k }
-		s := &scheduler.Scheduler{Store: w.store.Shard(owns), Depths: d, Launcher: &passtest.Launcher{}, Clock: w.clock, Config: cfg}
+		s := &scheduler.Scheduler{Store: w.store.Shard(owns), Depths: d, Launcher: &passfake.Launcher{}, Clock: w.clock, Config: cfg}
 		if sharing {
 			s.Sharing = &scheduler.Sharing{Shard: k, Shards: shards, Account: caps, MaxAge: 30 * time.Second}
 			s.Loads = w.store
@@ -222,7 +222,7 @@ func TestALateShardGetsItsFairShareByLoad(t *testing.T) {
 
 // rateLauncher records the bucket sizes a shard's passes set.
 type rateLauncher struct {
-	passtest.Launcher
+	passfake.Launcher
 	rates []float64
 }
 
@@ -250,8 +250,8 @@ func TestShardPassSizesItsLaunchBucket(t *testing.T) {
 	cfg := scheduler.DefaultConfig()
 	static := caps.Share(0, 2)
 	cfg.GlobalMaxRunning, cfg.MaxLaunchesPerPass = static.GlobalMaxRunning, static.MaxLaunchesPerPass
-	clk := passtest.NewClock(t0)
-	s := &scheduler.Scheduler{Store: store.Shard(owns), Depths: passtest.Depths{m: 40}, Launcher: l, Clock: clk, Config: cfg,
+	clk := passfake.NewClock(t0)
+	s := &scheduler.Scheduler{Store: store.Shard(owns), Depths: passfake.Depths{m: 40}, Launcher: l, Clock: clk, Config: cfg,
 		Sharing: &scheduler.Sharing{Shard: 0, Shards: 2, Account: caps, MaxAge: 30 * time.Second},
 		Loads:   store, Rates: l}
 	// Shard 1 reports nothing to do.

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/evalsched/evalsched/internal/memstore"
-	"github.com/evalsched/evalsched/internal/passtest"
+	"github.com/evalsched/evalsched/internal/passfake"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -38,10 +38,10 @@ func TestAPassYieldsTheStartingTasksItsQueueSaysAreTooMany(t *testing.T) {
 	if _, err := st.Submit(ctx, batch("lab", "sweep", "b1", "gpt", -1, 300), t0); err != nil {
 		t.Fatal(err)
 	}
-	l := &passtest.Launcher{}
-	c := passtest.NewClock(t0)
+	l := &passfake.Launcher{}
+	c := passfake.NewClock(t0)
 	stop := &stopper{}
-	s := newScheduler(st, passtest.Depths{"gpt": 0}, l, c)
+	s := newScheduler(st, passfake.Depths{"gpt": 0}, l, c)
 	s.Yield = &scheduler.Yield{InFlight: st, Stopper: stop}
 	if _, err := s.Pass(ctx); err != nil {
 		t.Fatal(err)
@@ -54,7 +54,7 @@ func TestAPassYieldsTheStartingTasksItsQueueSaysAreTooMany(t *testing.T) {
 		running[j.ID] = true
 	}
 	c.Add(10 * time.Second)
-	s.Depths = passtest.Depths{"gpt": 57}
+	s.Depths = passfake.Depths{"gpt": 57}
 	rep, err := s.Pass(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func TestAPassYieldsTheStartingTasksItsQueueSaysAreTooMany(t *testing.T) {
 	// Without the step's adapters the limits still decide, and nothing stops.
 	s.Yield = nil
 	c.Add(10 * time.Second)
-	s.Depths = passtest.Depths{"gpt": 80}
+	s.Depths = passfake.Depths{"gpt": 80}
 	if rep, err = s.Pass(ctx); err != nil || rep.Yielded != 0 {
 		t.Fatalf("yielded %d, err %v without a Yield; want 0", rep.Yielded, err)
 	}
@@ -221,10 +221,10 @@ func yieldsByTier(t *testing.T, failing bool) {
 	if _, err := st.Submit(ctx, batch("lab", "sweep", "backfill", "gpt", 2, 30), t0); err != nil {
 		t.Fatal(err)
 	}
-	l := &passtest.Launcher{}
-	c := passtest.NewClock(t0)
+	l := &passfake.Launcher{}
+	c := passfake.NewClock(t0)
 	stop := &stopper{}
-	s := newScheduler(st, passtest.Depths{"gpt": 0}, l, c)
+	s := newScheduler(st, passfake.Depths{"gpt": 0}, l, c)
 	s.Yield = &scheduler.Yield{InFlight: st, Tiers: st, Stopper: stop}
 	if failing {
 		s.Yield.Tiers = tiersDown{}
@@ -262,7 +262,7 @@ func yieldsByTier(t *testing.T, failing bool) {
 		t.Fatal(err)
 	}
 	c.Add(20 * time.Second)
-	s.Depths = passtest.Depths{"gpt": 80}
+	s.Depths = passfake.Depths{"gpt": 80}
 	rep, err := s.Pass(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -13,11 +13,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 
-	"github.com/evalsched/evalsched/internal/awsfake"
 	"github.com/evalsched/evalsched/internal/dynamostore"
 	"github.com/evalsched/evalsched/internal/ecslauncher"
+	"github.com/evalsched/evalsched/internal/httpfake"
 	"github.com/evalsched/evalsched/internal/job"
-	"github.com/evalsched/evalsched/internal/localaws"
+	"github.com/evalsched/evalsched/internal/localservers"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -33,7 +33,7 @@ type jobStore interface {
 
 // TestAttemptsEndToEnd: a job's attempts from the launcher to the store.
 // The launcher writes the attempt into the task's overrides
-// (EVALSCHED_ATTEMPT), ECS (awsfake) echoes them in its task, the event
+// (EVALSCHED_ATTEMPT), ECS (httpfake) echoes them in its task, the event
 // built from that task goes through the handler, and the store judges it
 // by the attempt: attempt 2's RUNNING and STOPPED move attempt 2, and
 // attempt 1's STOPPED, redelivered late, changes nothing. On the memory
@@ -48,7 +48,7 @@ func TestAttemptsEndToEnd(t *testing.T) {
 			}
 		},
 		"dynamodb": func(t *testing.T) (jobStore, func(string) (job.State, int)) {
-			srv, err := localaws.StartDynamoDB()
+			srv, err := localservers.StartDynamoDB()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -74,7 +74,7 @@ func TestAttemptsEndToEnd(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			st, jobOf := stores[name](t)
-			fake := awsfake.NewECS()
+			fake := httpfake.NewECS()
 			t.Cleanup(fake.Close)
 			client := ecs.New(ecs.Options{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("t", "t", ""),
 				BaseEndpoint: aws.String(fake.URL()), RetryMaxAttempts: 1})
@@ -89,7 +89,7 @@ func TestAttemptsEndToEnd(t *testing.T) {
 			}
 			plan := scheduler.Plan{At: t0, Models: []scheduler.ModelPlan{{Model: "gpt-5.5", Grants: []scheduler.Grant{{
 				Queue: scheduler.QueueKey{Account: "acme", Project: "p", Batch: "b", Model: "gpt-5.5"}, Count: 1}}}}}
-			launch := func(attempt int) *awsfake.Task {
+			launch := func(attempt int) *httpfake.Task {
 				t.Helper()
 				committed, err := st.Commit(ctx, plan, nil)
 				jobs := committed.Claimed
@@ -132,7 +132,7 @@ func TestAttemptsEndToEnd(t *testing.T) {
 
 // deliver sends a fixture event through the handler as the event of task:
 // its ARN, startedBy and container overrides, as ECS reports them.
-func deliver(t *testing.T, h *Handler, file string, task *awsfake.Task) {
+func deliver(t *testing.T, h *Handler, file string, task *httpfake.Task) {
 	t.Helper()
 	var ev map[string]any
 	if err := json.Unmarshal(fixture(t, file), &ev); err != nil {

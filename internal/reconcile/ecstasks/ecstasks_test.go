@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 
-	"github.com/evalsched/evalsched/internal/awsfake"
 	"github.com/evalsched/evalsched/internal/ecslauncher"
+	"github.com/evalsched/evalsched/internal/httpfake"
 	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/memstore"
 	"github.com/evalsched/evalsched/internal/reconcile"
@@ -28,7 +28,7 @@ var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 // world is a store with six claimed jobs, an ECS fake and a launcher on it.
 type world struct {
 	store *memstore.Store
-	fake  *awsfake.ECS
+	fake  *httpfake.ECS
 	ecs   *ecs.Client
 	jobs  []scheduler.Job
 	r     *reconcile.Reconciler
@@ -37,7 +37,7 @@ type world struct {
 func newWorld(t *testing.T) *world {
 	t.Helper()
 	ctx := context.Background()
-	w := &world{store: memstore.New(scheduler.ModelConfig{}), fake: awsfake.NewECS()}
+	w := &world{store: memstore.New(scheduler.ModelConfig{}), fake: httpfake.NewECS()}
 	t.Cleanup(w.fake.Close)
 	w.ecs = ecs.New(ecs.Options{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("t", "t", ""),
 		BaseEndpoint: aws.String(w.fake.URL()), RetryMaxAttempts: 1})

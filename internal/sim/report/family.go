@@ -1,10 +1,12 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/evalsched/evalsched/internal/cliout"
 	"github.com/evalsched/evalsched/internal/sim"
 )
 
@@ -61,4 +63,40 @@ func WriteFamilySummary(w io.Writer, s sim.FamilySummary) {
 		s.Seed, s.OldMeeting, 100*s.OldMeetShare, mark(s.OldMeetShare >= sim.FamilyMinMeeting), s.MaxBlock, sim.FamilyMaxBlocked, mark(s.MaxBlock <= sim.FamilyMaxBlocked))
 	fmt.Fprintf(w, "family seed %d: median throughput %.3f × oracle (%.3f × the most jobs of any cap, whatever it blocked); median p90 depth/target %.1f; small batches in %d lanes, never admitted in %d, first admit p90 %.0f s; error-burst lanes %d, %d meet; lanes took %.0f s summed\n",
 		s.Seed, s.MedianThr, s.MedianAny, s.MedianDepth, s.SmallLanes, s.SmallNever, s.SmallAdmit, s.BurstLanes, s.BurstMeet, s.LaneS)
+}
+
+// FamilyRun says how a family ran, for its output.
+type FamilyRun struct {
+	Seed        int64
+	Workers     int
+	WallS       float64
+	OracleStart bool // dynamic started at the oracle's caps: the ramp bound
+	Warm        bool // each lane's second run, with what its first learned
+}
+
+// WriteFamilyJSON writes the lanes and the summary as one JSON object.
+func WriteFamilyJSON(w io.Writer, run FamilyRun, lanes []sim.LaneResult, s sim.FamilySummary) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(struct {
+		// OracleStart: dynamic started at the oracle's caps, so the
+		// verdict is the ramp bound's, not the controller's.
+		OracleStart bool              `json:"oracle_start,omitempty"`
+		Warm        bool              `json:"warm,omitempty"`
+		Summary     sim.FamilySummary `json:"summary"`
+		Lanes       []sim.LaneResult  `json:"lanes"`
+	}{run.OracleStart, run.Warm, s, lanes})
+}
+
+// WriteFamilyText writes the lanes' table and summary (WriteFamily), then
+// how the family ran.
+func WriteFamilyText(w io.Writer, run FamilyRun, lanes []sim.LaneResult, s sim.FamilySummary) {
+	WriteFamily(w, lanes, s)
+	fmt.Fprintf(w, "family seed %d: wall %s on %d worker(s)\n", run.Seed, cliout.Human(run.WallS), run.Workers)
+	if run.OracleStart {
+		fmt.Fprintf(w, "family seed %d: dynamic started at each model's oracle cap (--oracle-start): the ramp bound, not the controller's verdict\n", run.Seed)
+	}
+	if run.Warm {
+		fmt.Fprintf(w, "family seed %d: warm (--warm): each lane's second run, started with the concurrency its first run learned\n", run.Seed)
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 
 	"github.com/evalsched/evalsched/internal/sim/stream"
 )
@@ -293,4 +295,44 @@ func BusyCap(sc *Scenario, i, conc int) int {
 	job := math.Max(calls*(call+think), 1e-3)
 	busy := float64(conc) * (call + think) / call * (job + mean(sc.ContainerStartS)) / job
 	return max(1, int(math.Round(busy)))
+}
+
+// FamilyLanes draws seed's family: its n lanes, or lane k alone when
+// k ≥ 0 (the same lane whatever n). With configured, each model is given
+// its provider's concurrency, as an operator who knew it would. ks[i] is
+// lanes[i]'s number.
+func FamilyLanes(seed int64, n, k int, configured bool) (ks []int, lanes []*Scenario) {
+	ks = []int{k}
+	if k < 0 {
+		ks = make([]int, n)
+		for i := range ks {
+			ks[i] = i
+		}
+	}
+	lanes = make([]*Scenario, len(ks))
+	for i, k := range ks {
+		lanes[i] = FamilyLane(seed, k)
+		if configured {
+			ConfigureConcurrency(lanes[i])
+		}
+	}
+	return ks, lanes
+}
+
+// WriteLanes writes each lane's scenario file into dir as lane-K.json, to
+// replay with sim --scenario.
+func WriteLanes(dir string, ks []int, lanes []*Scenario) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for i, sc := range lanes {
+		data, err := sc.MarshalJSON()
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("lane-%d.json", ks[i])), append(data, '\n'), 0o644)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
