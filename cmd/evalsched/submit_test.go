@@ -276,8 +276,8 @@ func TestSubmitUsage(t *testing.T) {
 	}
 }
 
-// TestSubmitSampled: JSON Lines with --moe, --confidence and
-// --min-per-stratum go out as a sampled batch, every part with the same
+// TestSubmitSampled: JSON Lines with --moe, --confidence,
+// --min-per-stratum and --window go out as a sampled batch, every part with the same
 // sampling; --stratum-field takes each job's stratum from a field of its
 // line (moved into "stratum") or from its env (kept there). A line
 // without the field, or a sampling flag out of range, is named and
@@ -293,7 +293,7 @@ func TestSubmitSampled(t *testing.T) {
 	}
 	file := tempFile(t, "questions.jsonl", b.String())
 	code, _, errs := runCLI("submit", "--queue-url", url, "--account", "lab", "--project", "mmlu", "--batch", "run7", "--model", "m",
-		"--moe", "0.015", "--confidence", "0.99", "--min-per-stratum", "40", "--stratum-field", "subject", file)
+		"--moe", "0.015", "--confidence", "0.99", "--min-per-stratum", "40", "--window", "500", "--stratum-field", "subject", file)
 	if code != exitOK || errs != "" {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
@@ -301,7 +301,7 @@ func TestSubmitSampled(t *testing.T) {
 	if len(bodies) < 2 {
 		t.Fatalf("%d parts, want the 1.4-MB file split", len(bodies))
 	}
-	want := sampling.Params{MOE: 0.015, Confidence: 0.99, MinPerStratum: 40}
+	want := sampling.Params{MOE: 0.015, Confidence: 0.99, MinPerStratum: 40, Window: 500}
 	seen := 0
 	for _, body := range bodies {
 		m, err := batchmsg.Parse([]byte(body), batchmsg.DefaultConfig())
@@ -344,7 +344,7 @@ func TestSubmitSampled(t *testing.T) {
 	// moe out of range; nothing is sent.
 	bad := tempFile(t, "bad.jsonl", `{"key":"a","subject":"x"}`+"\n"+`{"key":"b"}`+"\n"+`{"key":"c","subject":["x"]}`+"\n")
 	code, out, errs := runCLI("submit", "--queue-url", url, "--account", "lab", "--project", "mmlu", "--batch", "run9", "--model", "m",
-		"--moe", "0.9", "--confidence", "0.99", "--stratum-field", "subject", bad)
+		"--moe", "0.9", "--confidence", "0.99", "--window", "-1", "--stratum-field", "subject", bad)
 	if code != exitFailed || out != "" {
 		t.Errorf("exit %d, stdout %q; want 1 and nothing", code, out)
 	}
@@ -352,6 +352,7 @@ func TestSubmitSampled(t *testing.T) {
 		bad + ":2: subject: missing: --stratum-field names each job's stratum",
 		bad + `:3: subject: must be a string or a number (the job's stratum), not ["x"]`,
 		bad + ": --moe: 0.9 is outside 0.001..0.5",
+		bad + ": --window: -1 is outside 0..1000000",
 	} {
 		if !strings.Contains(errs, w) {
 			t.Errorf("stderr does not name %q:\n%s", w, errs)

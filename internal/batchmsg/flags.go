@@ -19,7 +19,7 @@ type FieldFlags struct {
 	account, project, batch, model, tier, taskDefinition, timeout *string
 	maxAttempts                                                   *int
 	moe, confidence                                               *float64
-	minPerStratum                                                 *int
+	minPerStratum, window                                         *int
 	stratumField                                                  *string
 }
 
@@ -38,6 +38,7 @@ func AddFlags(fs *flag.FlagSet) *FieldFlags {
 		moe:            fs.Float64("moe", 0, "JSON Lines, sampled: stop once the pass rate is known to ±`M` (0.001..0.5); with --confidence"),
 		confidence:     fs.Float64("confidence", 0, "JSON Lines, sampled: the `C` of the stop rule's interval (0.5..0.999); with --moe"),
 		minPerStratum:  fs.Int("min-per-stratum", 0, "JSON Lines, sampled: results every stratum needs before a stop, `N` (default 30)"),
+		window:         fs.Int("window", 0, "JSON Lines, sampled: claims the batch may hold past its counted results, `N` (0..1000000; default 0, no cap: docs/sampling.md)"),
 		stratumField:   fs.String("stratum-field", "", "JSON Lines, sampled: each job's stratum is its line's `FIELD` (a top-level field, or env.NAME)"),
 	}
 }
@@ -47,6 +48,7 @@ var FlagNames = map[string]string{
 	"account": "--account", "project": "--project", "batch": "--batch", "model": "--model", "tier": "--tier",
 	"task_definition": "--task-definition", "timeout_seconds": "--timeout", "max_attempts": "--max-attempts",
 	"sampling.moe": "--moe", "sampling.confidence": "--confidence", "sampling.min_per_stratum": "--min-per-stratum",
+	"sampling.window": "--window",
 }
 
 // Given lists the batch's flags given on the command line, as "--name".
@@ -55,7 +57,7 @@ func (f *FieldFlags) Given() []string {
 	f.fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
 		case "account", "project", "batch", "model", "tier", "task-definition", "timeout", "max-attempts",
-			"moe", "confidence", "min-per-stratum", "stratum-field":
+			"moe", "confidence", "min-per-stratum", "window", "stratum-field":
 			set = append(set, "--"+fl.Name)
 		}
 	})
@@ -104,6 +106,9 @@ func (f *FieldFlags) Fields() (Fields, error) {
 			}
 			h.Sampling.MinPerStratum = *f.minPerStratum
 		}
+		h.Sampling.Window = *f.window // its range is Parse's (sampling.window, named --window)
+	case given("--window"):
+		return Fields{}, errors.New("--window applies to a sampled batch: give --moe and --confidence")
 	case given("--min-per-stratum") || given("--stratum-field"):
 		return Fields{}, errors.New("--min-per-stratum and --stratum-field apply to a sampled batch: give --moe and --confidence")
 	}

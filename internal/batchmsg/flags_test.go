@@ -20,12 +20,12 @@ func fieldsOf(t *testing.T, args ...string) (Fields, error) {
 
 func TestFieldFlags(t *testing.T) {
 	h, err := fieldsOf(t, "--account", "a", "--project", "p", "--batch", "b", "--tier", "1", "--timeout", "2h",
-		"--moe", "0.02", "--confidence", "0.99", "--min-per-stratum", "40")
+		"--moe", "0.02", "--confidence", "0.99", "--min-per-stratum", "40", "--window", "500")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if h.Account != "a" || h.Project != "p" || h.Batch != "b" || h.Tier == nil || *h.Tier != 1 || h.TimeoutSeconds != 7200 ||
-		h.Sampling == nil || h.Sampling.MOE != 0.02 || h.Sampling.Confidence != 0.99 || h.Sampling.MinPerStratum != 40 {
+		h.Sampling == nil || h.Sampling.MOE != 0.02 || h.Sampling.Confidence != 0.99 || h.Sampling.MinPerStratum != 40 || h.Sampling.Window != 500 {
 		t.Errorf("fields %+v (sampling %+v)", h, h.Sampling)
 	}
 	if h, err := fieldsOf(t, "--account", "a", "--project", "p", "--batch", "b", "--timeout", "3600"); err != nil || h.TimeoutSeconds != 3600 || h.Sampling != nil {
@@ -42,6 +42,7 @@ func TestFieldFlags(t *testing.T) {
 		{append(base, "--moe", "0.02"), "needs both --moe and --confidence"},
 		{append(base, "--moe", "0.02", "--confidence", "0.99", "--min-per-stratum", "0"), "--min-per-stratum: 0 is below 1"},
 		{append(base, "--stratum-field", "subject"), "apply to a sampled batch"},
+		{append(base, "--window", "500"), "--window applies to a sampled batch"},
 	} {
 		if _, err := fieldsOf(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want an error saying %q", c.args, err, c.want)

@@ -36,12 +36,13 @@ type Fields struct {
 	Sampling       *SamplingField `json:"sampling,omitempty"`
 }
 
-// SamplingField is the batch's "sampling" object (min_per_stratum absent:
-// the contract's default).
+// SamplingField is the batch's "sampling" object (min_per_stratum and
+// window absent: the contract's defaults).
 type SamplingField struct {
 	MOE           float64 `json:"moe"`
 	Confidence    float64 `json:"confidence"`
 	MinPerStratum int     `json:"min_per_stratum,omitempty"`
+	Window        int     `json:"window,omitempty"`
 }
 
 // Outgoing is a checked batch, ready to send one part per message.

@@ -409,13 +409,23 @@ func (s *Store) apply(ctx context.Context, j jobItem, c job.Change, exit *job.Ex
 	// after its attempts, cancelled, skipped) is done in the release log,
 	// unmeasured unless its verdict is in (sequence.go): the prefix passes
 	// over it and never counts it as measured. A verdict that comes after
-	// still wins until the prefix passes it. A SUCCEEDED job is not marked:
-	// its verdict travels the results queue apart from the task's end and
-	// often comes after it, and marking the place first would throw the
-	// verdict away (TestLocalRunsASubmittedBatch counted 19 of 150 so).
-	unmeasured := (c.To == job.Failed || c.To == job.Cancelled || c.To == job.Skipped) && j.Stratum != "" && j.ReleasePos != nil
-	if unmeasured {
+	// still wins until the prefix passes it. A SUCCEEDED job is not marked
+	// none: its verdict travels the results queue apart from the task's
+	// end and often comes after it, and marking the place first would
+	// throw the verdict away (TestLocalRunsASubmittedBatch counted 19 of
+	// 150 so). Its end is logged instead: the prefix waits for its verdict
+	// for the result grace from then, and passes it over after
+	// (sequence.go, logEntry.done), so a sandbox that never reports holds
+	// the batch for minutes, not for ever.
+	placed := j.Stratum != "" && j.ReleasePos != nil
+	unmeasured := (c.To == job.Failed || c.To == job.Cancelled || c.To == job.Skipped) && placed
+	switch {
+	case unmeasured:
 		if err := add(s.logOutcome(j.batchID(), j.Stratum, *j.ReleasePos, outcomeNone)); err != nil {
+			return false, err
+		}
+	case c.To == job.Succeeded && placed:
+		if err := add(s.logEnded(j.batchID(), j.Stratum, *j.ReleasePos, now)); err != nil {
 			return false, err
 		}
 	}

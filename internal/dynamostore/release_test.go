@@ -59,8 +59,10 @@ func keysOf(jobs []scheduler.Job) []string {
 // same jobs every round (sampling.Sequence.Next on the counted prefix,
 // each stratum's jobs in rank order, the retried job first) and end with
 // the same counts and the same betting interval, bit for bit, for the
-// batch and each stratum. The middle stratum (pass rate near 50 %) gets
-// more than the easy one, which is larger.
+// batch and each stratum. The middle stratum (pass rate near 50 %) is
+// sampled at a larger share of its jobs than the easy one. (Not more jobs:
+// at these shares a result without replacement says more the more of its
+// stratum is seen, and the bets grow with it — sampling.Sequence.raw.)
 func TestSampledClaimsMatchMemstore(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t)
@@ -112,8 +114,8 @@ func TestSampledClaimsMatchMemstore(t *testing.T) {
 			}
 		}
 	}
-	if perStratum['m'] <= perStratum['e'] {
-		t.Errorf("claimed per stratum %v: want more of mid (p≈0.5, 60 jobs) than of easy (p≈0.95, 80 jobs)", perStratum)
+	if float64(perStratum['m'])/60 <= float64(perStratum['e'])/80 {
+		t.Errorf("claimed per stratum %v: want a larger share of mid (p≈0.5, 60 jobs) than of easy (p≈0.95, 80 jobs)", perStratum)
 	}
 	sb, _, err := s.Sampled(ctx, "acme/p/n")
 	if err != nil {
@@ -416,6 +418,47 @@ func TestSampledClaimLostAnswer(t *testing.T) {
 	}
 	if len(got) != 4 {
 		t.Errorf("claimed %d after a lost answer, want the 4 the transaction claimed", len(got))
+	}
+	check(t, s)
+}
+
+// TestSampledClaimRacingAProviderRetryKeepsItsPlace: a sampled claim reads
+// the lowest-ranked waiting job (no place yet) and, before its
+// transaction, another pass claims that job (place 0) and its provider
+// fails it (exit 75: waiting again, place kept, attempt 2). The claim's
+// transaction is refused, and read again it takes the job as the retry it
+// now is: the job keeps place 0, the next job takes place 1, and the log
+// counter says 2. (What refuses it is the job's attempt and the log
+// counter, both moved by the race; the place's own attribute_not_exists
+// is a third guard that no interleaving of the store's writes reaches
+// alone: see release.go.)
+func TestSampledClaimRacingAProviderRetryKeepsItsPlace(t *testing.T) {
+	ctx := context.Background()
+	s, c := newStore(t)
+	other := otherWriter(s)
+	b := smallSampled(5)
+	submit(t, s, b)
+	var theirs []scheduler.Job
+	c.before = beforeClaimOf(queuePK(scheduler.QueueKey{Account: "acme", Project: "p", Batch: "r", Model: "gpt"}), func() {
+		theirs = commit(t, other, grant(t0, b, 1))
+		launchAll(t, other, theirs)
+		if err := other.TaskStopped(ctx, theirs[0].ID, 1, job.Exit{Code: 75, ProviderError: true}, t0); err != nil {
+			t.Error(err)
+		}
+	})
+	ours := commit(t, s, grant(t0, b, 2))
+	c.before = nil
+	if len(theirs) != 1 || len(ours) != 2 || ours[0].ID != theirs[0].ID || ours[0].Attempt != 2 {
+		t.Fatalf("claimed %v, the other pass %v; want %s again at attempt 2, then one more", keysOf(ours), keysOf(theirs), keysOf(theirs))
+	}
+	for i, j := range ours {
+		it, ok, err := s.readJob(ctx, j.ID)
+		if err != nil || !ok || it.ReleasePos == nil || *it.ReleasePos != int64(i) {
+			t.Errorf("job %s: place %v (%v, %v); want %d", j.Key, it.ReleasePos, ok, err, i)
+		}
+	}
+	if sb, _, err := s.readSampled(ctx, "acme/p/r"); err != nil || sb.seq.Log != 2 || sb.seq.Logged["s"] != 2 {
+		t.Errorf("log counter %d, stratum s %d (%v); want 2 and 2", sb.seq.Log, sb.seq.Logged["s"], err)
 	}
 	check(t, s)
 }

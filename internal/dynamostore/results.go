@@ -74,8 +74,10 @@ func (s *Store) RecordResult(ctx context.Context, jobID string, r job.Result) (b
 	sampled := j.Stratum != "" && j.ReleasePos != nil
 	if sampled {
 		// Guard: a sampled job's first verdict is its outcome in the
-		// release log, once: two deliveries that both read no result
-		// race, and the second is refused. Without it
+		// release log, once and final: two deliveries that both read no
+		// result race, and the second is refused; a later attempt's
+		// verdict (a task lost after it reported) is refused too, as in
+		// memstore (why: memstore's RecordResult). Without it
 		// TestRacingResultDeliveriesCountOnce fails (make mutate:
 		// result-counted-once).
 		cond = cond.And(name("result_attempt").AttributeNotExists())

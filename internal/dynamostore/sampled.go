@@ -234,7 +234,7 @@ func (s *Store) Sampled(ctx context.Context, batch string) (job.SampledBatch, bo
 	if err != nil || !found {
 		return job.SampledBatch{}, false, err
 	}
-	st, err := s.current(ctx, batch, sb)
+	st, err := s.current(ctx, batch, sb, time.Time{})
 	if err != nil {
 		return job.SampledBatch{}, false, err
 	}
@@ -276,7 +276,7 @@ const skipStep = 1000
 // way), it skips what is still waiting, with the marked reason.
 func (s *Store) stopIfDone(ctx context.Context, j jobItem, now time.Time) error {
 	batch := j.batchID()
-	st, seq, err := s.advance(ctx, batch)
+	st, seq, err := s.advance(ctx, batch, now)
 	if err != nil || len(st.strata) == 0 {
 		return err
 	}
@@ -396,7 +396,8 @@ func (s *Store) skipJobs(ctx context.Context, pk string, jobs []jobItem, backOf 
 		for _, j := range jobs {
 			b, back := backOf[j.ID]
 			back = back && b.Pos == j.Pos && b.Attempt == j.Attempt
-			if len(items)+2+btoi(back) > transactMax-1 {
+			placed := j.Stratum != "" && j.ReleasePos != nil
+			if len(items)+2+btoi(back)+btoi(placed) > transactMax-1 {
 				break
 			}
 			c, err := judged(j, job.Skip, reason)
@@ -420,6 +421,15 @@ func (s *Store) skipJobs(ctx context.Context, pk string, jobs []jobItem, backOf 
 			if j.Stratum != "" {
 				w := waitOf(j, j.Attempt)
 				items = append(items, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.tables.State), Key: key(w.PK, w.SK)}})
+			}
+			if placed {
+				// A retried job with its place in the release log ends
+				// unmeasured there, as a cancel's (cancel.go).
+				it, err := s.logOutcome(j.batchID(), j.Stratum, *j.ReleasePos, outcomeNone)
+				if err != nil {
+					return err
+				}
+				items = append(items, it)
 			}
 			if back { // taken with its job: the job's condition makes it once
 				items = append(items, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.tables.State), Key: key(pk, b.SK)}})

@@ -289,3 +289,28 @@ func TestRetryRacingTheStopIsSkipped(t *testing.T) {
 	c.before = nil
 	skippedAfterStop(t, s, b, first.ID)
 }
+
+// TestStopSkipOfARetriedJobEndsItsPlace: the last job claimed waits again
+// (its provider failed it) with its place in the release log when the
+// batch stops; the stop skips it and marks its place none in the same
+// transaction, so the log has no place left open.
+func TestStopSkipOfARetriedJobEndsItsPlace(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	b := stopBatch()
+	submit(t, s, b)
+	claimed := commit(t, s, grant(t0, b, 120))
+	last := claimed[len(claimed)-1]
+	if err := s.TaskStopped(ctx, last.ID, 1, job.Exit{Code: 75, ProviderError: true}, t0); err != nil {
+		t.Fatal(err)
+	}
+	recordUntilStopped(t, s, claimed[:len(claimed)-1])
+	it, _, err := s.readJob(ctx, last.ID)
+	if err != nil || it.State != job.Skipped || it.ReleasePos == nil {
+		t.Fatalf("the retried job: %s place %v (%v); want SKIPPED with its place", it.State, it.ReleasePos, err)
+	}
+	log, err := s.readLog(ctx, "acme/p/s", *it.ReleasePos)
+	if err != nil || len(log) != 1 || log[0].Outcome != outcomeNone {
+		t.Errorf("its log entry %+v (%v); want outcome none", log, err)
+	}
+}

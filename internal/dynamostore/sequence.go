@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -24,6 +25,8 @@ import (
 //	                               prefix, ver, strata, a, b, lo, hi: the sequence over log[:prefix]
 //	LOG#<a>#<p>#<b>      <pos, 12 digits>  stratum, outcome  a released job that is done: pass, fail,
 //	                                                         or none (ended without a result)
+//	                                       ended             a job that succeeded: its end, for its
+//	                                                         result grace (no outcome yet: waited for)
 //
 // A claim gives each job it takes for the first time the next position
 // (conditioned on the log counter it read, as on the job's state), so the
@@ -154,6 +157,26 @@ type logEntry struct {
 	SK      string `dynamodbav:"sk"`
 	Stratum string `dynamodbav:"stratum"`
 	Outcome string `dynamodbav:"outcome"`
+	Ended   string `dynamodbav:"ended"` // a job that succeeded: its end (stamp)
+}
+
+// done reports whether the entry's place may be counted or passed over at
+// now: it has an outcome, or its job succeeded and has not reported
+// within the result grace (sampling.Unreported; a zero now waits).
+func (e logEntry) done(now time.Time, grace time.Duration) bool {
+	if e.Outcome != "" {
+		return true
+	}
+	ended, err := parseStamp(e.Ended)
+	return err == nil && sampling.Unreported(ended, now, grace)
+}
+
+// logEnded is the update of a succeeded job's LOG item: its end, from
+// which the result grace runs (its verdict, before or after, sets the
+// outcome).
+func (s *Store) logEnded(batch, stratum string, pos int64, now time.Time) (types.TransactWriteItem, error) {
+	u := expression.Set(name("stratum"), value(stratum)).Set(name("ended"), value(stamp(now)))
+	return updateItem(s.tables.State, key(logPK(batch), logSK(pos)), u, expression.ConditionBuilder{})
 }
 
 // logOutcome is the update of a released job's LOG item: its verdict
@@ -206,9 +229,9 @@ func (s *Store) readLog(ctx context.Context, batch string, from int64) ([]logEnt
 }
 
 // count adds the log entries from the state's prefix on, up to the first
-// position not done, to the sequence; moved reports whether the prefix
-// moved.
-func (st *seqState) count(batch string, log []logEntry) (moved bool, err error) {
+// position not done at now (logEntry.done), to the sequence; moved
+// reports whether the prefix moved.
+func (st *seqState) count(batch string, log []logEntry, now time.Time, grace time.Duration) (moved bool, err error) {
 	for _, e := range log {
 		// Guard: the prefix moves only over consecutive positions: a
 		// result past one still running waits for it. Without it
@@ -217,11 +240,18 @@ func (st *seqState) count(batch string, log []logEntry) (moved bool, err error) 
 		if e.SK != logSK(st.prefix) {
 			break
 		}
+		// Guard: a job that succeeded is waited for until its grace is
+		// out: its verdict often comes after its end. Without it
+		// TestSampledUnreportedSuccessPassedAfterGrace fails (make
+		// mutate: sampled-result-grace).
+		if !e.done(now, grace) {
+			break
+		}
 		h, ok := st.index[e.Stratum]
 		if !ok {
 			return moved, fmt.Errorf("release log of %s: position %s names stratum %q, not in the batch", batch, e.SK, e.Stratum)
 		}
-		if e.Outcome != outcomeNone {
+		if e.Outcome == outcomePass || e.Outcome == outcomeFail {
 			st.seq.Add(h, e.Outcome == outcomePass)
 			st.own[h].Add(0, e.Outcome == outcomePass)
 		}
@@ -234,24 +264,25 @@ func (st *seqState) count(batch string, log []logEntry) (moved bool, err error) 
 
 // current is the batch's sequence for the strata's sizes now: as its SEQ
 // item holds it, or, when a part came since it was written, counted anew
-// from the release log (a read: the next advance writes it).
-func (s *Store) current(ctx context.Context, batch string, sb sampledState) (seqState, error) {
+// from the release log at now (a read: the next advance writes it).
+func (s *Store) current(ctx context.Context, batch string, sb sampledState, now time.Time) (seqState, error) {
 	st := restoreSeq(sb.params, sb.sizes(), sb.seq)
 	if !st.fresh || sb.seq.Log == 0 {
 		return st, nil
 	}
 	log, err := s.readLog(ctx, batch, 0)
 	if err == nil {
-		_, err = st.count(batch, log)
+		_, err = st.count(batch, log, now, s.ResultGrace)
 	}
 	return st, err
 }
 
 // advance counts the batch's release log from its prefix on, up to the
-// first position not done, into its sequence, and returns the batch's
-// state as written. A position whose outcome is none is passed over:
+// first position not done at now, into its sequence, and returns the
+// batch's state as written. A position whose outcome is none (or whose
+// job succeeded and did not report within its grace) is passed over:
 // nothing is known of it, and the sequence keeps it unmeasured.
-func (s *Store) advance(ctx context.Context, batch string) (sampledState, seqState, error) {
+func (s *Store) advance(ctx context.Context, batch string, now time.Time) (sampledState, seqState, error) {
 	for tries := 0; ; tries++ {
 		sb, found, err := s.readSampled(ctx, batch)
 		if err != nil || !found {
@@ -262,7 +293,7 @@ func (s *Store) advance(ctx context.Context, batch string) (sampledState, seqSta
 		if err != nil {
 			return sb, st, err
 		}
-		moved, err := st.count(batch, log)
+		moved, err := st.count(batch, log, now, s.ResultGrace)
 		if err != nil {
 			return sb, st, err
 		}

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -301,5 +303,141 @@ func TestSampledWindowIsATerm(t *testing.T) {
 	other.Sampling, other.Part, other.Parts, other.Jobs = &q, 2, 2, []job.JobSpec{{Key: "z", Stratum: "only"}}
 	if _, err := s.Submit(context.Background(), other, t0); err == nil || !strings.Contains(err.Error(), "sampling.window: 6, but the batch was stored with 5") {
 		t.Errorf("a part with another window: %v", err)
+	}
+}
+
+// TestSampledUnreportedSuccessPassedAfterGrace: a job that succeeded
+// (exit 0) without reporting holds the counted prefix for its result
+// grace, then is passed over as unmeasured, in DynamoDB as in memstore;
+// one that reports after its end but within the grace counts. Place 0
+// succeeds and never reports in time; place 1 succeeds and reports a
+// minute later; places 2 … 9 report. Nothing counts until the grace
+// (sampling.DefaultResultGrace) is out; the first claim after it passes
+// place 0 over and counts the nine others; place 0's verdict after that
+// counts nothing.
+func TestSampledUnreportedSuccessPassedAfterGrace(t *testing.T) {
+	w := newTwin(t, slowBatch())
+	jobs := w.claim(t0, 10)
+	w.stop(jobs[0], job.Exit{}, t0)
+	w.stop(jobs[1], job.Exit{}, t0)
+	for _, j := range jobs[2:] {
+		w.record(j, slowPass(j.Key), t0)
+	}
+	if sb := w.same("place 0 and 1 ended without a verdict"); sb.Estimate.Results != 0 {
+		t.Fatalf("%d results counted; want 0: place 0 succeeded and may still report", sb.Estimate.Results)
+	}
+	w.record(jobs[1], slowPass(jobs[1].Key), t0.Add(time.Minute))
+	w.claim(t0.Add(4*time.Minute), 1)
+	if sb := w.same("within the grace"); sb.Estimate.Results != 0 {
+		t.Fatalf("%d results counted within the grace; want 0", sb.Estimate.Results)
+	}
+	w.claim(t0.Add(5*time.Minute), 1)
+	if sb := w.same("the grace out"); sb.Estimate.Results != 9 {
+		t.Fatalf("%d results counted after the grace; want 9 (place 0 passed over, place 1's late verdict counted)", sb.Estimate.Results)
+	}
+	w.record(jobs[0], true, t0.Add(6*time.Minute))
+	if sb := w.same("place 0's verdict after the grace"); sb.Estimate.Results != 9 {
+		t.Errorf("%d results counted; want 9: place 0 was passed over", sb.Estimate.Results)
+	}
+}
+
+// TestSampledFirstVerdictIsFinal: a sampled job reports a failure, its
+// task is lost (an infrastructure exit: it runs again, keeping its
+// place), and its second attempt reports a pass. Both stores refuse the
+// second verdict and count the first, while place 0 still runs and only
+// after it reports: the job's outcome is the draw first reported, never
+// the newest when the prefix gets there.
+func TestSampledFirstVerdictIsFinal(t *testing.T) {
+	w := newTwin(t, slowBatch())
+	jobs := w.claim(t0, 3)
+	if !w.record(jobs[1], false, t0) {
+		t.Fatalf("the first verdict of %s was not recorded", jobs[1].Key)
+	}
+	w.stop(jobs[1], job.Exit{Code: 1, Infrastructure: true}, t0)
+	again := w.claim(t0, 1)
+	if len(again) != 1 || again[0].ID != jobs[1].ID || again[0].Attempt != 2 {
+		t.Fatalf("claimed %v; want %s at attempt 2", keysOf(again), jobs[1].Key)
+	}
+	if w.record(again[0], true, t0) {
+		t.Errorf("attempt 2's verdict was recorded over attempt 1's")
+	}
+	w.stop(again[0], job.Exit{}, t0)
+	w.record(jobs[2], true, t0)
+	w.record(jobs[0], true, t0)
+	sb := w.same("every verdict in")
+	if sb.Estimate.Results != 3 || sb.Strata[0].Passes != 2 {
+		t.Errorf("%d results, %d passes; want 3 and 2 (the job's first verdict, a failure)", sb.Estimate.Results, sb.Strata[0].Passes)
+	}
+	dr, ok, err := w.d.JobResult(context.Background(), jobs[1].ID)
+	mr, mok := w.m.JobResult(w.mjob[jobs[1].Key].ID)
+	if err != nil || !ok || !mok || dr.Pass || mr.Pass || dr.Attempt != 1 || mr.Attempt != 1 {
+		t.Errorf("job result %+v (%v %v), memstore %+v (%v); want attempt 1's failure in both", dr, ok, err, mr, mok)
+	}
+}
+
+// TestSampledCancelOfARetriedJobPassesItsPlace: place 0's provider fails
+// it (exit 75: it waits again, holding its place and the prefix); places
+// 1 and 2 report. An operator cancels the batch: the retried job ends
+// CANCELLED without a result, so its place is passed over as unmeasured
+// and the two verdicts after it count — in DynamoDB (a none in its log
+// entry, with the cancel) as in memstore.
+func TestSampledCancelOfARetriedJobPassesItsPlace(t *testing.T) {
+	w := newTwin(t, slowBatch())
+	jobs := w.claim(t0, 3)
+	w.stop(jobs[0], job.Exit{Code: 75, ProviderError: true}, t0)
+	w.record(jobs[1], true, t0)
+	w.record(jobs[2], false, t0)
+	if sb := w.same("place 0 waiting again"); sb.Estimate.Results != 0 {
+		t.Fatalf("%d results counted; want 0: place 0 waits to run again", sb.Estimate.Results)
+	}
+	ctx := context.Background()
+	scope := scheduler.Scope{Account: "acme", Project: "p", Batch: "slow"}
+	n, err := w.d.Cancel(ctx, scope, t0)
+	mn, merr := w.m.Cancel(ctx, scope, t0)
+	if err != nil || merr != nil || n != mn || n != 198 {
+		t.Fatalf("cancelled %d (%v), memstore %d (%v); want 198 (the retried job and the 197 never claimed)", n, err, mn, merr)
+	}
+	if sb := w.same("the batch cancelled"); sb.Estimate.Results != 2 {
+		t.Errorf("%d results counted; want 2: the cancelled place 0 passed over", sb.Estimate.Results)
+	}
+}
+
+// TestSampledJobClaimedBeforeThePlacesIsNotCounted: a job claimed under
+// the release before the release log (no release_pos; the log counter
+// never counted it) reports: its verdict is kept on the job but never
+// counted in the batch's sequence, and it holds no place, so the jobs
+// claimed after it count as their results come (docs/sampling.md,
+// "Upgrade notes").
+func TestSampledJobClaimedBeforeThePlacesIsNotCounted(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	b := slowBatch()
+	submit(t, s, b)
+	old := commit(t, s, grant(t0, b, 1))[0]
+	// What the older release's claim left: the job out without a place,
+	// the log counter at 0.
+	if _, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.tables.State, Key: key(jobPK(old.ID), skJob), UpdateExpression: aws.String("REMOVE release_pos"),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.tables.State, Key: key(sampledPK("acme/p/slow"), skSeq)}); err != nil {
+		t.Fatal(err)
+	}
+	next := commit(t, s, grant(t0, b, 2))
+	if ok, err := s.RecordResult(ctx, old.ID, job.Result{Attempt: 1, Pass: true, At: t0, Token: old.ResultToken}); !ok || err != nil {
+		t.Fatalf("the old job's verdict: %v %v; want it recorded", ok, err)
+	}
+	for _, j := range next {
+		if ok, err := s.RecordResult(ctx, j.ID, job.Result{Attempt: 1, Pass: false, At: t0, Token: j.ResultToken}); !ok || err != nil {
+			t.Fatalf("record %s: %v %v", j.Key, ok, err)
+		}
+	}
+	sb, _, err := s.Sampled(ctx, "acme/p/slow")
+	if err != nil || sb.Estimate.Results != 2 || sb.Strata[0].Passes != 0 {
+		t.Errorf("%+v, %d passes (%v); want the 2 placed results counted, not the old job's pass", sb.Estimate, sb.Strata[0].Passes, err)
+	}
+	if r, ok, err := s.JobResult(ctx, old.ID); !ok || err != nil || !r.Pass {
+		t.Errorf("the old job's result %+v, %v, %v; want its pass kept on the job", r, ok, err)
 	}
 }

@@ -37,6 +37,12 @@ type Store struct {
 	// (TTLAttribute, epoch seconds) is its end plus this, and DynamoDB's TTL
 	// deletes it after (template.yaml). 0 keeps ended jobs for ever.
 	Retention time.Duration
+	// ResultGrace is how long a sampled batch's job that succeeded may
+	// take to report its verdict before its place in the release log is
+	// passed over as unmeasured (sampling.Unreported; 0:
+	// sampling.DefaultResultGrace). Every store on the tables should use
+	// the same.
+	ResultGrace time.Duration
 	// Tokens draws each claim's result token (nil: resulttoken.New, from
 	// crypto/rand; tests may seed it).
 	Tokens resulttoken.Source

@@ -62,6 +62,7 @@ type move struct {
 	job     func(j *jobItem) (expression.UpdateBuilder, error) // the taken job's new state, judged by job.Apply (it may set j's fields to match)
 	outcome string                                             // a queue attribute counting the taken jobs; "" none
 	extra   func(k int64) ([]types.TransactWriteItem, error)   // more items when k > 0 jobs are taken; nil none
+	also    func(j jobItem) ([]types.TransactWriteItem, error) // more items for one taken job (at most one each); nil none
 	claim   bool                                               // a pass's claim: refused on a queue a cancel has marked
 }
 
@@ -131,6 +132,13 @@ func (s *Store) takeFront(ctx context.Context, pk string, q queueItem, want int,
 			return err
 		}
 		items = append(items, it)
+		if mv.also != nil {
+			more, err := mv.also(j)
+			if err != nil {
+				return err
+			}
+			items = append(items, more...)
+		}
 		taken = append(taken, j)
 		return nil
 	}

@@ -24,6 +24,7 @@ type sampledBatch struct {
 	names   []string // the strata's names, sorted: the sequence's order
 	stopped bool
 	reason  string
+	grace   time.Duration // a succeeded job's time to report (sampling.Unreported)
 
 	log     []*Job             // first claims, in order
 	prefix  int                // log[:prefix] is counted (or passed over)
@@ -66,7 +67,7 @@ func (s *Store) sampledFor(b job.BatchSpec) (*sampledBatch, error) {
 	if err := b.Sampling.Validate(); err != nil {
 		return nil, fmt.Errorf("batch %s: %w", id, err)
 	}
-	sb = &sampledBatch{id: id, params: *b.Sampling, strata: map[string]*stratum{}}
+	sb = &sampledBatch{id: id, params: *b.Sampling, strata: map[string]*stratum{}, grace: s.resultGrace}
 	if s.sampled == nil {
 		s.sampled = map[string]*sampledBatch{}
 	}
@@ -104,7 +105,8 @@ func (sb *sampledBatch) counts() []sampling.Stratum {
 // holds the counted prefix until it has a result; else, unless the
 // batch holds its Window of claims past the counted prefix, from the
 // stratum sampling.Sequence.Next picks, the lowest-ranked waiting job.
-func (sb *sampledBatch) take(res func(*Job) (job.Result, bool)) *Job {
+// now is the claim's time (advance).
+func (sb *sampledBatch) take(res func(*Job) (job.Result, bool), now time.Time) *Job {
 	if sb.stopped {
 		return nil
 	}
@@ -116,7 +118,7 @@ func (sb *sampledBatch) take(res func(*Job) (job.Result, bool)) *Job {
 			return r.job
 		}
 	}
-	sb.advance(res)
+	sb.advance(res, now)
 	if w := sb.params.Window; w > 0 && len(sb.log)-sb.prefix >= w {
 		return nil // a slow job holds the prefix: wait for it
 	}
@@ -147,8 +149,11 @@ func (sb *sampledBatch) take(res func(*Job) (job.Result, bool)) *Job {
 // advance counts the log's completed prefix into the sequence, building
 // it anew when the batch's size moved. A job that ended without a result
 // (failed after its attempts, cancelled) is passed over: nothing is
-// known of it, and the sequence keeps it among the unmeasured.
-func (sb *sampledBatch) advance(res func(*Job) (job.Result, bool)) {
+// known of it, and the sequence keeps it among the unmeasured. A job that
+// succeeded without one is waited for until its result grace has passed
+// at now (sampling.Unreported; a zero now waits), as the DynamoDB store
+// waits for its verdict in the log.
+func (sb *sampledBatch) advance(res func(*Job) (job.Result, bool), now time.Time) {
 	total := 0
 	for _, n := range sb.names {
 		total += sb.strata[n].counts.Jobs
@@ -171,7 +176,7 @@ func (sb *sampledBatch) advance(res func(*Job) (job.Result, bool)) {
 		h := sb.index[j.stratum]
 		if r, ok := res(j); ok {
 			sb.seq.Add(h, r.Pass)
-		} else if !j.State.Ended() {
+		} else if !j.State.Ended() || j.State == job.Succeeded && !sampling.Unreported(j.EndedAt, now, sb.grace) {
 			return
 		}
 		sb.passed[h]++
@@ -181,9 +186,10 @@ func (sb *sampledBatch) advance(res func(*Job) (job.Result, bool)) {
 
 // estimate is the batch's interval from the counted prefix, and whether
 // it may stop: every stratum has min(min_per_stratum, N_h) results
-// counted and the half-width is within moe.
-func (sb *sampledBatch) estimate(res func(*Job) (job.Result, bool)) sampling.Estimate {
-	sb.advance(res)
+// counted and the half-width is within moe. now is the look's time
+// (advance).
+func (sb *sampledBatch) estimate(res func(*Job) (job.Result, bool), now time.Time) sampling.Estimate {
+	sb.advance(res, now)
 	lo, hi := sb.seq.Bounds()
 	e := sampling.Estimate{Mean: (lo + hi) / 2, HalfWidth: (hi - lo) / 2, Lower: lo, Upper: hi, Results: sb.seq.Results(), Jobs: sb.seqJobs}
 	short := false
@@ -209,7 +215,8 @@ func (sb *sampledBatch) putBack(j *Job) {
 // second result of the same attempt (SQS delivers at least once) and one
 // for a job that ended without running (cancelled, skipped). A later
 // attempt's verdict replaces an earlier one's (a task that reported and was
-// then lost), but a sampled batch counts the job once. In a sampled
+// then lost) — except in a sampled batch, where the first verdict is
+// final (below), as in the DynamoDB store. In a sampled
 // batch the result counts toward its stratum, and when the stop rule holds
 // (and every part of the batch has arrived) the batch's waiting jobs end
 // SKIPPED with the estimate as the reason. A result for the current
@@ -236,17 +243,24 @@ func (s *Store) RecordResult(_ context.Context, jobID string, r job.Result) (boo
 	if !resulttoken.Equal(r.Token, j.ResultToken) {
 		return false, fmt.Errorf("result for %s attempt %d: %w", jobID, r.Attempt, job.ErrWrongToken)
 	}
-	if old, dup := s.results[jobID]; dup && old.Attempt >= r.Attempt {
+	sb := s.sampled[j.Batch3()]
+	// A sampled job's first verdict is final. Its outcome is one draw,
+	// fixed when it was reported; taking a later attempt's instead (the
+	// newest when the prefix reaches the job) would let the timing of a
+	// retry pick between draws — a second chance for the outcome that
+	// gets retried more (a failing task lost mid-report), a bias the
+	// sequence cannot see. It is also the cheap rule in DynamoDB: one
+	// conditional write (no verdict yet), and a log entry that never
+	// changes once written.
+	if old, dup := s.results[jobID]; dup && (old.Attempt >= r.Attempt || sb != nil) {
 		return false, nil
 	}
 	r.Token = ""
 	if s.results == nil {
 		s.results = map[string]job.Result{}
 	}
-	_, counted := s.results[jobID] // an earlier attempt's verdict: the job counts once
 	s.results[jobID] = r
-	sb := s.sampled[j.Batch3()]
-	if sb == nil || counted {
+	if sb == nil {
 		return true, nil
 	}
 	st := sb.strata[j.stratum]
@@ -254,10 +268,21 @@ func (s *Store) RecordResult(_ context.Context, jobID string, r job.Result) (boo
 	if r.Pass {
 		st.counts.Passes++
 	}
-	if e := sb.estimate(s.result); e.Stop && !sb.stopped && s.allParts(sb.id) {
-		s.stop(sb, e, j.queue, r.At)
-	}
+	s.stopIfDone(sb, j.queue, r.At)
 	return true, nil
+}
+
+// stopIfDone stops the sampled batch when its rule holds at now and every
+// part has arrived: after a result, and before a claim (a job that
+// succeeded without reporting is passed over once its grace is out, and
+// that alone may complete the stop), as the DynamoDB store checks.
+func (s *Store) stopIfDone(sb *sampledBatch, q *queue, now time.Time) {
+	if sb.stopped {
+		return
+	}
+	if e := sb.estimate(s.result, now); e.Stop && s.allParts(sb.id) {
+		s.stop(sb, e, q, now)
+	}
 }
 
 // Batch3 is the job's batch id, account/project/batch.
@@ -299,7 +324,7 @@ func (s *Store) Sampled(batch string) (job.SampledBatch, bool) {
 	if sb == nil {
 		return job.SampledBatch{}, false
 	}
-	out := job.SampledBatch{Batch: batch, Params: sb.params, Estimate: sb.estimate(s.result), Stopped: sb.stopped, Reason: sb.reason}
+	out := job.SampledBatch{Batch: batch, Params: sb.params, Estimate: sb.estimate(s.result, time.Time{}), Stopped: sb.stopped, Reason: sb.reason}
 	for h, c := range sb.counts() {
 		// Each stratum's own sequence over its jobs in the counted
 		// prefix: an interval for it alone, at the batch's confidence.

@@ -60,6 +60,9 @@ type Store struct {
 	sampled  map[string]*sampledBatch    // by account/project/batch (sampled.go)
 	results  map[string]job.Result       // by job id: the current attempt's verdict
 	tokens   resulttoken.Source          // draws each claim's result token
+	// resultGrace: how long a sampled job that succeeded may take to
+	// report (sampling.Unreported; 0: sampling.DefaultResultGrace).
+	resultGrace time.Duration
 }
 
 // batchRecord is what a batch's later messages are checked against: the
@@ -118,6 +121,16 @@ func (s *Store) SetTokenSource(src resulttoken.Source) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.tokens = src
+}
+
+// SetResultGrace sets how long a sampled batch's job that succeeded may
+// take to report its verdict before its place is passed over as
+// unmeasured (0: sampling.DefaultResultGrace), for batches submitted
+// after the call. The DynamoDB store's is its ResultGrace.
+func (s *Store) SetResultGrace(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.resultGrace = d
 }
 
 // PutModel writes a model's operator item.
@@ -344,8 +357,11 @@ func (s *Store) Commit(_ context.Context, plan scheduler.Plan, _ scheduler.Versi
 			if _, ok := paused.By(g.Queue.Account, g.Queue.Project, g.Queue.Batch); q == nil || ok {
 				continue
 			}
+			if q.sampled != nil {
+				s.stopIfDone(q.sampled, q, plan.At) // a grace run out may complete the stop
+			}
 			for range g.Count {
-				j := q.take(s.result)
+				j := q.take(s.result, plan.At)
 				if j == nil {
 					break
 				}
@@ -367,11 +383,11 @@ func (s *Store) Commit(_ context.Context, plan scheduler.Plan, _ scheduler.Versi
 
 // take claims the queue's oldest waiting job (a sampled batch's: by its
 // sequence, which reads the results so far through res).
-func (q *queue) take(res func(*Job) (job.Result, bool)) *Job {
+func (q *queue) take(res func(*Job) (job.Result, bool), now time.Time) *Job {
 	var j *Job
 	switch {
 	case q.sampled != nil:
-		if j = q.sampled.take(res); j == nil {
+		if j = q.sampled.take(res, now); j == nil {
 			return nil
 		}
 	case len(q.back) > 0:
@@ -536,7 +552,7 @@ func (s *Store) Cancel(_ context.Context, scope scheduler.Scope, now time.Time) 
 		if !scope.Matches(key) {
 			continue
 		}
-		for j := q.take(s.result); j != nil; j = q.take(s.result) {
+		for j := q.take(s.result, now); j != nil; j = q.take(s.result, now) {
 			if c, ok := job.Apply(j.current(), job.Event{Kind: job.Cancel, Attempt: j.Attempt}); ok {
 				s.apply(j, c, job.Exit{}, now)
 				n++

@@ -260,6 +260,12 @@ var Mutations = []Mutation{
 		Pkg:   "./internal/dynamostore", Tests: []string{"TestSampledStopWaitsForTheSlowPrefix"},
 	},
 	{
+		Name: "sampled-result-grace", Why: "a sampled job that succeeded holds the counted prefix for its result grace: its verdict may come after its end",
+		File:  "internal/dynamostore/sequence.go",
+		Edits: []Edit{{`if !e.done(now, grace) {`, `if e.Outcome == "" && e.Ended == "" {`}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestSampledUnreportedSuccessPassedAfterGrace"},
+	},
+	{
 		Name: "sampled-seq-version", Why: "an advance writes a sampled batch's sequence only over the version it read",
 		File:  "internal/dynamostore/sequence.go",
 		Edits: []Edit{{`cond := name("ver").Equal(value(sb.seq.Ver))`, `cond := ` + always}},
@@ -297,6 +303,19 @@ var Mutations = []Mutation{
 		File:  "internal/dynamostore/events.go",
 		Edits: []Edit{{`notStopped := name(attrStopReason).AttributeNotExists()`, `notStopped := ` + always}},
 		Pkg:   "./internal/dynamostore", Tests: []string{"TestRetryRacingTheStopIsSkipped"},
+	},
+	{
+		// The place's condition is the third guard of this race (the
+		// attempt and the log counter refuse it first): the mutation
+		// drops all three, and the test passes with the place's alone.
+		Name: "sampled-claim-place", Why: "a job claimed and sent back by a provider retry between a sampled claim's read and its write keeps its place",
+		File: "internal/dynamostore/release.go",
+		Edits: []Edit{
+			{`cond := name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt)))`, `cond := name("state").Equal(value(job.Waiting))`},
+			{`cond = cond.And(name(attrReleasePos).AttributeNotExists())`, `_ = attrReleasePos`},
+			{`cond := name("log").Equal(value(sb.seq.Log))`, `cond := ` + always},
+		},
+		Pkg: "./internal/dynamostore", Tests: []string{"TestSampledClaimRacingAProviderRetryKeepsItsPlace"},
 	},
 	{
 		Name: "sampled-claim-job", Why: "a sampled claim takes only a job still WAITING at the attempt read",

@@ -79,10 +79,20 @@ func (s *Sequence) k() float64 {
 	return s.p.MOE / sum
 }
 
-// raw is the empirical-Bernstein Kelly bet for a shift Δ = k·σ̃_h at
-// variance σ̃_h²: Δ/(Δ+σ̃²) = k/(k+σ̃_h), at most maxBet.
+// raw is the bet u on stratum h's next result: the empirical-Bernstein
+// Kelly bet for the shift that result's conditional mean has at the stop.
+// Without replacement a shift Δ = k·σ̃_h of θ_h moves the next result's
+// mean m_i by Δ/f, f = (N_h − n_h)/N_h (the unseen share), so the Kelly
+// fraction is v = (k/f)/((k/f)+σ̃_h) ≤ maxBet on x − m_i; Add scales u
+// by f, so u = v/f. (With f taken as 1 the bets shrink as a stratum is
+// used up, just where each result says most.)
 func (s *Sequence) raw(k float64, h int) float64 {
-	return min(k/(k+s.spread(h)), maxBet)
+	f := (s.size[h] - float64(s.seen[h])) / s.size[h]
+	if f <= 0 {
+		return 0
+	}
+	d := k / f
+	return min(d/(d+s.spread(h)), maxBet) / f
 }
 
 // bet is the predictable bet u on the next result of stratum h: what the
