@@ -316,6 +316,13 @@ func TestLocalDepthReachesThePassThroughTheBridge(t *testing.T) {
 	if got["deep"].InServiceAt.IsZero() {
 		t.Errorf("readings item: %+v; want the calls in service beside the depth (the controller learns the concurrency from them)", got["deep"])
 	}
+	// 4. The model has no provider_concurrency: the pass learns it from
+	// the standing queue, and the progress lines say so.
+	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(out.String(), "provider concurrency 1 learned"); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no progress line shows \"provider concurrency 1 learned\" after 60 s:\n%s", out)
+		}
+	}
 	t.Logf("the pass read depths up to %g", seen)
 }
 

@@ -21,11 +21,23 @@
 // the dead time is one to two minutes against a 10-s pass; lowering the limit
 // evicts nothing; below saturation the depth reads 0 and says nothing of how far
 // below we are; at a thousand running jobs the depth jitters by ±20 on its own.
-// The controller therefore has four regimes, checked in order:
+// The controller therefore has five regimes, checked in order:
 //
 //  1. pinned: an operator's limit_pin wins, clamped to [min, max].
 //  2. blind: no datapoint, or one older than MaxAge → hold.
-//  3. over: depth > target·(1+Band) → lower to the slots that run
+//  3. first queue: on a model whose knee nobody knew (no concurrency
+//     configured or learned, no knee ever seen: State.KneeSeen), the
+//     first fresh period that queues, with the calls in service and not a
+//     drop (droppedKnee), shows the knee: InService/CallShare + target
+//     running jobs (firstKnee). When the slots held are past its slots the
+//     limit goes to them whatever the depth (firstQueue), and every task
+//     starting beyond them stops, as on a drop: the depth is a period and
+//     a metric delay old and shows a queue only beginning, while a cold
+//     step's launches come up into it, and each job past the knee queues
+//     a call for the rest of its life. Unlike a drop it keeps a drain's
+//     trickle (the knee errs low: both shares are Maximums). The knee is
+//     kept (State.Ceiling) and a cold step's pacing ends there.
+//  4. over: depth > target·(1+Band) → lower to the slots that run
 //     measured − LowerGain·(depth − target) jobs, never above the current
 //     limit (measured: the jobs running when the datapoint was measured).
 //     Each queued call is a job the provider cannot serve now, so the
@@ -67,7 +79,7 @@
 //     in waves, so one pass's counts on a crest or in a trough would say
 //     little. Until the averages span a
 //     Turnover, the slots starting now stand in (load − the excess).
-//  4. under: depth < target·(1−Band) → raise ×f with
+//  5. under: depth < target·(1−Band) → raise ×f with
 //     f = 1 + StepGain·gap, gap = (target − depth)/target, only when work
 //     waits, the provider is not failing, the limit binds (load ≥
 //     BindingShare·limit: no windup while demand sits below the limit), at
@@ -82,7 +94,7 @@
 //     past it, and an overshoot cannot be undone, so a raise probes as a
 //     slow start does after a loss.
 //     Under a known knee the raise goes at most to the slots that run
-//     FastUpTo·knee jobs: the knee's jobs × slots per running job (regime 3),
+//     FastUpTo·knee jobs: the knee's jobs × slots per running job (regime 4),
 //     or, while that is unknown, the limit grown by the share the jobs the
 //     datapoint's slots run may grow (with long container starts most
 //     slots are starting). Those
@@ -132,6 +144,18 @@
 // launched in one pass they come up within a start's spread and run
 // together, a wave of several knees that overloads the provider, slows
 // every call and lengthens every job. Paced, they come up as a stream.
+//
+// A cold ×FastFactor step (toward no knee known or ever seen) is released
+// over one container start (State.RampSpan: the model's first start as its
+// jobs showed it, or the time the last raise's launches took to settle once
+// it filled, the longer): a pass admits at most the jobs that ended since
+// the last one plus RaisedBy·dt/span (State.rampPace; Decision.Pace is the
+// tighter of the two bounds). Launched in one pass, the step comes up
+// within a start's spread, and by the time the first period that queued
+// shows (a period and a metric delay after the running jobs passed the
+// knee) a small provider holds several times its knee of jobs that drain
+// only as they end; released over a start, its later launches are still
+// starting then, and the first queue (regime 3) stops them.
 //
 // A limit the breaker held through an error burst is refilled as a raise
 // (State.Refill): its jobs are in dead time once the provider heals. It is

@@ -201,6 +201,28 @@ type State struct {
 	StretchRunAt   time.Time
 	StretchRanSec  float64
 	StretchEnded   int
+	// RampSpan is the time over which the last raise releases its slots
+	// (Decision.Pace), from RaisedAt; 0 = all at once. A cold model's
+	// ×FastFactor step is released over one container start (rampSpan),
+	// so that when the first queue shows, most of its launches are still
+	// starting and the pass can stop them (firstKnee).
+	RampSpan time.Duration
+}
+
+// rampSpan is one container start, as the model's jobs showed it: the
+// stretch's first start (the first pass that saw a job running less the
+// first that saw one starting: the fastest start, a low estimate) or, once
+// a raise settled, the time its launches took to settle from when the raise
+// filled, whichever is longer. 0 = not known yet.
+func (s State) rampSpan() time.Duration {
+	span := time.Duration(0)
+	if !s.StretchStartAt.IsZero() && s.StretchRunAt.After(s.StretchStartAt) {
+		span = s.StretchRunAt.Sub(s.StretchStartAt)
+	}
+	if !s.FilledAt.IsZero() && s.SettledAt.After(s.FilledAt) {
+		span = max(span, s.SettledAt.Sub(s.FilledAt))
+	}
+	return span
 }
 
 // slotsAtLeast is a low estimate of the slots a running job needs, 1 +
@@ -450,7 +472,9 @@ type Decision struct {
 	// Pace is the most jobs the pass may admit for the model, 0 for no
 	// bound (State.pace): where jobs start for longer than they run, the
 	// jobs launched together run together, and a raise launched at once
-	// is a wave the limit was not sized for.
+	// is a wave the limit was not sized for; and while a cold step
+	// releases its slots over one container start (State.rampPace), the
+	// tighter of the two.
 	Pace int
 }
 
@@ -461,6 +485,9 @@ func Next(cfg Config, m Model, st State, in Input) Decision {
 	d := step(cfg, m, st, in)
 	if m.Pin <= 0 {
 		d.Pace = d.State.pace(cfg, in)
+		if ramp := d.State.rampPace(in); ramp > 0 && (d.Pace == 0 || ramp < d.Pace) {
+			d.Pace = ramp // the tighter bound
+		}
 	}
 	return d
 }
@@ -482,6 +509,10 @@ func step(cfg Config, m Model, st State, in Input) Decision {
 	p.read()
 	low, high := p.target*(1-cfg.Band), p.target*(1+cfg.Band)
 	switch {
+	case p.firstSlots > 0 && p.firstSlots < p.load:
+		// Before over and under: the first queue's knee wins whatever
+		// the depth, which lags the launches coming up into it.
+		return p.firstQueue()
 	case p.depth > high:
 		return p.over()
 	case p.depth < low:
@@ -506,14 +537,16 @@ type pass struct {
 	binds   bool // the limit is full
 	settled bool // no raise, or the last one's launches mostly run
 	// Set by read.
-	fresh     bool    // the datapoint is newer than the last one folded in
-	depth     float64 // the smoothed depth
-	then      Sample  // the pass the datapoint was measured at
-	measured  int     // the jobs running then
-	cohort    bool    // its period began with none of them running (cohortOnly)
-	target    float64 // the target steered to (blockedBound)
-	tgt       string  // the target as the reasons name it
-	inService bool    // the calls in service are of the depth's period
+	fresh      bool    // the datapoint is newer than the last one folded in
+	depth      float64 // the smoothed depth
+	then       Sample  // the pass the datapoint was measured at
+	measured   int     // the jobs running then
+	cohort     bool    // its period began with none of them running (cohortOnly)
+	target     float64 // the target steered to (blockedBound)
+	tgt        string  // the target as the reasons name it
+	inService  bool    // the calls in service are of the depth's period
+	first      float64 // the knee the first period to queue shows (firstKnee), 0 = none
+	firstSlots int     // the slots its jobs need
 }
 
 // hold is the decision to keep the limit.
@@ -634,6 +667,10 @@ func (p *pass) read() {
 	p.inService = !in.InServiceAt.IsZero() && in.InServiceAt.Equal(in.DepthAt)
 	next.KneeSeen = next.KneeSeen || next.Ceiling > 0 || next.Conc > 0 || m.Conc > 0
 	if p.inService && p.fresh {
+		if p.first = firstKnee(*next, in, p.target); p.first > 0 {
+			spr := cmp.Or(next.slotsPerRunning(cfg, in.Now), next.slotsAtLeast(), 1)
+			p.firstSlots = clamp(int(math.Ceil(p.first*max(1, spr))), m.Min, m.Max)
+		}
 		next.Conc, next.ConcAt = concurrency(*next, in)
 		if in.Depth == 0 && p.measured > 0 && in.InService > 0 && !p.cohort {
 			// The provider served these calls without a queue: its
@@ -648,7 +685,7 @@ func (p *pass) read() {
 // over: the depth is above the band; lower in proportion to the
 // overshoot, anchored on the load.
 func (p *pass) over() Decision {
-	cfg, m, st, in, next := p.cfg, p.m, p.st, p.in, p.next
+	cfg, m, in, next := p.cfg, p.m, p.in, p.next
 	depth, target, tgt, measured := p.depth, p.target, p.tgt, p.measured
 	cur, load, held, inService, fresh := p.cur, p.load, p.held, p.inService, p.fresh
 	hold := func(format string, a ...any) Decision {
@@ -722,10 +759,9 @@ func (p *pass) over() Decision {
 	// one or two ends a pass were all refilled, and a small provider
 	// that lost capacity drained at half speed or less, admitting a job
 	// every pass for as long as the queue stood.
-	carry := st.DrainCarry + (1-cfg.DrainShare)*float64(max(0, in.Ended))
-	refill := math.Floor(carry + 1e-9)
-	if trickle := load + int(refill); trickle > want && !drop {
-		want, next.DrainCarry = trickle, carry-refill
+	refill, rest := p.drainRefill()
+	if trickle := load + refill; trickle > want && !drop {
+		want, next.DrainCarry = trickle, rest
 	}
 	if want >= cur {
 		d := hold("depth %s > target %s%s, draining: %d running+starting, limit %d%s", num(depth), tgt, lost, load, cur, yieldNote(yield))
@@ -736,9 +772,52 @@ func (p *pass) over() Decision {
 	// lowered; a drain's later readings pair an old queue with the
 	// fewer jobs left running and would put it far too low.
 	next.Ceiling, next.CeilingAt = max(1, measured-int(math.Ceil(excess))), in.Now
-	next.Limit = want
+	next.Limit, next.RampSpan = want, 0
 	return Decision{State: next, Action: Lowered, Yield: yield, Reason: fmt.Sprintf(
 		"lower to %d: depth %s > target %s%s, %d running+starting%s", want, num(depth), tgt, lost, load, yieldNote(yield))}
+}
+
+// firstQueue: the first period to queue on a model whose provider nobody
+// knew shows the knee (firstKnee), and the slots held are past its slots.
+// The limit goes to them at once and every task still starting beyond them
+// stops, as on a drop, whatever the depth: it is a period old and a metric
+// delay, and shows a queue that is only beginning, while a cold step's
+// launches come up into it; within the band or over it, each job past the
+// knee queues a call for the rest of its life.
+//
+// The knee is known from here on (Ceiling; the period's Conc too), so a
+// cold step's pacing ends (RampSpan): what it has not released yet would
+// go past the knee.
+func (p *pass) firstQueue() Decision {
+	in, next, want := p.in, p.next, p.firstSlots
+	yield := yieldCount(in, p.fresh, p.load-want, float64(in.Starting))
+	next.Ceiling, next.CeilingAt = max(1, int(p.first)), in.Now
+	next.RampSpan = 0
+	// Unlike a drop, the drain keeps its trickle (over): the slots left
+	// after the yield, and the refills the ending jobs earn, so tiers and
+	// project turns still act while the jobs past the knee drain. The
+	// knee errs low (firstKnee), so the trickle costs little.
+	refill, rest := p.drainRefill()
+	if trickle := p.load - yield + refill; trickle > want {
+		want, next.DrainCarry = trickle, rest
+	}
+	reason := fmt.Sprintf("first queue: provider serves %s calls, %s a running job: knee %s running, %d slots; %d running+starting%s",
+		num(in.InService), num(p.st.CallShare), num(p.first), want, p.load, yieldNote(yield))
+	if want >= p.cur {
+		return Decision{State: next, Action: Held, Yield: yield, Reason: "hold: " + reason}
+	}
+	next.Limit = want
+	return Decision{State: next, Action: Lowered, Yield: yield, Reason: fmt.Sprintf("lower to %d: %s", want, reason)}
+}
+
+// drainRefill is a drain's trickle (over): the admissions the jobs that
+// ended since the last pass earn, (1 − DrainShare) of the slots they free,
+// with the fraction left carried from the last pass, and the fraction
+// carried on.
+func (p *pass) drainRefill() (refill int, rest float64) {
+	carry := p.st.DrainCarry + (1-p.cfg.DrainShare)*float64(max(0, p.in.Ended))
+	r := math.Floor(carry + 1e-9)
+	return int(r), carry - r
 }
 
 // under: the depth is below the band; raise once the evidence is worth
@@ -826,10 +905,12 @@ func (p *pass) raise() Decision {
 		}
 		return max(float64(cur)*n/float64(base), n*least)
 	}
+	cold := false // a ×FastFactor step toward no knee ever known (rampPace)
 	if next.PeakSince <= cfg.FarBelow*target && (fastTo == 0 || float64(base) < fastTo) {
 		// Every reading since the last raise settled was far below:
 		// fast, but not up to where the provider saturated before.
 		f = cfg.FastFactor
+		cold = fastTo == 0 && !next.KneeSeen
 		switch {
 		case fastTo == 0 && next.KneeSeen:
 			// A knee was known and is no more (the provider grew,
@@ -879,6 +960,10 @@ func (p *pass) raise() Decision {
 		return hold("at max %d", m.Max)
 	}
 	next.Limit = want
+	next.RampSpan = 0
+	if cold {
+		next.RampSpan = next.rampSpan() // before the last raise's marks go
+	}
 	next.RaisedAt, next.RaisedBy = in.Now, want-cur
 	next.FilledAt, next.SettledAt, next.PeakSince = time.Time{}, time.Time{}, 0
 	// The reason gives the step taken, want/cur: f alone misreports
@@ -917,6 +1002,29 @@ func (s State) pace(cfg Config, in Input) int {
 	return max(0, in.Ended) + int(math.Ceil(s.PaceKnee*dt/max(life, dt)))
 }
 
+// rampPace is the most jobs a pass may admit while a cold step releases
+// its slots (State.RampSpan), 0 for no bound: the jobs that ended since the
+// last pass, whose slots their refills take, and the step's share of the
+// pass's time in the span.
+//
+// A ×FastFactor step nobody knows the knee of, launched in one pass, comes
+// up within a start's spread: by the time the first period that queued
+// shows (a period and a metric delay after the running jobs passed the
+// knee) every launch is running or about to, and a small provider holds
+// several times its knee of jobs that drain only as they end. Released
+// across one start, the later launches are still starting when that period
+// shows, and the pass stops them (firstKnee).
+func (s State) rampPace(in Input) int {
+	if s.RampSpan <= 0 || s.RaisedBy <= 0 || len(s.Recent) < 2 || !in.Now.Before(s.RaisedAt.Add(s.RampSpan)) {
+		return 0
+	}
+	dt := in.Now.Sub(s.Recent[len(s.Recent)-2].At)
+	if dt <= 0 {
+		return 0
+	}
+	return max(0, in.Ended) + int(math.Ceil(float64(s.RaisedBy)*min(1, dt.Seconds()/s.RampSpan.Seconds())))
+}
+
 // yieldCount is how many starting tasks a reading over the target stops
 // (Decision.Yield): the jobs the slots hold beyond want, but no more than
 // the starting ones, and no more than tooMany (the jobs the readings say
@@ -947,6 +1055,24 @@ func droppedKnee(st State, in Input, inService bool, target float64) float64 {
 		return 0
 	}
 	return max(1, in.InService/st.CallShare+target)
+}
+
+// firstKnee is the knee, in running jobs, that the first period to queue
+// shows on a model whose provider's concurrency nobody knew (st.KneeSeen,
+// read's: none learned, none configured, no knee seen), or 0: the provider filled at the calls
+// it serves now, and each running job held a call CallShare of its life
+// when a period queued nothing, so it fills at InService/CallShare jobs and
+// the target's more queue the target. The queue's excess alone is a
+// fraction of the jobs too many at first (it builds for a metric delay and
+// more), and a cold step's launches still starting would run into it; the
+// pass lowers to this knee and stops them as on a drop. Both shares are
+// Maximums, so the knee errs low, toward the overshoot it spares.
+func firstKnee(st State, in Input, target float64) float64 {
+	if st.KneeSeen || in.InService < st.ShareConc {
+		return 0 // known, or fewer calls than served without a queue: a drop (droppedKnee)
+	}
+	// droppedKnee's formula, with no concurrency to fall below.
+	return droppedKnee(State{CallShare: st.CallShare, ShareConc: math.Inf(1)}, in, true, target)
 }
 
 // yieldNote is the reason's note of a yield.

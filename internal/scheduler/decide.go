@@ -356,7 +356,7 @@ func why(mp *ModelPlan, enabled bool, free int) string {
 	case held+mp.Admitted >= mp.Capacity:
 		cause = fmt.Sprintf("global cap leaves %d slots", mp.Capacity)
 	case mp.Limit.Pace > 0 && mp.Admitted >= mp.Limit.Pace:
-		cause = fmt.Sprintf("paced: %d launches this pass, the knee's turnover", mp.Limit.Pace)
+		cause = fmt.Sprintf("paced: %d launches this pass", mp.Limit.Pace)
 	case mp.Admitted >= mp.Free && mp.Free < free:
 		cause = fmt.Sprintf("launch budget leaves %d launches this pass", mp.Free)
 	default:
