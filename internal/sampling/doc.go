@@ -39,8 +39,8 @@
 //
 //	M⁺(θ) = Π exp( u·f·(x − m) − (x − p̃)²·ψ(u·f) ),   ψ(v) = −log(1−v) − v
 //
-// with f = (N_h−i+1)/N_h and a bet u ∈ [0, 0.9] chosen from the earlier
-// results only, is a nonnegative supermartingale at the true θ (Fan's
+// with f = (N_h−i+1)/N_h and a bet u ≥ 0 (u·f ≤ 0.9) chosen from the
+// earlier results only, is a nonnegative supermartingale at the true θ (Fan's
 // inequality; p̃ is the stratum's earlier pass rate, smoothed). M⁻ bets
 // the other way. Both are exp(±(A − D·θ) − B) for running sums A, B and
 // a vector D (D_h is the sum of the bets on stratum h): linear in θ. A
@@ -51,19 +51,21 @@
 // chance that the truth is ever excluded by α, at every look, however the
 // strata and the bets were chosen from the past.
 //
-// The bets make the interval short: u = k/(k + σ̃_h) with k = moe/Σ W_g σ̃_g
-// is the empirical-Bernstein Kelly bet for the shift the batch's interval
-// needs at the stop, and Next gives each claim to the stratum whose bets
+// The bets make the interval short: u·f = (k/f)/(k/f + σ̃_h) with
+// k = moe/Σ W_g σ̃_g is the empirical-Bernstein Kelly bet for the shift
+// the batch's interval needs at the stop (k·σ̃_h in θ_h, k·σ̃_h/f in the
+// next result's mean), and Next gives each claim to the stratum whose bets
 // are furthest behind its weight (D_h/W_h least), which spreads claims
 // near N_h·σ̃_h (Neyman allocation) and keeps D proportional to W, so the
 // knapsack cannot cancel one stratum's evidence with another's.
 //
 // # The asymptotic rule
 //
-// Rule and Allocate are the rule the DynamoDB store still reads from its
-// counters (it keeps no release log yet): Neyman allocation from counts
-// and Robbins' normal-mixture boundary in information time 1/s². It is
-// asymptotic and undercovers near 0 and 1 (issue 41).
+// Rule and Allocate are the rule both stores used before the release log:
+// Neyman allocation from counts and Robbins' normal-mixture boundary in
+// information time 1/s². It is asymptotic and undercovers near 0 and 1
+// (issue 41); status still reads its ExpectedResults as a guess of the
+// results to the stop, never as the interval.
 //
 // The package is pure: no AWS, no clock, no randomness of its own.
 package sampling
