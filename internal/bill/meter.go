@@ -289,59 +289,6 @@ func (m *Meter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWri
 	return out, err
 }
 
-// BatchExecuteStatement reads each statement's item before and after the
-// call (unmetered) and bills it as DynamoDB bills a single write: 1 unit a
-// KB of the larger image, and its index upkeep; DynamoDB Local reports no
-// capacity for PartiQL. A statement refused by its condition is billed on
-// its item as it is. Only the form the store writes is understood: an
-// UPDATE of one quoted table whose WHERE names the key as "pk" = ? AND
-// "sk" = ? (launchStatement in internal/dynamostore); another statement
-// is an error, so a new one cannot go unbilled.
-func (m *Meter) BatchExecuteStatement(ctx context.Context, in *dynamodb.BatchExecuteStatementInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchExecuteStatementOutput, error) {
-	refs := make([]tableKey, len(in.Statements))
-	for i, st := range in.Statements {
-		tk, err := statementKey(aws.ToString(st.Statement), st.Parameters)
-		if err != nil {
-			return nil, err
-		}
-		refs[i] = tk
-	}
-	var out *dynamodb.BatchExecuteStatementOutput
-	units, err := m.billed(ctx, refs, 1, func(int) bool { return false }, func() (err error) {
-		out, err = m.next.BatchExecuteStatement(ctx, in, o...)
-		return err
-	})
-	if errors.Is(err, errMeter) {
-		return nil, err
-	}
-	m.record("BatchExecuteStatement", false, units)
-	return out, err
-}
-
-// statementKey is the table and key of an UPDATE "table" … WHERE "pk" = ?
-// AND "sk" = ? …: the key's values are the parameters in the places of
-// their ?.
-func statementKey(stmt string, params []types.AttributeValue) (tableKey, error) {
-	rest, ok := strings.CutPrefix(stmt, `UPDATE "`)
-	table, _, ok2 := strings.Cut(rest, `"`)
-	if !ok || !ok2 {
-		return tableKey{}, fmt.Errorf("meter: statement %q is not an UPDATE of a quoted table", stmt)
-	}
-	tk := tableKey{table: table, key: map[string]types.AttributeValue{}}
-	for _, attr := range []string{"pk", "sk"} {
-		at := strings.Index(stmt, `"`+attr+`" = ?`)
-		if at < 0 {
-			return tableKey{}, fmt.Errorf("meter: statement %q does not name %s = ?", stmt, attr)
-		}
-		n := strings.Count(stmt[:at], "?")
-		if n >= len(params) {
-			return tableKey{}, fmt.Errorf("meter: statement %q has no parameter for %s", stmt, attr)
-		}
-		tk.key[attr] = params[n]
-	}
-	return tk, nil
-}
-
 // errMeter marks the meter's own failures (reading the items around a
 // call), apart from the call's.
 var errMeter = errors.New("meter")

@@ -66,55 +66,6 @@ func TestMeterBillsTransactionsFromItemSizes(t *testing.T) {
 	}
 }
 
-// TestMeterBillsStatementsAsSingleWrites: a PartiQL UPDATE in a
-// BatchExecuteStatement (DynamoDB Local reports no capacity for it) costs
-// what the same UpdateItem costs, index upkeep included; one refused by its
-// condition costs the item's units as it is; a statement the meter cannot
-// key is an error, not a free write.
-func TestMeterBillsStatementsAsSingleWrites(t *testing.T) {
-	ctx := context.Background()
-	raw, err := dynamostore.LocalClient(ctx, endpoint(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tables := dynamostore.DefaultTables("meterstmt-")
-	if err := dynamostore.New(raw, tables, scheduler.ModelConfig{}).CreateTables(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer dropTables(ctx, raw, tables)
-	m := NewMeter(raw)
-	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-	for _, pk := range []string{"A", "B"} { // two KB, in the inflight index
-		if _, err := raw.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(tables.State), Item: map[string]types.AttributeValue{
-			"pk": s(pk), "sk": s("JOB"), "env": s(strings.Repeat("x", 1500)), "inflight": s("INFLIGHT#1"), "claimed_at": s("t0"), "state": s("CLAIMED"),
-		}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := m.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(tables.State), Key: map[string]types.AttributeValue{"pk": s("A"), "sk": s("JOB")},
-		UpdateExpression: aws.String("SET #s = :l"), ExpressionAttributeNames: map[string]string{"#s": "state"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":l": s("LAUNCHED")}}); err != nil {
-		t.Fatal(err)
-	}
-	single := m.Take().WRU
-	stmt := aws.String(`UPDATE "` + tables.State + `" SET "state" = ? WHERE "pk" = ? AND "sk" = ? AND "state" = ?`)
-	out, err := m.BatchExecuteStatement(ctx, &dynamodb.BatchExecuteStatementInput{Statements: []types.BatchStatementRequest{
-		{Statement: stmt, Parameters: []types.AttributeValue{s("LAUNCHED"), s("B"), s("JOB"), s("CLAIMED")}},
-		{Statement: stmt, Parameters: []types.AttributeValue{s("LAUNCHED"), s("A"), s("JOB"), s("CLAIMED")}}, // refused: A is LAUNCHED
-	}})
-	if err != nil || out.Responses[0].Error != nil || out.Responses[1].Error == nil {
-		t.Fatalf("got %+v, %v; want the first applied, the second refused", out, err)
-	}
-	if got, want := m.Take().WRU, single+2; got != want {
-		t.Errorf("a statement and a refused one billed %.0f units, an UpdateItem %.0f: want %.0f (the refused one its two KB)", got, single, want)
-	}
-	if _, err := m.BatchExecuteStatement(ctx, &dynamodb.BatchExecuteStatementInput{Statements: []types.BatchStatementRequest{
-		{Statement: aws.String(`SELECT * FROM "` + tables.State + `"`)},
-	}}); err == nil {
-		t.Error("a statement without a key: no error, want one")
-	}
-}
-
 // TestMeasuredResultsHandlerRefusesWithoutPanic: the results handler the
 // measure builds sends a refused result to its dead-letter queue (kept,
 // with the reason) instead of panicking on a nil one.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -30,15 +29,12 @@ const maxRereads = 8
 
 // RecordLaunches implements scheduler.Store.
 //
-// Launched jobs are recorded by conditional updates without reading them
-// first, 25 to a BatchExecuteStatement (PartiQL): CLAIMED → LAUNCHED moves
-// no counter, so nothing has to move with it, and outside a transaction
-// each update bills one write unit, not two. Each is conditioned on the job
-// still CLAIMED at the attempt launched. A job whose update is refused (it
-// moved on: a repeated result, a reconciler or an event got there first) or
-// failed falls back to the single path below, which reads it and judges
-// it. Retries and failures move counters and back items: one transaction
-// each.
+// Launched jobs are recorded in transactions of up to 100 conditional
+// updates without reading them first: each is conditioned on the job still
+// CLAIMED at the attempt launched. A transaction refused (a job moved on:
+// a repeated result, a reconciler or an event got there first) or failed
+// falls back to the single path below, which reads each job and judges it.
+// Retries and failures move counters and back items: one transaction each.
 func (s *Store) RecordLaunches(ctx context.Context, now time.Time, results []scheduler.LaunchResult) error {
 	var launched, single []scheduler.LaunchResult
 	for _, r := range results {
@@ -51,13 +47,14 @@ func (s *Store) RecordLaunches(ctx context.Context, now time.Time, results []sch
 		}
 	}
 	var mu sync.Mutex
-	groups := (len(launched) + statementsMax - 1) / statementsMax
+	groups := (len(launched) + transactMax - 1) / transactMax
 	_ = parallel(ctx, groups, func(ctx context.Context, i int) error {
-		group := launched[i*statementsMax : min((i+1)*statementsMax, len(launched))]
-		refused := s.setLaunchedAll(ctx, group, now)
-		mu.Lock()
-		single = append(single, refused...)
-		mu.Unlock()
+		group := launched[i*transactMax : min((i+1)*transactMax, len(launched))]
+		if err := s.setLaunchedAll(ctx, group, now); err != nil {
+			mu.Lock()
+			single = append(single, group...)
+			mu.Unlock()
+		}
 		return nil
 	})
 	if len(single) == 0 {
@@ -90,6 +87,29 @@ func (s *Store) RecordLaunches(ctx context.Context, now time.Time, results []sch
 		return nil
 	})
 	return errors.Join(errs...)
+}
+
+// setLaunchedAll is CLAIMED → LAUNCHED for up to 100 jobs in one
+// transaction, each conditioned on its state and attempt.
+func (s *Store) setLaunchedAll(ctx context.Context, results []scheduler.LaunchResult, now time.Time) error {
+	items := make([]types.TransactWriteItem, 0, len(results))
+	for _, r := range results {
+		u := expression.Set(name("state"), value(job.Launched)).Set(name("launched_at"), value(stamp(now)))
+		if r.TaskARN != "" {
+			u = u.Set(name("task_arn"), value(r.TaskARN))
+		}
+		// Guard: LAUNCHED only over CLAIMED at the attempt launched: a repeated
+		// or late result never turns back a running job or a retried attempt.
+		// Without it TestLateLaunchResultsChangeNothing fails (make mutate:
+		// launch-record-batched).
+		it, err := updateItem(s.tables.State, key(jobPK(r.JobID), skJob), u,
+			name("state").Equal(value(job.Claimed)).And(name("attempt").Equal(value(r.Attempt))))
+		if err != nil {
+			return err
+		}
+		items = append(items, it)
+	}
+	return s.transact(ctx, items, token())
 }
 
 func (s *Store) recordLaunch(ctx context.Context, j jobItem, r scheduler.LaunchResult, now time.Time) error {
@@ -127,47 +147,6 @@ func (s *Store) recordLaunch(ctx context.Context, j jobItem, r scheduler.LaunchR
 			return cmp.Or(err, job.ErrUnknownJob)
 		}
 	}
-}
-
-// statementsMax is the most statements a BatchExecuteStatement takes.
-const statementsMax = 25
-
-// launchStatement is CLAIMED → LAUNCHED of one job in PartiQL (the
-// table's name in %s); its parameters, in order: the state LAUNCHED, the
-// launch time, the task, the job's key (pk, sk), the state CLAIMED and the
-// attempt launched.
-//
-// Guard: LAUNCHED only over CLAIMED at the attempt launched: a repeated or
-// late result never turns back a running job or a retried attempt. Without
-// it TestLateLaunchResultsChangeNothing fails (make mutate:
-// launch-record-batched).
-const launchStatement = `UPDATE "%s" SET "state" = ? SET "launched_at" = ? SET "task_arn" = ? WHERE "pk" = ? AND "sk" = ? AND "state" = ? AND "attempt" = ?`
-
-// setLaunchedAll is CLAIMED → LAUNCHED for up to 25 jobs in one
-// BatchExecuteStatement, each its own conditional update. It returns the
-// results whose update was refused or failed (all of them when the call
-// failed).
-func (s *Store) setLaunchedAll(ctx context.Context, results []scheduler.LaunchResult, now time.Time) []scheduler.LaunchResult {
-	stmt := aws.String(fmt.Sprintf(launchStatement, s.tables.State))
-	str := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-	in := &dynamodb.BatchExecuteStatementInput{}
-	for _, r := range results {
-		in.Statements = append(in.Statements, types.BatchStatementRequest{Statement: stmt, Parameters: []types.AttributeValue{
-			str(string(job.Launched)), str(stamp(now)), str(r.TaskARN),
-			str(jobPK(r.JobID)), str(skJob), str(string(job.Claimed)), &types.AttributeValueMemberN{Value: strconv.Itoa(r.Attempt)},
-		}})
-	}
-	out, err := s.db.BatchExecuteStatement(ctx, in)
-	if err != nil || len(out.Responses) != len(results) {
-		return results
-	}
-	var refused []scheduler.LaunchResult
-	for i, res := range out.Responses {
-		if res.Error != nil {
-			refused = append(refused, results[i])
-		}
-	}
-	return refused
 }
 
 // setLaunched is CLAIMED → LAUNCHED: no counter moves, so a single

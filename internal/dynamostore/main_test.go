@@ -150,7 +150,7 @@ func (c *counter) stats() stats {
 		switch op {
 		case "GetItem", "Query", "Scan", "BatchGetItem":
 			st.Reads += n
-		case "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems", "BatchExecuteStatement":
+		case "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems":
 			st.Writes += n
 		}
 	}
@@ -253,10 +253,6 @@ func (c *counter) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteIte
 
 func (c *counter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	return do(c, "TransactWriteItems", ctx, in, c.next.TransactWriteItems, o)
-}
-
-func (c *counter) BatchExecuteStatement(ctx context.Context, in *dynamodb.BatchExecuteStatementInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchExecuteStatementOutput, error) {
-	return do(c, "BatchExecuteStatement", ctx, in, c.next.BatchExecuteStatement, o)
 }
 
 func (c *counter) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, o ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {

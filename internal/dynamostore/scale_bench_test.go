@@ -270,25 +270,6 @@ func (m *meter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWri
 	return out, err
 }
 
-// BatchExecuteStatement: the launch records (DynamoDB Local reports no
-// capacity for it: a unit a statement applied, as DynamoDB bills an item
-// under 1 KB outside a transaction).
-func (m *meter) BatchExecuteStatement(ctx context.Context, in *dynamodb.BatchExecuteStatementInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchExecuteStatementOutput, error) {
-	in.ReturnConsumedCapacity = total
-	m.delay()
-	out, err := m.next.BatchExecuteStatement(ctx, in, o...)
-	var u float64
-	if err == nil {
-		for _, r := range out.Responses {
-			if r.Error == nil {
-				u++
-			}
-		}
-	}
-	m.record("BatchExecuteStatement", false, u, 0, 0)
-	return out, err
-}
-
 func (m *meter) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, o ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
 	return m.next.CreateTable(ctx, in, o...)
 }

@@ -72,18 +72,6 @@ func (c *Checker) requests(input any) ([]Request, error) {
 			}
 		}
 		return out, nil
-	case *dynamodb.BatchExecuteStatementInput:
-		// Each statement is authorized as its PartiQL action on its table
-		// ("IAM policies with PartiQL for DynamoDB").
-		var out []Request
-		for i, st := range in.Statements {
-			r, err := c.partiQL(aws.ToString(st.Statement), st.Parameters)
-			if err != nil {
-				return nil, fmt.Errorf("BatchExecuteStatement statement %d: %w", i, err)
-			}
-			out = append(out, r...)
-		}
-		return out, nil
 	case *dynamodb.TransactGetItemsInput:
 		var out []Request
 		for _, it := range in.TransactItems {
@@ -172,37 +160,6 @@ func (c *Checker) table(action string, name *string) []Request {
 // single-item request on the state table, whose partition key is "pk"
 // (the models and pins tables' keys add nothing: no policy conditions on
 // them).
-// partiQL is the request of one PartiQL statement: its verb's action on
-// the quoted table after UPDATE, INTO or FROM, with the leading key when
-// the statement gives "pk" = ? (the parameter in that ?'s place).
-func (c *Checker) partiQL(stmt string, params []types.AttributeValue) ([]Request, error) {
-	verb, _, _ := strings.Cut(strings.TrimSpace(stmt), " ")
-	action, ok := map[string]string{"UPDATE": "PartiQLUpdate", "INSERT": "PartiQLInsert", "DELETE": "PartiQLDelete", "SELECT": "PartiQLSelect"}[strings.ToUpper(verb)]
-	if !ok {
-		return nil, fmt.Errorf("unknown PartiQL statement %q", stmt)
-	}
-	var table string
-	for _, kw := range []string{"UPDATE ", "INTO ", "FROM "} {
-		if _, rest, found := strings.Cut(strings.ToUpper(stmt), kw); found {
-			rest = stmt[len(stmt)-len(rest):]
-			if name, ok := strings.CutPrefix(rest, `"`); ok {
-				table, _, _ = strings.Cut(name, `"`)
-				break
-			}
-		}
-	}
-	if table == "" {
-		return nil, fmt.Errorf("no quoted table in PartiQL statement %q", stmt)
-	}
-	reqs := c.table(action, &table)
-	if at := strings.Index(stmt, `"pk" = ?`); at >= 0 {
-		if n := strings.Count(stmt[:at], "?"); n < len(params) {
-			reqs = leading(reqs, map[string]types.AttributeValue{"pk": params[n]})
-		}
-	}
-	return reqs, nil
-}
-
 func leading(reqs []Request, item map[string]types.AttributeValue) []Request {
 	if pk, ok := item["pk"].(*types.AttributeValueMemberS); ok {
 		for i := range reqs {

@@ -62,7 +62,7 @@ var Mutations = []Mutation{
 	{
 		Name: "launch-record-batched", Why: "a launch result marks LAUNCHED only a job still CLAIMED at that attempt",
 		File:  "internal/dynamostore/events.go",
-		Edits: []Edit{{`AND "state" = ? AND "attempt" = ?`, `AND ("state" <> ? OR "attempt" <> ? OR "pk" IS NOT MISSING)`}},
+		Edits: []Edit{{`name("state").Equal(value(job.Claimed)).And(name("attempt").Equal(value(r.Attempt))))`, always + `)`}},
 		Pkg:   "./internal/dynamostore", Tests: []string{"TestLateLaunchResultsChangeNothing"},
 	},
 	{

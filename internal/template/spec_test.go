@@ -114,10 +114,6 @@ func iamActions(service, method string) []string {
 			acts = append(acts, "dynamodb:ConditionCheckItem")
 		}
 		return acts
-	case "dynamodb:BatchExecuteStatement":
-		// Each statement is authorized as its PartiQL action; the store
-		// sends only UPDATEs (the launch records).
-		return []string{"dynamodb:PartiQLUpdate"}
 	case "dynamodb:TransactGetItems":
 		return []string{"dynamodb:GetItem"}
 	case "ecs:RunTask":
