@@ -17,9 +17,9 @@ import (
 	"github.com/evalsched/evalsched/internal/iamcheck"
 	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/localservers"
-	"github.com/evalsched/evalsched/internal/schedulerfn"
 	"github.com/evalsched/evalsched/internal/sampling"
 	"github.com/evalsched/evalsched/internal/scheduler"
+	"github.com/evalsched/evalsched/internal/schedulerfn"
 )
 
 // TestFlowsUnderTheTemplatesRole runs the scheduler's real flows —
