@@ -94,7 +94,8 @@ func (f *FieldFlags) Fields() (Fields, error) {
 		}
 		h.TimeoutSeconds = s
 	}
-	given := func(flag string) bool { return slices.Contains(f.Given(), flag) }
+	set := f.Given()
+	given := func(flag string) bool { return slices.Contains(set, flag) }
 	switch {
 	case given("--moe") != given("--confidence"):
 		return Fields{}, errors.New("a sampled batch needs both --moe and --confidence")
