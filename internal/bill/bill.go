@@ -72,7 +72,14 @@ func Compute(load Load, ms Measured, dep Deployment, br Bridge) Bill {
 		add("DynamoDB", "pass: the bridge's readings item (eventually consistent)", ms.DepthRead.RRU*passes*rru,
 			"%.1f RRU (%d Query) a pass × %s passes × $%.3f/M", ms.DepthRead.RRU, ms.DepthRead.Requests, num(passes), DynamoRead.USD)
 	}
-	otherR := ms.PassFixed.RRU - ms.DepthRead.RRU - ms.SnapshotAt[1].Use.RRU
+	// The Snapshot counts each model's starting and running jobs in the
+	// inflight index, the reconciler's read: priced per entry as the
+	// reconciler's is.
+	inflight := load.InFlight()
+	perEntry := ms.Reconcile.RRU / float64(max(1, ms.ReconcileInFlight))
+	add("DynamoDB", "pass: the inflight index (each model's starting and running jobs)", perEntry*inflight*passes*rru,
+		"%.3f RRU × %s jobs in flight × %s passes × $%.3f/M", perEntry, num(inflight), num(passes), DynamoRead.USD)
+	otherR := ms.PassFixed.RRU - ms.DepthRead.RRU - ms.SnapshotAt[1].Use.RRU - perEntry*float64(ms.PassInFlight)
 	if otherR > 0.01 {
 		add("DynamoDB", "pass: reads beyond the fitted Snapshot (the states written since)", otherR*passes*rru, "%.1f RRU a pass × %s passes × $%.3f/M", otherR, num(passes), DynamoRead.USD)
 	}
@@ -88,8 +95,6 @@ func Compute(load Load, ms Measured, dep Deployment, br Bridge) Bill {
 	add("DynamoDB", "jobs: submit, claim and launch record, task events, result", jobs*(jw*wru+jr*rru),
 		"%s jobs × (%.2f WRU [submit %.2f, claim+record %.2f, events %.2f, result %.2f] × $%.3f/M + %.2f RRU × $%.3f/M)",
 		num(jobs), jw, sw, cw, ew, rw, DynamoWrite.USD, jr, DynamoRead.USD)
-	inflight := load.InFlight()
-	perEntry := ms.Reconcile.RRU / float64(max(1, ms.ReconcileInFlight))
 	add("DynamoDB", "reconciler: the in-flight index once a minute", perEntry*inflight*minutes*rru,
 		"%.3f RRU × %s jobs in flight × %s runs × $%.3f/M", perEntry, num(inflight), num(minutes), DynamoRead.USD)
 	const jobBytes, retentionDays = 510, 90

@@ -72,17 +72,20 @@ type Measured struct {
 	DepthRead, ReadingsPut Usage
 	// One job's life after its claim: the task events the rule delivers
 	// and their invocations, the result.
-	Events               Usage
-	EventInvocations     int // per job
-	EventMillis          float64
-	Result               Usage
-	ResultMillis         float64
-	Submit               Usage // a message of JobsPerMessage jobs
-	SubmitMillis         float64
-	MessageBytes         int
-	Reconcile            Usage
-	Lease                Usage // one scheduler invocation's
-	ReconcileInFlight    int
+	Events            Usage
+	EventInvocations  int // per job
+	EventMillis       float64
+	Result            Usage
+	ResultMillis      float64
+	Submit            Usage // a message of JobsPerMessage jobs
+	SubmitMillis      float64
+	MessageBytes      int
+	Reconcile         Usage
+	Lease             Usage // one scheduler invocation's
+	ReconcileInFlight int
+	// PassInFlight is the jobs in flight when the last measured pass
+	// began: its Snapshot read them from the inflight index.
+	PassInFlight         int
 	EMF                  EMFCount
 	PassLogBytes         int // EMF documents and the pass log line of one pass
 	EventLogBytes        int // per job: task events' lines and EMF
@@ -250,6 +253,7 @@ func Measure(ctx context.Context, endpoint string, load Load, setup Setup) (Meas
 			}
 		}
 		ph.reset()
+		ms.PassInFlight = len(ecsFake.Tasks())
 		calls0, queries0 := cw.Calls, cw.Queries
 		rep, err := sched.Pass(ctx)
 		if err != nil {

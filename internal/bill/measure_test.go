@@ -65,11 +65,11 @@ func TestRequestsOfAPassAndAJob(t *testing.T) {
 		"bridge: one write of its readings":    ms.ReadingsPut.Per(1),
 	}
 	want := map[string]string{
-		"pass (snapshot, model states, other)": "{Requests:30 ByOp:map[BatchGetItem:1 Query:26 Scan:2 TransactWriteItems(model states):1] RRU:16.5 WRU:12}",
+		"pass (snapshot, model states, other)": "{Requests:38 ByOp:map[BatchGetItem:1 Query:34 Scan:2 TransactWriteItems(model states):1] RRU:17 WRU:12}",
 		"job: submit (a 1-job message)":        "{Requests:6 ByOp:map[BatchGetItem:1 BatchWriteItem:1 Query:1 TransactWriteItems:1 UpdateItem:2] RRU:0 WRU:15}",
-		"job: claim":                           "{Requests:0.5 ByOp:map[BatchGetItem:0.333 TransactWriteItems:0.167] RRU:1.167 WRU:8}",
+		"job: claim":                           "{Requests:0.5 ByOp:map[BatchGetItem:0.333 TransactWriteItems:0.167] RRU:1.167 WRU:6}",
 		"job: launch record":                   "{Requests:0.167 ByOp:map[TransactWriteItems:0.167] RRU:0 WRU:3}",
-		"job: task events (RUNNING, STOPPED)":  "{Requests:4 ByOp:map[GetItem:2 TransactWriteItems:2] RRU:2 WRU:14}",
+		"job: task events (RUNNING, STOPPED)":  "{Requests:4 ByOp:map[GetItem:2 TransactWriteItems:1 UpdateItem:1] RRU:2 WRU:9}",
 		"job: result":                          "{Requests:2 ByOp:map[GetItem:1 UpdateItem:1] RRU:1 WRU:1}",
 		"invocation: the scheduler's lease":    "{Requests:8 ByOp:map[DeleteItem:1 PutItem:1 UpdateItem:6] RRU:0 WRU:8}",
 		"pass: the bridge's readings item":     "{Requests:1 ByOp:map[Query:1] RRU:0.5 WRU:0}",

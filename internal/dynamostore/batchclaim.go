@@ -3,9 +3,6 @@ package dynamostore
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -28,9 +25,9 @@ import (
 //   - the queue order comes by BatchGetItem: chunks are aligned to
 //     chunkSize positions, so the chunk of a position has a known key;
 //   - the jobs come by one BatchGetItem across queues;
-//   - the writes go in transactions of up to 100 items, each carrying the
-//     counters of the models it claims for (counts move with what they
-//     count) and the removal of their emptied pending entries.
+//   - the writes go in transactions of up to 100 items: the jobs and their
+//     queues' cursors, nothing shared (a model's slots are counted from the
+//     inflight index the jobs enter, by Snapshot).
 //
 // So 200 one-job grants cost ~2 chunk reads (none once cached), 2 job reads
 // and ~7 transactions instead of ~800 requests.
@@ -54,20 +51,16 @@ type claimUnit struct {
 	taken []jobItem // the waiting jobs among them
 }
 
-// claimTxn is one batched transaction: units of several queues, and per
-// model, how many jobs it claims (one counters update each).
+// claimTxn is one batched transaction: units of several queues.
 type claimTxn struct {
-	units  []claimUnit
-	models []string // in order of first appearance
-	counts map[string]int64
-	tidy   map[string][]string // emptied pending entries removed with this counters update
-	items  int
+	units []claimUnit
+	items int
 }
 
 // claimBatched claims the grants whose queue the Snapshot read and which
 // wait only at the cursor (no retried job: those come first, by claim).
 // A grant it could not serve whole is marked slow, for claim.
-func (s *Store) claimBatched(ctx context.Context, at time.Time, claims []*grantClaim, empty map[string][]string) {
+func (s *Store) claimBatched(ctx context.Context, at time.Time, claims []*grantClaim) {
 	// 1. The cursor positions of each grant, and their ids.
 	var units []claimUnit
 	for _, c := range claims {
@@ -119,79 +112,27 @@ func (s *Store) claimBatched(ctx context.Context, at time.Time, claims []*grantC
 		kept = append(kept, u)
 	}
 
-	// 2. Transactions of up to 100 items. A model's counters item appears
-	// once per transaction, so its units are packed in plan order and its
-	// transactions run one after the other (locks below): two transactions
-	// on one item at once would cancel each other.
+	// 2. Transactions of up to 100 items: no item is shared between two
+	// (a model's slots are counted from the inflight index, not kept in
+	// a counters item), so they run side by side.
 	var txns []*claimTxn
-	cur := &claimTxn{counts: map[string]int64{}, tidy: map[string][]string{}}
-	tidied := map[string]bool{}
-	add := func(model string, u *claimUnit) {
-		need := 0
-		if u != nil {
-			need = 1 + len(u.taken)
-		}
-		if _, in := cur.counts[model]; !in {
-			need++
-		}
+	cur := &claimTxn{}
+	for _, u := range kept {
+		need := 1 + len(u.taken)
 		if cur.items+need > transactMax {
 			txns = append(txns, cur)
-			cur = &claimTxn{counts: map[string]int64{}, tidy: map[string][]string{}}
-			need = 1
-			if u != nil {
-				need += 1 + len(u.taken)
-			}
-		}
-		if _, in := cur.counts[model]; !in {
-			cur.models = append(cur.models, model)
-			cur.counts[model] = 0
-			if !tidied[model] {
-				tidied[model] = true
-				cur.tidy[model] = slices.DeleteFunc(slices.Clone(empty[model]), func(k string) bool { return k == stamp(at) })
-			}
+			cur = &claimTxn{}
 		}
 		cur.items += need
-		if u != nil {
-			cur.units = append(cur.units, *u)
-			cur.counts[model] += int64(len(u.taken))
-		}
-	}
-	for i := range kept {
-		add(kept[i].c.g.Queue.Model, &kept[i])
-	}
-	// The models that claim nothing here but have emptied entries: their
-	// tidy rides along (an entry at 0 never grows again: only the pass that
-	// named it adds to it).
-	for _, model := range slices.Sorted(maps.Keys(empty)) { // deterministic transactions
-		if !tidied[model] && len(empty[model]) > 0 {
-			add(model, nil)
-		}
+		cur.units = append(cur.units, u)
 	}
 	if cur.items > 0 {
 		txns = append(txns, cur)
 	}
 
 	// 3. Write, several transactions at a time.
-	locks := map[string]*sync.Mutex{}
-	for _, t := range txns {
-		for _, m := range t.models {
-			if locks[m] == nil {
-				locks[m] = &sync.Mutex{}
-			}
-		}
-	}
 	_ = parallel(ctx, len(txns), func(ctx context.Context, i int) error {
-		t := txns[i]
-		ms := slices.Sorted(slices.Values(t.models)) // one lock order: no deadlock
-		for _, m := range ms {
-			locks[m].Lock()
-		}
-		defer func() {
-			for _, m := range ms {
-				locks[m].Unlock()
-			}
-		}()
-		s.writeClaimTxn(ctx, at, t)
+		s.writeClaimTxn(ctx, at, txns[i])
 		return nil
 	})
 }
@@ -260,35 +201,12 @@ func (s *Store) writeClaimTxn(ctx context.Context, at time.Time, t *claimTxn) {
 		}
 		items = append(items, it)
 	}
-	for _, m := range t.models {
-		k, tidy := t.counts[m], t.tidy[m]
-		if k == 0 && len(tidy) == 0 {
-			continue
-		}
-		var up expression.UpdateBuilder
-		if k > 0 {
-			up = addTo(expression.Add(name("starting"), value(k)), pendingEntry(atKey), k)
-		}
-		for _, e := range tidy {
-			up = up.Remove(pendingEntry(e))
-		}
-		it, err := updateItem(s.tables.State, key(countersPK(m), skCounters), up, expression.ConditionBuilder{})
-		if err != nil {
-			fail(err)
-			return
-		}
-		items = append(items, it)
-	}
 	if len(items) == 0 {
 		return
 	}
 	// A lost answer is settled by a queue item of the transaction (every
-	// unit's queue update sets last_claim to tok), as writeClaim's is; a
-	// transaction of tidies only has none.
-	var settleBy string
-	if len(t.units) > 0 {
-		settleBy = t.units[0].c.q.PK
-	}
+	// unit's queue update sets last_claim to tok), as writeClaim's is.
+	settleBy := t.units[0].c.q.PK
 	err := s.transactClaim(ctx, settleBy, items, tok)
 	switch {
 	case err == nil:
@@ -305,7 +223,7 @@ func (s *Store) writeClaimTxn(ctx context.Context, at time.Time, t *claimTxn) {
 	case cancelReasons(err) != nil:
 		// Something moved since the Snapshot (an intake registration on
 		// an emptying queue, a retried job, another writer): nothing was
-		// written; claim reads each queue again. The tidy waits a pass.
+		// written; claim reads each queue again.
 		for _, u := range t.units {
 			u.c.slow = true
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -48,9 +49,11 @@ type BatchCounts struct {
 }
 
 // Batches lists the queues (a batch's jobs of one model) inside scope with
-// their counts, in the order of their names. It costs O(queues in scope):
-// one Query of the catalog (~10 KB of keys a page: ~100 queues) and
-// BatchGetItem of their queue and batch items, never a read of a job.
+// their counts, in the order of their names. It costs O(queues in scope)
+// and O(jobs in flight), never a read of a waiting or ended job: one Query
+// of the catalog (~10 KB of keys a page: ~100 queues), BatchGetItem of their
+// queue and batch items, and the inflight index, where the running jobs
+// are counted (a start writes its job alone, no queue counter).
 // Queues registered before the catalog existed are not listed.
 func (s *Store) Batches(ctx context.Context, scope scheduler.Scope) ([]BatchCounts, error) {
 	prefix := ""
@@ -92,6 +95,16 @@ func (s *Store) Batches(ctx context.Context, scope scheduler.Scope) ([]BatchCoun
 	if err != nil {
 		return nil, fmt.Errorf("list batches: %w", err)
 	}
+	inflight, err := s.inflight(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list batches: %w", err)
+	}
+	running := map[scheduler.QueueKey]int{}
+	for _, f := range inflight {
+		if job.State(f.State) == job.Running {
+			running[scheduler.QueueKey{Account: f.Account, Project: f.Project, Batch: f.Batch, Model: f.Model}]++
+		}
+	}
 	byPK := make(map[string]map[string]types.AttributeValue, len(got))
 	for _, it := range got {
 		byPK[text(it[attrPK])] = it
@@ -106,7 +119,8 @@ func (s *Store) Batches(ctx context.Context, scope scheduler.Scope) ([]BatchCoun
 		}
 		bc := BatchCounts{
 			Account: c.Account, Project: c.Project, Batch: c.Batch, Model: c.Model, Seq: c.Seq, Tier: q.Tier,
-			Registered: int(q.Size), Waiting: int(q.Waiting), Running: int(q.Running),
+			Registered: int(q.Size), Waiting: int(q.Waiting),
+			Running:   running[scheduler.QueueKey{Account: c.Account, Project: c.Project, Batch: c.Batch, Model: c.Model}],
 			Succeeded: int(q.Succeeded), Failed: int(q.Failed), Cancelled: int(q.Cancelled), Skipped: int(q.Skipped),
 			ProviderRetries: int(q.ProviderRetries),
 		}

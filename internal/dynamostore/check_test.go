@@ -21,6 +21,7 @@ type tableDump struct {
 	chunks   map[string][]chunkItem // by queue pk, in start order
 	backs    map[string][]backItem  // by queue pk
 	counters map[string]countersItem
+	inflight map[string]string   // job id → its inflight attribute, where set
 	projects map[string]int64    // project pk → running (none expected)
 	waits    map[string]waitItem // by "pk sk"
 	released map[string]int64    // by "SAMPLED#… STRATUM#…"
@@ -35,7 +36,7 @@ func dump(t testing.TB, s *Store) tableDump {
 		t.Fatal(err)
 	}
 	d := tableDump{jobs: map[string]jobItem{}, queues: map[string]queueItem{}, chunks: map[string][]chunkItem{},
-		backs: map[string][]backItem{}, counters: map[string]countersItem{}, projects: map[string]int64{},
+		backs: map[string][]backItem{}, counters: map[string]countersItem{}, inflight: map[string]string{}, projects: map[string]int64{},
 		waits: map[string]waitItem{}, released: map[string]int64{}}
 	for _, it := range items {
 		pk, sk := text(it[attrPK]), text(it[attrSK])
@@ -45,6 +46,9 @@ func dump(t testing.TB, s *Store) tableDump {
 			var j jobItem
 			err = attributevalue.UnmarshalMap(it, &j)
 			d.jobs[j.ID] = j
+			if v := text(it[attrInflight]); v != "" {
+				d.inflight[j.ID] = v
+			}
 		case sk == skQueue:
 			var q queueItem
 			err = attributevalue.UnmarshalMap(it, &q)
@@ -98,9 +102,6 @@ func check(t testing.TB, s *Store) {
 func checkErr(d tableDump) error {
 	var errs []error
 	fail := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	running := map[string]int64{}
-	starting := map[string]int64{}
-	pending := map[string]map[string]int64{}
 	waiting := map[string]int64{}
 	released := map[string]int64{}
 	for _, id := range slices.Sorted(maps.Keys(d.jobs)) {
@@ -127,43 +128,20 @@ func checkErr(d tableDump) error {
 				released[rel] = 0
 			}
 		}
-		switch j.State {
-		case job.Running:
-			running[j.Model]++
-		case job.Claimed, job.Launched:
-			starting[j.Model]++
-			if j.ClaimedAt == "" {
-				fail("job %s is %s without claimed_at", j.Key, j.State)
-			}
-			if pending[j.Model] == nil {
-				pending[j.Model] = map[string]int64{}
-			}
-			pending[j.Model][j.ClaimedAt]++
-		case job.Waiting:
+		// A model's slots are its jobs in the inflight index (Snapshot
+		// counts them there): exactly the jobs claimed, launched or
+		// running, each with the claim's time (PendingRaise reads it).
+		holds := j.State == job.Claimed || j.State == job.Launched || j.State == job.Running
+		if got := d.inflight[j.ID]; holds && got != inflightShard(j.ID) {
+			fail("job %s is %s with inflight %q, want %q: its slot is not counted", j.Key, j.State, got, inflightShard(j.ID))
+		} else if !holds && got != "" {
+			fail("job %s is %s but still in the inflight index: it holds a slot it left", j.Key, j.State)
+		}
+		if holds && j.ClaimedAt == "" {
+			fail("job %s is %s without claimed_at", j.Key, j.State)
+		}
+		if j.State == job.Waiting {
 			waiting[j.Queue]++
-		}
-	}
-	for _, model := range slices.Sorted(maps.Keys(d.counters)) {
-		c := d.counters[model]
-		if c.Running != running[model] {
-			fail("model %s: running counter %d, recount %d", model, c.Running, running[model])
-		}
-		if c.Starting != starting[model] {
-			fail("model %s: starting counter %d, recount %d", model, c.Starting, starting[model])
-		}
-		nonzero := map[string]int64{}
-		for at, n := range c.Pending {
-			if n != 0 {
-				nonzero[at] = n
-			}
-		}
-		if !maps.Equal(nonzero, pending[model]) && (len(nonzero) > 0 || len(pending[model]) > 0) {
-			fail("model %s: pending %v, recount %v", model, nonzero, pending[model])
-		}
-	}
-	for model := range running {
-		if _, ok := d.counters[model]; !ok {
-			fail("model %s has running jobs but no counters item", model)
 		}
 	}
 	for pk := range d.projects {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -14,9 +13,8 @@ import (
 // claim claims up to g.Count of the queue's oldest waiting jobs, reading
 // the queue afresh for each transaction of up to maxClaimJobs (takeFront):
 // retried jobs (back items, oldest position first), then the cursor's. A
-// sampled batch's queue is claimed by stratum instead (release.go). Each
-// transaction adds the jobs to the model's starting count and to its
-// pending entry of this pass.
+// sampled batch's queue is claimed by stratum instead (release.go). The
+// jobs enter the inflight index, where Snapshot counts the model's slots.
 func (s *Store) claim(ctx context.Context, g scheduler.Grant, at time.Time) ([]scheduler.Job, error) {
 	pk := queuePK(g.Queue)
 	atKey := stamp(at)
@@ -24,11 +22,6 @@ func (s *Store) claim(ctx context.Context, g scheduler.Grant, at time.Time) ([]s
 		job: func(j *jobItem) (expression.UpdateBuilder, error) {
 			j.ResultToken = s.resultToken()
 			return claimUpdate(j, g.Tier, atKey)
-		},
-		extra: func(k int64) ([]types.TransactWriteItem, error) {
-			cu := addTo(expression.Add(name("starting"), value(k)), pendingEntry(atKey), k)
-			it, err := updateItem(s.tables.State, key(countersPK(g.Queue.Model), skCounters), cu, expression.ConditionBuilder{})
-			return []types.TransactWriteItem{it}, err
 		},
 		claim: true,
 	}

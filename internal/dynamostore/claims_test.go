@@ -8,10 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
@@ -252,59 +248,45 @@ func TestLaunchesAreRecordedInTransactions(t *testing.T) {
 	check(t, s)
 }
 
-// TestEmptiedPendingEntriesAreRemoved: an entry of the pending map whose
-// jobs all started is removed by the next Commit, for a model that claims
-// again (in its claim's transaction) and for one that claims nothing.
-func TestEmptiedPendingEntriesAreRemoved(t *testing.T) {
+// TestSlotsAreCountedFromTheInflightIndex: a model's starting and running
+// jobs are what Snapshot counts in the inflight index, so a claim writes no
+// counters item and a start is one conditional write of the job alone (1
+// write unit, not a transaction's 2 a item). A repeated start changes
+// nothing.
+func TestSlotsAreCountedFromTheInflightIndex(t *testing.T) {
 	ctx := context.Background()
-	s, _ := newStore(t)
+	s, c := newStore(t)
 	a := batch("lab", "sweep", "a", "gpt", -1, 4)
-	b := batch("lab", "sweep", "b", "claude", -1, 2)
 	submit(t, s, a)
-	submit(t, s, b)
 	snap := snapshot(t, s)
-	claimed := commitRead(t, s, planFromSnapshot(t0, snap, 2), snap.Versions)
+	claimed := commitRead(t, s, planFromSnapshot(t0, snap, 3), snap.Versions)
+	if len(claimed) != 3 {
+		t.Fatalf("claimed %d, want 3", len(claimed))
+	}
 	launchAll(t, s, claimed)
-	for _, j := range claimed {
-		if err := s.TaskStarted(ctx, j.ID, j.Attempt, t0); err != nil {
+	c.reset()
+	for range 2 { // the second delivery finds the job moved on
+		if err := s.TaskStarted(ctx, claimed[0].ID, claimed[0].Attempt, t0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if p := pendingOf(t, s, "gpt"); p[stamp(t0)] != 0 || len(p) != 1 {
-		t.Fatalf("gpt pending %v, want one entry at 0", p)
+	if st := c.stats(); st.ByOp["UpdateItem"] != 1 || st.ByOp["TransactWriteItems"] != 0 {
+		t.Errorf("two deliveries of a start: %v, want one UpdateItem and no transaction", st.ByOp)
 	}
-	// gpt claims its last 2 jobs; claude has nothing left to claim.
-	at := t0.Add(10 * time.Second)
-	snap = snapshot(t, s)
-	if got := commitRead(t, s, planFromSnapshot(at, snap, 2), snap.Versions); len(got) != 2 {
-		t.Fatalf("claimed %d, want 2", len(got))
+	if m := modelOf(t, snapshot(t, s), "gpt"); m.Starting != 2 || m.Running != 1 {
+		t.Errorf("got starting %d running %d, want 2 and 1", m.Starting, m.Running)
 	}
-	if p := pendingOf(t, s, "gpt"); len(p) != 1 || p[stamp(at)] != 2 {
-		t.Errorf("gpt pending %v, want only this pass's entry of 2", p)
+	if err := s.TaskStopped(ctx, claimed[0].ID, claimed[0].Attempt, job.Exit{Code: 0}, t0); err != nil {
+		t.Fatal(err)
 	}
-	if p := pendingOf(t, s, "claude"); len(p) != 0 {
-		t.Errorf("claude pending %v, want empty", p)
+	if m := modelOf(t, snapshot(t, s), "gpt"); m.Starting != 2 || m.Running != 0 || m.Outcomes.OK != 1 {
+		t.Errorf("got starting %d running %d ok %d, want 2, 0, 1", m.Starting, m.Running, m.Outcomes.OK)
 	}
 	check(t, s)
 }
 
 func queueOf(j scheduler.Job) scheduler.QueueKey {
 	return scheduler.QueueKey{Account: j.Account, Project: j.Project, Batch: j.Batch, Model: j.Model}
-}
-
-func pendingOf(t testing.TB, s *Store, model string) map[string]int64 {
-	t.Helper()
-	res, err := client.GetItem(context.Background(), &dynamodb.GetItemInput{
-		TableName: aws.String(s.tables.State), Key: key(countersPK(model), skCounters), ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c countersItem
-	if err := attributevalue.UnmarshalMap(res.Item, &c); err != nil {
-		t.Fatal(err)
-	}
-	return c.Pending
 }
 
 // A launch whose outcome is unknown is not recorded: the job stays CLAIMED

@@ -19,8 +19,7 @@ import (
 //     Snapshot read (Committed.Stale if another pass wrote since)
 //  2. batch   the grants whose queue the Snapshot read, batched across
 //     queues (batchclaim.go): transactions of up to 100 items moving cursors
-//     (conditioned on the values read), jobs and the models' counters
-//     together, with the models' emptied pending entries removed
+//     (conditioned on the values read) and jobs together
 //  3. claim   the rest one queue at a time (claim.go) (a queue with retried jobs, a
 //     grant of more than 90 jobs, a queue that moved since the Snapshot):
 //     transactions of up to 90 jobs after reading the queue afresh; a
@@ -49,12 +48,6 @@ func (s *Store) Commit(ctx context.Context, plan scheduler.Plan, read scheduler.
 	if err != nil || len(stale) > 0 {
 		return scheduler.Committed{Stale: stale}, err
 	}
-	inPlan := map[string][]string{}
-	for _, mp := range plan.Models {
-		if len(v.emptyPending[mp.Model]) > 0 {
-			inPlan[mp.Model] = v.emptyPending[mp.Model]
-		}
-	}
 
 	// 2. Claims, batched.
 	var claims [][]*grantClaim // per model, per grant
@@ -80,11 +73,10 @@ func (s *Store) Commit(ctx context.Context, plan scheduler.Plan, read scheduler.
 		}
 		claims = append(claims, cs)
 	}
-	s.claimBatched(ctx, plan.At, batched, inPlan)
+	s.claimBatched(ctx, plan.At, batched)
 
-	// 3. The rest, one queue at a time: several models at a time (a
-	// model's claims move its own counters item, so they never meet
-	// another model's), each model's grants in plan order.
+	// 3. The rest, one queue at a time: several models at a time, each
+	// model's grants in plan order.
 	_ = parallel(ctx, len(claims), func(ctx context.Context, i int) error {
 		for _, c := range claims[i] {
 			if !c.slow || c.err != nil || c.remaining() <= 0 {

@@ -30,12 +30,17 @@ const (
 // several calls at a time (a Snapshot of 10,000 active queues makes 100
 // calls).
 func (s *Store) batchGet(ctx context.Context, keys []map[string]types.AttributeValue) ([]map[string]types.AttributeValue, error) {
+	return s.batchGetAs(ctx, keys, true)
+}
+
+// batchGetAs is batchGet, strongly consistent or not (half the read units).
+func (s *Store) batchGetAs(ctx context.Context, keys []map[string]types.AttributeValue, consistent bool) ([]map[string]types.AttributeValue, error) {
 	table := s.tables.State
 	n := (len(keys) + batchGetMax - 1) / batchGetMax
 	parts := make([][]map[string]types.AttributeValue, n)
 	err := parallel(ctx, n, func(ctx context.Context, i int) error {
 		req := map[string]types.KeysAndAttributes{table: {
-			Keys: keys[i*batchGetMax : min((i+1)*batchGetMax, len(keys))], ConsistentRead: aws.Bool(true),
+			Keys: keys[i*batchGetMax : min((i+1)*batchGetMax, len(keys))], ConsistentRead: aws.Bool(consistent),
 		}}
 		for try := 0; len(req) > 0; try++ {
 			if try > 0 {

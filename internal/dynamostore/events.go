@@ -267,8 +267,8 @@ func (s *Store) persist(ctx context.Context, j jobItem, c job.Change, exit *job.
 var outcomeAttr = map[job.State]string{job.Succeeded: "succeeded", job.Failed: "failed", job.Cancelled: "cancelled", job.Skipped: "skipped"}
 
 // apply writes a job.Apply change of a job out of CLAIMED, LAUNCHED or
-// RUNNING in one transaction with the counters it moves: the model's
-// starting/running and pending entry, the outcomes;
+// RUNNING in one transaction with the counts it moves: the model's
+// outcomes, the queue's counts by state;
 // a retry (or a yield, which also raises the job's max_attempts) also
 // re-queues the job (queue counters and a back item). exit is
 // written when the change records it. It reports false, writing nothing,
@@ -314,35 +314,27 @@ func (s *Store) apply(ctx context.Context, j jobItem, c job.Change, exit *job.Ex
 		return false, err
 	}
 
-	// 2. The slot it held and the one it takes, and the outcome.
-	starting, running := int64(c.Starting), int64(c.Running)
+	// 2. The outcome, for the model's breaker. The slot the job held or
+	// takes is not counted here: Snapshot counts a model's starting and
+	// running jobs from the inflight index, which this write moves.
 	var cu expression.UpdateBuilder
-	if running != 0 {
-		cu = cu.Add(name("running"), value(running))
-	}
-	if starting != 0 {
-		cu = cu.Add(name("starting"), value(starting))
-	}
-	if starting != 0 && j.ClaimedAt != "" {
-		cu = addTo(cu, pendingEntry(j.ClaimedAt), starting)
-	}
 	if c.OK != 0 {
 		cu = cu.Add(name("ok_total"), value(int64(c.OK)))
 	}
 	if c.ProviderFailed != 0 {
 		cu = cu.Add(name("pf_total"), value(int64(c.ProviderFailed)))
 	}
-	if err := add(updateItem(s.tables.State, key(countersPK(j.Model), skCounters), cu, expression.ConditionBuilder{})); err != nil {
-		return false, err
+	if c.OK != 0 || c.ProviderFailed != 0 {
+		if err := add(updateItem(s.tables.State, key(countersPK(j.Model), skCounters), cu, expression.ConditionBuilder{})); err != nil {
+			return false, err
+		}
 	}
-	// A project's running jobs are counted from the inflight index when
-	// asked (ProjectRunning), not kept here: a counter item would add two
-	// write units to every task event's transaction.
 
-	// 3. The queue's counts of its jobs by state (Batches reads them):
-	// running and the outcomes; back to waiting, before newer jobs of its
-	// queue.
-	qu := expression.Add(name("running"), value(running))
+	// 3. The queue's counts of its jobs by state (Batches reads them): the
+	// outcomes; back to waiting, before newer jobs of its queue. Its
+	// running jobs are counted from the inflight index when asked, so a
+	// start writes the job alone.
+	var qu expression.UpdateBuilder
 	switch c.To {
 	case job.Succeeded, job.Failed, job.Cancelled, job.Skipped:
 		qu = qu.Add(name(outcomeAttr[c.To]), value(1))
@@ -359,8 +351,10 @@ func (s *Store) apply(ctx context.Context, j jobItem, c job.Change, exit *job.Ex
 	// (a queue item deleted by hand). Without it
 	// TestEventOfAJobWithoutAQueueCreatesNone fails (make mutate:
 	// event-queue-exists).
-	if err := add(updateItem(s.tables.State, key(j.Queue, skQueue), qu, name(attrPK).AttributeExists())); err != nil {
-		return false, err
+	if c.To == job.Waiting || c.To.Ended() {
+		if err := add(updateItem(s.tables.State, key(j.Queue, skQueue), qu, name(attrPK).AttributeExists())); err != nil {
+			return false, err
+		}
 	}
 	stopCheck := -1 // the index of the stop mark's check, if any
 	switch {
@@ -426,6 +420,11 @@ func (s *Store) apply(ctx context.Context, j jobItem, c job.Change, exit *job.Ex
 		}
 	}
 
+	if len(items) == 1 {
+		// A start moves the job alone: one conditional write, half the
+		// units of a transaction of one.
+		return s.writeOne(ctx, items[0].Update)
+	}
 	err := s.transact(ctx, items, token())
 	if reasons := cancelReasons(err); reasons != nil {
 		if stopCheck >= 0 && stopCheck < len(reasons) && reasons[stopCheck] == "ConditionalCheckFailed" {

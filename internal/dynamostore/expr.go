@@ -1,8 +1,11 @@
 package dynamostore
 
 import (
+	"context"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
@@ -11,18 +14,6 @@ import (
 func name(n string) expression.NameBuilder { return expression.Name(n) }
 
 func value(v any) expression.ValueBuilder { return expression.Value(v) }
-
-// pendingEntry is the path of one entry of a counters item's pending map;
-// the key is an RFC 3339 time, whose dots must not split the path.
-func pendingEntry(at string) expression.NameBuilder {
-	return expression.Name("pending").AppendName(expression.NameNoDotSplit(at))
-}
-
-// addTo is "SET path = if_not_exists(path, 0) + delta" for a map entry
-// (ADD cannot address a map entry that may not exist yet).
-func addTo(u expression.UpdateBuilder, path expression.NameBuilder, delta int64) expression.UpdateBuilder {
-	return u.Set(path, expression.Plus(expression.IfNotExists(path, value(0)), value(delta)))
-}
 
 // updateItem builds a transaction Update; cond may be unset.
 func updateItem(table string, k map[string]types.AttributeValue, u expression.UpdateBuilder, cond expression.ConditionBuilder) (types.TransactWriteItem, error) {
@@ -68,4 +59,17 @@ func conditionCheck(table string, k map[string]types.AttributeValue, cond expres
 		TableName: aws.String(table), Key: k, ConditionExpression: e.Condition(),
 		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 	}}, nil
+}
+
+// writeOne writes one update alone, outside a transaction (1 write unit a
+// KB, where a transaction bills 2): false, nil when its condition failed.
+func (s *Store) writeOne(ctx context.Context, u *types.Update) (bool, error) {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression, ConditionExpression: u.ConditionExpression,
+		ExpressionAttributeNames: u.ExpressionAttributeNames, ExpressionAttributeValues: u.ExpressionAttributeValues,
+	})
+	if isConditionFailed(err) {
+		return false, nil
+	}
+	return err == nil, err
 }

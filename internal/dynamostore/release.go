@@ -325,11 +325,6 @@ func (s *Store) claimSampled(ctx context.Context, g scheduler.Grant, at time.Tim
 			return out, err
 		}
 		items = append(items, it)
-		cu := addTo(expression.Add(name("starting"), value(k)), pendingEntry(atKey), k)
-		if it, err = updateItem(s.tables.State, key(countersPK(g.Queue.Model), skCounters), cu, expression.ConditionBuilder{}); err != nil {
-			return out, err
-		}
-		items = append(items, it)
 		for st, n := range per {
 			if it, err = updateItem(s.tables.State, key(sampledPK(batch), stratumPrefix+st), expression.Add(name(attrReleased), value(n)), expression.ConditionBuilder{}); err != nil {
 				return out, err

@@ -373,8 +373,7 @@ func populateDirect(tb testing.TB, s *Store, sc scale, claimable int) time.Durat
 		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: st}})
 		c := key(countersPK(m), skCounters)
 		c[attrModel] = &types.AttributeValueMemberS{Value: m}
-		c["pending"] = &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{}}
-		for _, n := range []string{"running", "starting", "ok_total", "pf_total"} {
+		for _, n := range []string{"ok_total", "pf_total"} {
 			c[n] = &types.AttributeValueMemberN{Value: "0"}
 		}
 		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: c}})
@@ -580,8 +579,7 @@ type passResult struct {
 // benchPasses runs the real scheduler.Pass over a populated store once per
 // iteration. Between passes (untimed) every launched task starts and ends,
 // as task events would: the slots free, so each pass admits its launch
-// budget again, acknowledges outcomes and drops emptied pending entries,
-// as in the steady state.
+// budget again and acknowledges outcomes, as in the steady state.
 func benchPasses(b *testing.B, sc scale, populate func(b *testing.B, s *Store) time.Duration, cfg scheduler.Config, latency time.Duration) passResult {
 	tables := newTables(b)
 	plain := New(dynamoDB(b), tables, defaults())

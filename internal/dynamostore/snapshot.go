@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/evalsched/evalsched/internal/breaker"
+	"github.com/evalsched/evalsched/internal/job"
 	"github.com/evalsched/evalsched/internal/scheduler"
 )
 
@@ -93,7 +94,11 @@ func (s *Store) Snapshot(ctx context.Context, _ time.Time) (scheduler.Snapshot, 
 	if err != nil {
 		return snap, err
 	}
-	read := &versions{token: token(), models: map[string]seenModel{}, emptyPending: map[string][]string{}}
+	slots, err := s.readSlots(ctx)
+	if err != nil {
+		return snap, err
+	}
+	read := &versions{token: token(), models: map[string]seenModel{}}
 	snap.Versions = read
 	for _, name := range models {
 		cfg := s.defaults
@@ -111,25 +116,23 @@ func (s *Store) Snapshot(ctx context.Context, _ time.Time) (scheduler.Snapshot, 
 		m := scheduler.Model{
 			Config:   cfg,
 			State:    st.item.State.ModelState,
-			Running:  int(c.Running),
-			Starting: int(c.Starting),
-			Outcomes: breaker.Outcomes{OK: int(c.OKTotal - st.item.OKAcked), ProviderFailed: int(c.PFTotal - st.item.PFAcked)},
+			Outcomes: breaker.Outcomes{OK: int(max(0, c.OKTotal-st.item.OKAcked)), ProviderFailed: int(max(0, c.PFTotal-st.item.PFAcked))},
 		}
 		// PendingRaise: the starting jobs claimed at or before the last
 		// raise's mark (all of them while it has none).
 		mark := m.State.Limit.Mark()
-		for at, n := range c.Pending {
-			if n == 0 {
-				read.emptyPending[name] = append(read.emptyPending[name], at)
-			}
-			if t, err := parseStamp(at); err == nil && (mark.IsZero() || !t.After(mark)) {
-				m.PendingRaise += int(n)
+		for _, f := range slots[name] {
+			switch job.State(f.State) {
+			case job.Running:
+				m.Running++
+			case job.Claimed, job.Launched:
+				m.Starting++
+				if mark.IsZero() || !f.ClaimedAt.After(mark) {
+					m.PendingRaise++
+				}
 			}
 		}
 		snap.Models = append(snap.Models, m)
-	}
-	for _, keys := range read.emptyPending {
-		slices.Sort(keys)
 	}
 
 	// 3. Queues with waiting jobs, oldest first (this shard's only).
@@ -190,18 +193,45 @@ func (s *Store) readStates(ctx context.Context) (map[string]readState, error) {
 	return out, nil
 }
 
-// readCounters reads the counters items of the models.
+// readSlots lists the jobs holding a slot by model, from the inflight
+// index (eventually consistent, like the active index: a job that started
+// or ended a moment ago may show as it was). Counting them here, rather
+// than in a counters item each claim and task event would write, makes a
+// start one write of the job alone; the read grows with the jobs in flight,
+// never with the jobs waiting.
+func (s *Store) readSlots(ctx context.Context) (map[string][]scheduler.InFlight, error) {
+	all, err := s.inflight(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]scheduler.InFlight{}
+	for _, f := range all {
+		out[f.Model] = append(out[f.Model], f)
+	}
+	return out, nil
+}
+
+// readCounters reads the counters items of the models: their outcome
+// totals, eventually consistent (half the units of 241 items a pass). A
+// stale total only delays outcomes a pass: Snapshot counts total − acked,
+// never below 0, and Commit acknowledges at most what it was given, so the
+// acknowledged total never passes the true one and no outcome is counted
+// twice.
 func (s *Store) readCounters(ctx context.Context, models []string) (map[string]countersItem, error) {
 	keys := make([]map[string]types.AttributeValue, len(models))
 	for i, m := range models {
 		keys[i] = key(countersPK(m), skCounters)
 	}
-	items, err := batchGetItems[countersItem](ctx, s, keys)
+	items, err := s.batchGetAs(ctx, keys, false)
 	if err != nil {
 		return nil, fmt.Errorf("read model counters: %w", err)
 	}
 	out := make(map[string]countersItem, len(items))
-	for _, c := range items {
+	for _, it := range items {
+		var c countersItem
+		if err := attributevalue.UnmarshalMap(it, &c); err != nil {
+			return nil, fmt.Errorf("read model counters: item %s: %w", text(it[attrPK]), err)
+		}
 		out[c.Model] = c
 	}
 	return out, nil

@@ -64,9 +64,6 @@ type versions struct {
 	// retrying the Commit of the same plan passes its own condition.
 	token  string
 	models map[string]seenModel // what the Snapshot read of each model's state item
-	// emptyPending lists, per model, the pending entries at 0 that the
-	// Snapshot saw; Commit removes them.
-	emptyPending map[string][]string
 	// queues holds the queue items the Snapshot read from the active index,
 	// by pk: Commit claims from their cursors without reading them again,
 	// conditioned on them.
@@ -290,10 +287,11 @@ type queueItem struct {
 	// Cancelling is the token of a cancel under way (cancel.go): claims
 	// leave the queue alone while it is set.
 	Cancelling string `dynamodbav:"cancelling,omitempty"`
-	// The jobs by state past waiting, moved in the transactions that move
-	// the jobs (not projected into the active index, so they cost it no
-	// write); claimed and launched ones are the rest of size.
-	Running   int64 `dynamodbav:"running,omitempty"`
+	// The jobs that ended, by outcome, moved in the transactions that end
+	// them (not projected into the active index, so they cost it no
+	// write). Running jobs are counted from the inflight index (Batches);
+	// claimed and launched ones are the rest of size. An item written by
+	// an older version may still carry a "running" count: nobody reads it.
 	Succeeded int64 `dynamodbav:"succeeded,omitempty"`
 	Failed    int64 `dynamodbav:"failed,omitempty"`
 	Cancelled int64 `dynamodbav:"cancelled,omitempty"`
@@ -334,14 +332,9 @@ type backItem struct {
 
 // countersItem holds a model's counters: pk "MODEL#<model>", sk "COUNTERS".
 type countersItem struct {
-	Model    string `dynamodbav:"model"`
-	Running  int64  `dynamodbav:"running,omitempty"`
-	Starting int64  `dynamodbav:"starting"`
-	OKTotal  int64  `dynamodbav:"ok_total"`
-	PFTotal  int64  `dynamodbav:"pf_total"`
-	// Pending maps a claiming pass's time (RFC 3339) to the jobs it claimed
-	// that are still starting; an entry at 0 is dropped by the next Commit.
-	Pending map[string]int64 `dynamodbav:"pending"`
+	Model   string `dynamodbav:"model"`
+	OKTotal int64  `dynamodbav:"ok_total"`
+	PFTotal int64  `dynamodbav:"pf_total"`
 }
 
 // stateItem is a model's scheduler state: pk "MODELS", sk the model name.

@@ -395,8 +395,6 @@ func (s *Store) newQueueItems(b job.BatchSpec, mdl string, q queueRef) ([]types.
 		return nil, err
 	}
 	cu := expression.Set(name(attrModel), value(mdl)).
-		Set(name("pending"), expression.IfNotExists(name("pending"), value(map[string]int64{}))).
-		Add(name("running"), value(0)).Add(name("starting"), value(0)).
 		Add(name("ok_total"), value(0)).Add(name("pf_total"), value(0))
 	counters, err := updateItem(s.tables.State, key(countersPK(mdl), skCounters), cu, expression.ConditionBuilder{})
 	if err != nil {
