@@ -113,6 +113,10 @@ func (s *Store) Snapshot(ctx context.Context, _ time.Time) (scheduler.Snapshot, 
 		}
 		read.models[name] = seenModel{ver: st.item.Ver, okAcked: st.item.OKAcked, pfAcked: st.item.PFAcked, state: st.raw,
 			learned: learned{conc: st.item.State.Limit.Conc, at: st.item.State.Limit.ConcAt}}
+		// Guard: the counters are read eventually consistent, so a total
+		// may be behind the acknowledged one: it counts no outcome, never a
+		// negative one. Without it TestAStaleOutcomeTotalCountsNothing
+		// fails (make mutate: outcomes-stale-clamp).
 		m := scheduler.Model{
 			Config:   cfg,
 			State:    st.item.State.ModelState,

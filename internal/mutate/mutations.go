@@ -21,6 +21,12 @@ const always = `name(attrPK).AttributeExists()`
 // names its mutation here in a comment beside it.
 var Mutations = []Mutation{
 	{
+		Name: "outcomes-stale-clamp", Why: "an outcome total read behind the acknowledged one counts no outcome, so none is counted twice",
+		File:  "internal/dynamostore/snapshot.go",
+		Edits: []Edit{{`OK: int(max(0, c.OKTotal-st.item.OKAcked))`, `OK: int(c.OKTotal - st.item.OKAcked)`}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestAStaleOutcomeTotalCountsNothing"},
+	},
+	{
 		Name: "batched-claim-job", Why: "a batched claim takes only a job still WAITING at the attempt read",
 		File:  "internal/dynamostore/batchclaim.go",
 		Edits: []Edit{{`name("state").Equal(value(job.Waiting)).And(name("attempt").Equal(value(j.Attempt))))`, always + `)`}},
