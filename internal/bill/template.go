@@ -37,7 +37,11 @@ func ReadTemplate(path string) (Deployment, error) {
 		globalMB, _ = strconv.Atoi(g.Value)
 	}
 	mb := func(fn string) int {
-		if n := at(root, "Resources", fn, "Properties", "MemorySize"); n != nil {
+		n := at(root, "Resources", fn, "Properties", "MemorySize")
+		if n != nil && n.Tag == "!Ref" { // a parameter: its default
+			n = at(root, "Parameters", n.Value, "Default")
+		}
+		if n != nil {
 			v, _ := strconv.Atoi(n.Value)
 			return v
 		}
