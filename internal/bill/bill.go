@@ -67,7 +67,7 @@ func Compute(load Load, ms Measured, dep Deployment, br Bridge) Bill {
 		"(%.1f RRU + %.4f RRU × %d active batches) × %s passes × $%.3f/M", ms.SnapshotFixed, ms.SnapshotPerBatch, load.ActiveBatches, num(passes), DynamoRead.USD)
 	states := ms.PassFixed.UnitsByOp[OpModelStates]
 	add("DynamoDB", "pass: model-state writes", states*passes*wru,
-		"%.0f WRU a pass (%d transactions; item %d B) × %s passes × $%.3f/M", states, ms.PassFixed.ByOp[OpModelStates], ms.ModelStateItemBytes, num(passes), DynamoWrite.USD)
+		"%.0f WRU a pass (%d single writes; item %d B) × %s passes × $%.3f/M", states, ms.PassFixed.ByOp[OpModelStates], ms.ModelStateItemBytes, num(passes), DynamoWrite.USD)
 	if ms.DepthRead.Requests > 0 {
 		add("DynamoDB", "pass: the bridge's readings item (eventually consistent)", ms.DepthRead.RRU*passes*rru,
 			"%.1f RRU (%d Query) a pass × %s passes × $%.3f/M", ms.DepthRead.RRU, ms.DepthRead.Requests, num(passes), DynamoRead.USD)

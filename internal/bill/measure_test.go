@@ -65,7 +65,7 @@ func TestRequestsOfAPassAndAJob(t *testing.T) {
 		"bridge: one write of its readings":    ms.ReadingsPut.Per(1),
 	}
 	want := map[string]string{
-		"pass (snapshot, model states, other)": "{Requests:38 ByOp:map[BatchGetItem:1 Query:34 Scan:2 TransactWriteItems(model states):1] RRU:17 WRU:12}",
+		"pass (snapshot, model states, other)": "{Requests:43 ByOp:map[BatchGetItem:1 Query:34 Scan:2 UpdateItem(model states):6] RRU:17 WRU:6}",
 		"job: submit (a 1-job message)":        "{Requests:6 ByOp:map[BatchGetItem:1 BatchWriteItem:1 Query:1 TransactWriteItems:1 UpdateItem:2] RRU:0 WRU:15}",
 		"job: claim":                           "{Requests:0.5 ByOp:map[BatchGetItem:0.333 TransactWriteItems:0.167] RRU:1.167 WRU:6}",
 		"job: launch record":                   "{Requests:0.167 ByOp:map[TransactWriteItems:0.167] RRU:0 WRU:3}",

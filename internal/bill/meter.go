@@ -217,7 +217,11 @@ func (m *Meter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o 
 		m.record("UpdateItem", false, 0)
 		return out, err
 	}
-	m.record("UpdateItem", false, one(out.ConsumedCapacity))
+	op := "UpdateItem"
+	if strings.HasPrefix(text(in.Key["pk"]), modelStatePrefix) {
+		op = OpModelStates
+	}
+	m.record(op, false, one(out.ConsumedCapacity))
 	return out, nil
 }
 
@@ -281,11 +285,7 @@ func (m *Meter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWri
 	if errors.Is(err, errMeter) {
 		return nil, err
 	}
-	op := "TransactWriteItems"
-	if len(refs) > 0 && strings.HasPrefix(text(refs[0].key["pk"]), modelStatePrefix) {
-		op = OpModelStates
-	}
-	m.record(op, false, units)
+	m.record("TransactWriteItems", false, units)
 	return out, err
 }
 
@@ -328,9 +328,10 @@ func (m *Meter) billed(ctx context.Context, refs []tableKey, perKB float64, noIn
 	return units, callErr
 }
 
-// OpModelStates names the transactions of the pass's model states (their
-// first item's key is a model state's), apart from claims and events.
-const OpModelStates = "TransactWriteItems(model states)"
+// OpModelStates names the writes of the pass's model states (one
+// UpdateItem a model, keyed by its state item), apart from claims and
+// events.
+const OpModelStates = "UpdateItem(model states)"
 
 // modelStatePrefix begins the partition key of a model state item
 // (internal/dynamostore: "MODELS#<bucket>").

@@ -14,9 +14,10 @@ import (
 
 // Commit implements scheduler.Store.
 //
-//  1. state   every model's new state and acknowledged outcomes, in
-//     transactions of up to 100 models, each conditioned on the version the
-//     Snapshot read (Committed.Stale if another pass wrote since)
+//  1. state   every model's new state and acknowledged outcomes, one
+//     conditional write a model (several at a time), each conditioned on
+//     the version the Snapshot read (Committed.Stale if another pass wrote
+//     since)
 //  2. batch   the grants whose queue the Snapshot read, batched across
 //     queues (batchclaim.go): transactions of up to 100 items moving cursors
 //     (conditioned on the values read) and jobs together
@@ -114,7 +115,8 @@ func (s *Store) Commit(ctx context.Context, plan scheduler.Plan, read scheduler.
 
 // commitStates writes the models' states, skipping a model whose state did
 // not change and that acknowledges nothing. It returns the models another
-// pass wrote since v was read (nothing of their transaction is written).
+// pass wrote since v was read (theirs are not written; the others' are,
+// and Commit claims nothing).
 //
 // A model v read is written only if its version is still the one read — or
 // if a Commit with the same v already wrote it (a Commit retried after a
@@ -184,21 +186,26 @@ func (s *Store) commitStates(ctx context.Context, plan scheduler.Plan, v *versio
 		items = append(items, it)
 		models = append(models, mp.Model)
 	}
-	for start := 0; start < len(items); start += transactMax {
-		end := min(start+transactMax, len(items))
-		err := s.transact(ctx, items[start:end], token())
-		var stale []string
-		for i, r := range cancelReasons(err) {
-			if r == "ConditionalCheckFailed" && start+i < end {
-				stale = append(stale, models[start+i])
-			}
+	// Each model's write alone, several at a time: a single write bills 1
+	// unit a KB where a transaction bills 2, and nothing ties two models'
+	// states together (a transaction of 100 never made 241 models atomic).
+	refused := make([]bool, len(items))
+	err := parallel(ctx, len(items), func(ctx context.Context, i int) error {
+		ok, err := s.writeOne(ctx, items[i].Update)
+		refused[i] = err == nil && !ok
+		return err
+	})
+	var stale []string
+	for i, r := range refused {
+		if r {
+			stale = append(stale, models[i])
 		}
-		if len(stale) > 0 {
-			return stale, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("commit state: %w", err)
-		}
+	}
+	if len(stale) > 0 {
+		return stale, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("commit state: %w", err)
 	}
 	return nil, nil
 }

@@ -2,7 +2,8 @@
 // semantics of memstore: a waiting job is claimed by exactly one pass, oldest
 // first within its queue (a sampled batch's by stratum); a retried job goes
 // back in its place; counters move in the same transaction as the state they
-// count; outcomes are acknowledged once. Every change of a job's state —
+// count, and a model's slots are counted from the inflight index its jobs
+// enter and leave; outcomes are acknowledged once. Every change of a job's state —
 // a claim, cancel or skip (take.go's judged) as much as a launch result or
 // a task event (events.go) — is judged by job.Apply on the job as read; the
 // write's condition on that read makes the judgement hold when it lands.
@@ -11,8 +12,9 @@
 //
 // Of the pass's steps (internal/scheduler/doc.go), the store serves:
 //
-//	snapshot  Snapshot (snapshot.go): models, pins, pauses, counters and the
-//	          active queues, in O(models + active queues) requests
+//	snapshot  Snapshot (snapshot.go): models, pins, pauses, outcome counters,
+//	          the jobs in flight and the active queues, in O(models + active
+//	          queues + jobs in flight) reads
 //	claim     Commit (commit.go): the models' states, conditioned on the
 //	          Versions the Snapshot read (Committed.Stale otherwise), then the
 //	          grants — batched across the queues the Snapshot read

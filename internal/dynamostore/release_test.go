@@ -380,7 +380,8 @@ func TestSampledCancelThenRetry(t *testing.T) {
 // strata costs a fixed handful of requests — O(strata), whatever the
 // batch's size: the queue (twice: take's read, then the sampled claim's),
 // the batch's parts, one Query of its counts and one per stratum, one
-// BatchGetItem of the jobs, one claim transaction (and the plan's state).
+// BatchGetItem of the jobs, one claim transaction (and the plan's state,
+// one UpdateItem).
 func TestSampledClaimCost(t *testing.T) {
 	s, c := newStore(t)
 	b := neymanBatch()
@@ -390,7 +391,7 @@ func TestSampledClaimCost(t *testing.T) {
 		t.Fatalf("claimed %d, want 12", len(got))
 	}
 	st := c.stats()
-	want := map[string]int{"GetItem": 2, "Query": 4, "BatchGetItem": 1, "TransactWriteItems": 2}
+	want := map[string]int{"GetItem": 2, "Query": 4, "BatchGetItem": 1, "TransactWriteItems": 1, "UpdateItem": 1}
 	if fmt.Sprint(st.ByOp) != fmt.Sprint(want) {
 		t.Errorf("requests %v, want %v", st.ByOp, want)
 	}
@@ -407,7 +408,7 @@ func TestSampledClaimLostAnswer(t *testing.T) {
 	c.before = func(op string, _ any) { // runs before the call is counted
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if op == "TransactWriteItems" && c.byOp["TransactWriteItems"] == 1 { // the plan's state, then the claim
+		if op == "TransactWriteItems" && c.byOp["TransactWriteItems"] == 0 { // the claim (the plan's state is an UpdateItem)
 			c.failAt, c.failAfter, c.failOnce = c.calls+1, true, true
 		}
 	}
