@@ -68,7 +68,7 @@ func TestRequestsOfAPassAndAJob(t *testing.T) {
 		"pass (snapshot, model states, other)": "{Requests:43 ByOp:map[BatchGetItem:1 Query:34 Scan:2 UpdateItem(model states):6] RRU:17 WRU:6}",
 		"job: submit (a 1-job message)":        "{Requests:6 ByOp:map[BatchGetItem:1 BatchWriteItem:1 Query:1 TransactWriteItems:1 UpdateItem:2] RRU:0 WRU:15}",
 		"job: claim":                           "{Requests:0.5 ByOp:map[BatchGetItem:0.333 TransactWriteItems:0.167] RRU:1.167 WRU:6}",
-		"job: launch record":                   "{Requests:0.167 ByOp:map[TransactWriteItems:0.167] RRU:0 WRU:3}",
+		"job: launch record":                   "{Requests:1 ByOp:map[UpdateItem:1] RRU:0 WRU:2}",
 		"job: task events (RUNNING, STOPPED)":  "{Requests:4 ByOp:map[GetItem:2 TransactWriteItems:1 UpdateItem:1] RRU:2 WRU:9}",
 		"job: result":                          "{Requests:2 ByOp:map[GetItem:1 UpdateItem:1] RRU:1 WRU:1}",
 		"invocation: the scheduler's lease":    "{Requests:8 ByOp:map[DeleteItem:1 PutItem:1 UpdateItem:6] RRU:0 WRU:8}",

@@ -29,11 +29,13 @@ const maxRereads = 8
 
 // RecordLaunches implements scheduler.Store.
 //
-// Launched jobs are recorded in transactions of up to 100 conditional
-// updates without reading them first: each is conditioned on the job still
-// CLAIMED at the attempt launched. A transaction refused (a job moved on:
-// a repeated result, a reconciler or an event got there first) or failed
-// falls back to the single path below, which reads each job and judges it.
+// Each launched job is recorded by one conditional update, without reading
+// it first, several at a time: conditioned on the job still CLAIMED at the
+// attempt launched (1 write unit and the inflight index's 1; a transaction
+// of them billed 2 a job and bought nothing, as no two jobs' records depend
+// on each other). A refused one (a job moved on: a repeated result, a
+// reconciler, or a task that reported RUNNING first) or a failed one falls
+// back to the single path below, which reads the job and judges it.
 // Retries and failures move counters and back items: one transaction each.
 func (s *Store) RecordLaunches(ctx context.Context, now time.Time, results []scheduler.LaunchResult) error {
 	var launched, single []scheduler.LaunchResult
@@ -47,12 +49,10 @@ func (s *Store) RecordLaunches(ctx context.Context, now time.Time, results []sch
 		}
 	}
 	var mu sync.Mutex
-	groups := (len(launched) + transactMax - 1) / transactMax
-	_ = parallel(ctx, groups, func(ctx context.Context, i int) error {
-		group := launched[i*transactMax : min((i+1)*transactMax, len(launched))]
-		if err := s.setLaunchedAll(ctx, group, now); err != nil {
+	_ = parallel(ctx, len(launched), func(ctx context.Context, i int) error {
+		if ok, err := s.setLaunchedBlind(ctx, launched[i], now); !ok || err != nil {
 			mu.Lock()
-			single = append(single, group...)
+			single = append(single, launched[i])
 			mu.Unlock()
 		}
 		return nil
@@ -89,27 +89,23 @@ func (s *Store) RecordLaunches(ctx context.Context, now time.Time, results []sch
 	return errors.Join(errs...)
 }
 
-// setLaunchedAll is CLAIMED → LAUNCHED for up to 100 jobs in one
-// transaction, each conditioned on its state and attempt.
-func (s *Store) setLaunchedAll(ctx context.Context, results []scheduler.LaunchResult, now time.Time) error {
-	items := make([]types.TransactWriteItem, 0, len(results))
-	for _, r := range results {
-		u := expression.Set(name("state"), value(job.Launched)).Set(name("launched_at"), value(stamp(now)))
-		if r.TaskARN != "" {
-			u = u.Set(name("task_arn"), value(r.TaskARN))
-		}
-		// Guard: LAUNCHED only over CLAIMED at the attempt launched: a repeated
-		// or late result never turns back a running job or a retried attempt.
-		// Without it TestLateLaunchResultsChangeNothing fails (make mutate:
-		// launch-record-batched).
-		it, err := updateItem(s.tables.State, key(jobPK(r.JobID), skJob), u,
-			name("state").Equal(value(job.Claimed)).And(name("attempt").Equal(value(r.Attempt))))
-		if err != nil {
-			return err
-		}
-		items = append(items, it)
+// setLaunchedBlind is CLAIMED → LAUNCHED for a job not read, conditioned on
+// its state and the attempt launched; false, nil when refused.
+func (s *Store) setLaunchedBlind(ctx context.Context, r scheduler.LaunchResult, now time.Time) (bool, error) {
+	u := expression.Set(name("state"), value(job.Launched)).Set(name("launched_at"), value(stamp(now)))
+	if r.TaskARN != "" {
+		u = u.Set(name("task_arn"), value(r.TaskARN))
 	}
-	return s.transact(ctx, items, token())
+	// Guard: LAUNCHED only over CLAIMED at the attempt launched: a repeated
+	// or late result never turns back a running job or a retried attempt.
+	// Without it TestLateLaunchResultsChangeNothing fails (make mutate:
+	// launch-record-batched).
+	it, err := updateItem(s.tables.State, key(jobPK(r.JobID), skJob), u,
+		name("state").Equal(value(job.Claimed)).And(name("attempt").Equal(value(r.Attempt))))
+	if err != nil {
+		return false, err
+	}
+	return s.writeOne(ctx, it.Update)
 }
 
 func (s *Store) recordLaunch(ctx context.Context, j jobItem, r scheduler.LaunchResult, now time.Time) error {
@@ -122,6 +118,12 @@ func (s *Store) recordLaunch(ctx context.Context, j jobItem, r scheduler.LaunchR
 	}
 	for try := 0; ; try++ {
 		c, ok := job.Apply(j.current(), ev)
+		if !ok && ev.Kind == job.Launch && j.State == job.Running && j.Attempt == r.Attempt && j.TaskARN == "" && r.TaskARN != "" {
+			// Its task reported RUNNING before this record: the job keeps
+			// its state, and takes the task's ARN, without which nobody
+			// could stop the task (cancel --stop-running, the reconciler).
+			return s.setTaskARN(ctx, j, r.TaskARN)
+		}
 		if !ok {
 			return nil // a stale or repeated result: the job has moved on
 		}
@@ -147,6 +149,22 @@ func (s *Store) recordLaunch(ctx context.Context, j jobItem, r scheduler.LaunchR
 			return cmp.Or(err, job.ErrUnknownJob)
 		}
 	}
+}
+
+// setTaskARN records the ARN of the task of a job that is RUNNING at the
+// attempt read and has none; anything else changes nothing.
+func (s *Store) setTaskARN(ctx context.Context, j jobItem, arn string) error {
+	// Guard: only the running attempt read, and only an ARN not yet
+	// recorded: a late record of an attempt since retried, or ended, writes
+	// nothing. Without it TestALaunchRecordAfterItsStartKeepsTheARN fails
+	// (make mutate: launch-record-arn).
+	cond := name("state").Equal(value(job.Running)).And(name("attempt").Equal(value(j.Attempt))).And(name("task_arn").AttributeNotExists())
+	it, err := updateItem(s.tables.State, key(j.PK, skJob), expression.Set(name("task_arn"), value(arn)), cond)
+	if err != nil {
+		return err
+	}
+	_, err = s.writeOne(ctx, it.Update)
+	return err
 }
 
 // setLaunched is CLAIMED → LAUNCHED: no counter moves, so a single

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -308,14 +309,29 @@ func TestLateLaunchResultsChangeNothing(t *testing.T) {
 	}
 	check(t, s)
 
-	// Job 2's result comes with job 0's repeated one: their transaction is
-	// refused (job 0 moved on) and job 2 goes the single way; its task
-	// starts between that path's read and its write.
-	c.before = once("UpdateItem", func() {
-		if err := other.TaskStarted(ctx, jobs[2].ID, 1, t0); err != nil {
-			t.Error(err)
+	// Job 2's record fails (a lost connection) and goes the single way;
+	// its task starts between that path's read and its write.
+	var o sync.Once
+	writes := 0
+	c.before = func(op string, in any) {
+		u, ok := in.(*dynamodb.UpdateItemInput)
+		if !ok || text(u.Key[attrPK]) != jobPK(jobs[2].ID) {
+			return
 		}
-	})
+		c.mu.Lock()
+		writes++
+		if writes == 1 { // the record without a read: it fails before it lands
+			c.failAt, c.failAfter, c.failOnce = c.calls+1, false, true
+		}
+		c.mu.Unlock()
+		if writes == 2 { // the single path's, after its read
+			o.Do(func() {
+				if err := other.TaskStarted(ctx, jobs[2].ID, 1, t0); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
 	if err := s.RecordLaunches(ctx, t0, []scheduler.LaunchResult{launched(jobs[0]), launched(jobs[2])}); err != nil {
 		t.Fatal(err)
 	}
@@ -518,6 +534,56 @@ func TestStaleBackItemIsTakenOnce(t *testing.T) {
 	c.before = nil
 	if len(got) != 0 {
 		t.Errorf("claimed %d, want none (the only job is claimed)", len(got))
+	}
+	check(t, s)
+}
+
+// TestALaunchRecordAfterItsStartKeepsTheARN: a task that reports RUNNING
+// before its launch is recorded leaves the job RUNNING without a task ARN;
+// the record then gives it the ARN (else cancel --stop-running and the
+// reconciler could never stop that task) and nothing else. A record that
+// comes after the attempt was retried, between the record's read and its
+// write, writes nothing.
+func TestALaunchRecordAfterItsStartKeepsTheARN(t *testing.T) {
+	ctx := context.Background()
+	s, c := newStore(t)
+	other := otherWriter(s)
+	b := batch("lab", "p", "b", "m", -1, 2)
+	submit(t, s, b)
+	jobs := commit(t, s, grant(t0, b, 2))
+	for _, j := range jobs {
+		if err := s.TaskStarted(ctx, j.ID, 1, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	arn := func(j scheduler.Job) scheduler.LaunchResult {
+		return scheduler.LaunchResult{JobID: j.ID, Attempt: 1, Status: scheduler.Launched, TaskARN: "arn:task/" + j.ID}
+	}
+	if err := s.RecordLaunches(ctx, t0, []scheduler.LaunchResult{arn(jobs[0])}); err != nil {
+		t.Fatal(err)
+	}
+	if j := jobAt(t, s, b, 0); j.State != job.Running || j.TaskARN != "arn:task/"+jobs[0].ID {
+		t.Errorf("job 0: %s with ARN %q, want RUNNING with its task's", j.State, j.TaskARN)
+	}
+	// Job 1's task is interrupted (attempt 2 waits) between the record's
+	// read of the job and its write.
+	var o sync.Once
+	c.before = func(op string, in any) {
+		u, ok := in.(*dynamodb.UpdateItemInput)
+		if ok && text(u.Key[attrPK]) == jobPK(jobs[1].ID) && !slices.Contains(slices.Collect(maps.Values(u.ExpressionAttributeNames)), "launched_at") {
+			o.Do(func() {
+				if err := other.TaskStopped(ctx, jobs[1].ID, 1, job.Exit{Infrastructure: true, Reason: "SpotInterruption"}, t0); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+	if err := s.RecordLaunches(ctx, t0, []scheduler.LaunchResult{arn(jobs[1])}); err != nil {
+		t.Fatal(err)
+	}
+	c.before = nil
+	if j := jobAt(t, s, b, 1); j.State != job.Waiting || j.Attempt != 2 || j.TaskARN != "" {
+		t.Errorf("job 1: %s attempt %d with ARN %q, want WAITING attempt 2 without an ARN", j.State, j.Attempt, j.TaskARN)
 	}
 	check(t, s)
 }

@@ -435,6 +435,12 @@ func (s *Store) RecordLaunches(_ context.Context, now time.Time, results []sched
 			ev.Kind = job.LaunchRetry
 		}
 		c, ok := job.Apply(j.current(), ev)
+		if !ok && ev.Kind == job.Launch && j.State == job.Running && j.Attempt == r.Attempt && j.TaskARN == "" {
+			// Its task reported RUNNING before this record: the job takes
+			// the task's ARN, without which nobody could stop the task.
+			j.TaskARN = r.TaskARN
+			continue
+		}
 		if !ok {
 			continue // a stale or repeated result: the job has moved on
 		}

@@ -72,6 +72,12 @@ var Mutations = []Mutation{
 		Pkg:   "./internal/dynamostore", Tests: []string{"TestLateLaunchResultsChangeNothing"},
 	},
 	{
+		Name: "launch-record-arn", Why: "a launch record gives its task's ARN only to the running attempt read, never to a job retried meanwhile",
+		File:  "internal/dynamostore/events.go",
+		Edits: []Edit{{`cond := name("state").Equal(value(job.Running)).And(name("attempt").Equal(value(j.Attempt))).And(name("task_arn").AttributeNotExists())`, `cond := ` + always}},
+		Pkg:   "./internal/dynamostore", Tests: []string{"TestALaunchRecordAfterItsStartKeepsTheARN"},
+	},
+	{
 		Name: "launch-record-single", Why: "a launch result read CLAIMED is not written over a job that started meanwhile",
 		File:  "internal/dynamostore/events.go",
 		Edits: []Edit{{`cond := name("state").Equal(value(job.Claimed)).And(name("attempt").Equal(value(j.Attempt)))`, `cond := ` + always}},
