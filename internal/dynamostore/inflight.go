@@ -3,6 +3,7 @@ package dynamostore
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -45,10 +46,12 @@ func (s *Store) InFlight(ctx context.Context) ([]scheduler.InFlight, error) {
 	return out, nil
 }
 
-// inflight lists every job holding a slot, of every model.
+// inflight lists every job holding a slot, of every model: one Query of
+// each shard of the index (and its pages), the shards side by side — the
+// Snapshot reads it every pass.
 func (s *Store) inflight(ctx context.Context) ([]scheduler.InFlight, error) {
-	var out []scheduler.InFlight
-	for shard := range inflightShards {
+	parts := make([][]scheduler.InFlight, inflightShards)
+	err := parallel(ctx, inflightShards, func(ctx context.Context, shard int) error {
 		items, err := s.query(ctx, &dynamodb.QueryInput{
 			TableName:                 aws.String(s.tables.State),
 			IndexName:                 aws.String(InflightIndex),
@@ -57,22 +60,26 @@ func (s *Store) inflight(ctx context.Context) ([]scheduler.InFlight, error) {
 			ExpressionAttributeValues: map[string]types.AttributeValue{":k": &types.AttributeValueMemberS{Value: fmt.Sprintf("INFLIGHT#%d", shard)}},
 		}, 0)
 		if err != nil {
-			return nil, fmt.Errorf("list jobs in flight: %w", err)
+			return err
 		}
 		for _, it := range items {
 			var j inflightItem
 			if err := attributevalue.UnmarshalMap(it, &j); err != nil {
-				return nil, fmt.Errorf("list jobs in flight: %w", err)
+				return err
 			}
 			f := scheduler.InFlight{ID: j.ID, Account: j.Account, Project: j.Project, Batch: j.Batch, Model: j.Model, State: j.State, Attempt: j.Attempt, TaskARN: j.TaskARN, TimeoutSeconds: j.TimeoutSeconds}
 			f.ClaimedAt, _ = parseStamp(j.ClaimedAt)
 			if j.StartedAt != "" {
 				f.StartedAt, _ = parseStamp(j.StartedAt)
 			}
-			out = append(out, f)
+			parts[shard] = append(parts[shard], f)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list jobs in flight: %w", err)
 	}
-	return out, nil
+	return slices.Concat(parts...), nil
 }
 
 // JobTiers implements scheduler.JobTierReader: the tier each job's claim
